@@ -1,0 +1,239 @@
+//! The seed's demo tools: weather, calculator, current time and translator.
+//!
+//! They are what the tutorial builds in its `main.go`, kept here so that the examples, the
+//! command-line program and the MCP server all offer the same tools. Enabled by the `demo`
+//! feature (on by default).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::ToolError;
+use crate::tool::{Tool, ToolContext, ToolHints};
+use crate::tools;
+
+/// A temperature unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TemperatureUnit {
+    /// Degrees Celsius (the default).
+    Celsius,
+    /// Degrees Fahrenheit.
+    Fahrenheit,
+}
+
+/// The input of `get_weather`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct WeatherInput {
+    /// 城市名称，如北京、上海、广州
+    pub city: String,
+    /// 温度单位
+    pub unit: Option<TemperatureUnit>,
+}
+
+/// The output of `get_weather`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeatherOutput {
+    /// The city asked for.
+    pub city: String,
+    /// The temperature, in the unit asked for.
+    pub temperature: f64,
+    /// The weather, in words.
+    pub condition: String,
+    /// Relative humidity, in percent.
+    pub humidity: i64,
+}
+
+/// Looks up the (simulated) weather of 北京, 上海 or 广州.
+pub async fn get_weather(_ctx: ToolContext, input: WeatherInput) -> Result<WeatherOutput, ToolError> {
+    let (temperature, condition, humidity) = match input.city.as_str() {
+        "北京" => (22.5, "晴", 45),
+        "上海" => (25.0, "多云", 72),
+        "广州" => (30.2, "阵雨", 85),
+        other => {
+            return Err(ToolError::not_found(format!(
+                "未找到城市 {other:?} 的天气数据（可查询：北京、上海、广州）"
+            )));
+        }
+    };
+    let temperature = match input.unit {
+        Some(TemperatureUnit::Fahrenheit) => temperature * 9.0 / 5.0 + 32.0,
+        _ => temperature,
+    };
+    Ok(WeatherOutput {
+        city: input.city,
+        temperature,
+        condition: condition.to_owned(),
+        humidity,
+    })
+}
+
+/// The seed's `get_weather` tool.
+pub fn weather_tool() -> Arc<dyn Tool> {
+    let tool = tools::try_new_func("get_weather", "获取指定城市的实时天气信息", get_weather)
+        .expect("a valid tool name")
+        .with_hints(ToolHints::read_only());
+    Arc::new(tool)
+}
+
+/// A calculator operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    /// a + b
+    Add,
+    /// a - b
+    Subtract,
+    /// a * b
+    Multiply,
+    /// a / b
+    Divide,
+    /// The square root of a
+    Sqrt,
+    /// a to the power of b
+    Power,
+}
+
+/// The input of `calculator`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct CalcInput {
+    /// 运算类型
+    pub operation: Operation,
+    /// 第一个操作数
+    pub a: f64,
+    /// 第二个操作数（sqrt 操作不需要）
+    pub b: Option<f64>,
+}
+
+/// The output of `calculator`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalcOutput {
+    /// The numeric result.
+    pub result: f64,
+    /// The calculation written out, as `10.00 + 3.00 = 13.00`.
+    pub expression: String,
+}
+
+/// Computes one operation; the seed's `calculate`.
+pub async fn calculate(_ctx: ToolContext, input: CalcInput) -> Result<CalcOutput, ToolError> {
+    calculate_sync(&input)
+}
+
+/// The calculator's work without the async wrapper (what the benchmarks time).
+pub fn calculate_sync(input: &CalcInput) -> Result<CalcOutput, ToolError> {
+    let a = input.a;
+    let b = || {
+        input.b.ok_or_else(|| {
+            ToolError::invalid_input(format!(
+                "运算 {} 需要第二个操作数 b",
+                serde_json::to_value(input.operation).unwrap_or_default()
+            ))
+        })
+    };
+    let (result, expression) = match input.operation {
+        Operation::Add => {
+            let b = b()?;
+            (a + b, format!("{a:.2} + {b:.2} = {:.2}", a + b))
+        }
+        Operation::Subtract => {
+            let b = b()?;
+            (a - b, format!("{a:.2} - {b:.2} = {:.2}", a - b))
+        }
+        Operation::Multiply => {
+            let b = b()?;
+            (a * b, format!("{a:.2} * {b:.2} = {:.2}", a * b))
+        }
+        Operation::Divide => {
+            let b = b()?;
+            if b == 0.0 {
+                return Err(ToolError::invalid_input("除数不能为零"));
+            }
+            (a / b, format!("{a:.2} / {b:.2} = {:.2}", a / b))
+        }
+        Operation::Sqrt => {
+            if a < 0.0 {
+                return Err(ToolError::invalid_input("不能对负数求平方根"));
+            }
+            (a.sqrt(), format!("sqrt({a:.2}) = {:.2}", a.sqrt()))
+        }
+        Operation::Power => {
+            let b = b()?;
+            (a.powf(b), format!("{a:.2} ^ {b:.2} = {:.2}", a.powf(b)))
+        }
+    };
+    if !result.is_finite() {
+        return Err(ToolError::invalid_input(format!(
+            "结果超出数值范围: {expression}"
+        )));
+    }
+    Ok(CalcOutput { result, expression })
+}
+
+/// The seed's `calculator` tool.
+pub fn calculator_tool() -> Arc<dyn Tool> {
+    let tool = tools::try_new_func("calculator", "执行数学运算", calculate)
+        .expect("a valid tool name")
+        .with_hints(ToolHints::read_only().with_open_world(false));
+    Arc::new(tool)
+}
+
+/// Formats the time tool's answer for an instant in a zone:
+/// `当前时间（Asia/Shanghai）：2025-01-15 14:30:00`.
+pub fn format_time(timezone: &str, at: jiff::Timestamp) -> Result<String, ToolError> {
+    let tz = jiff::tz::TimeZone::get(timezone)
+        .map_err(|e| ToolError::invalid_input(format!("无效的时区: {timezone}")).with_source(e))?;
+    let local = at.to_zoned_datetime(tz);
+    Ok(format!(
+        "当前时间（{timezone}）：{}",
+        local.strftime("%Y-%m-%d %H:%M:%S")
+    ))
+}
+
+/// The seed's `get_current_time` tool, made with a hand-written schema through
+/// [`tools::new_tool`].
+pub fn time_tool() -> Arc<dyn Tool> {
+    #[derive(Deserialize)]
+    struct TimeInput {
+        timezone: String,
+    }
+    let tool = tools::try_new_tool(
+        "get_current_time",
+        "获取当前时间",
+        json!({
+            "type": "object",
+            "properties": {
+                "timezone": {
+                    "type": "string",
+                    "description": "时区，如 Asia/Shanghai、America/New_York"
+                }
+            },
+            "required": ["timezone"]
+        }),
+        |_ctx: ToolContext, input: String| async move {
+            let req: TimeInput = tools::decode_input(&input)?;
+            format_time(&req.timezone, jiff::Timestamp::now())
+        },
+    )
+    .expect("a valid tool name and schema")
+    .with_hints(ToolHints::read_only().with_idempotent(false).with_open_world(false));
+    Arc::new(tool)
+}
+
+/// The seed's `translator`: an agent-style tool (schema `{"message": string}`) that, as in the
+/// seed's demo, answers with a canned translation rather than running a model.
+pub fn translator_tool() -> Arc<dyn Tool> {
+    tools::new_agent_tool_fn(
+        "translator",
+        "一个翻译专家，能进行中英文互译",
+        |_ctx: ToolContext, message: String| async move {
+            Ok::<_, ToolError>(format!("[翻译结果] {message} → Hello, World!"))
+        },
+    )
+}
+
+/// All four demo tools: weather, calculator, current time, translator.
+pub fn seed_tools() -> Vec<Arc<dyn Tool>> {
+    vec![weather_tool(), calculator_tool(), time_tool(), translator_tool()]
+}

@@ -1,0 +1,52 @@
+//! # tinyagent
+//!
+//! A Rust framework for LLM agents whose heart is its tool system, after the Go framework
+//! TinyAgent. Tools are plain typed async functions; their input JSON Schema is derived from
+//! the Rust type; middleware wraps them onion-style.
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use tinyagent::{ToolContext, ToolError, tools};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct WeatherInput {
+//!     /// 城市名称，如北京、上海、广州
+//!     city: String,
+//! }
+//!
+//! #[derive(Serialize)]
+//! struct WeatherOutput { city: String, temperature: f64 }
+//!
+//! async fn get_weather(_ctx: ToolContext, input: WeatherInput) -> Result<WeatherOutput, String> {
+//!     Ok(WeatherOutput { city: input.city, temperature: 22.5 })
+//! }
+//!
+//! let weather = tools::new_func("get_weather", "获取指定城市的实时天气信息", get_weather);
+//! # tokio_test::block_on(async {
+//! let out = weather.handle(&ToolContext::default(), r#"{"city": "北京"}"#).await?;
+//! assert_eq!(out, r#"{"city":"北京","temperature":22.5}"#);
+//! # Ok::<(), ToolError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! The pieces, with the seed's names:
+//!
+//! - [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`], [`ToolError`], [`ToolHints`];
+//! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
+//!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`].
+
+#[cfg(feature = "demo")]
+pub mod demo;
+mod error;
+mod tool;
+pub mod tools;
+
+pub use error::{BoxError, ToolError, ToolErrorKind};
+pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
+
+/// The names most programs need: `use tinyagent::prelude::*;`.
+pub mod prelude {
+    pub use crate::tools;
+    pub use crate::{HandleFunc, Handler, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+}

@@ -1,0 +1,345 @@
+//! What is stored and called: [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`] and
+//! [`ToolHints`].
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+/// A boxed, `Send` future: what object-safe async methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Something a model can call: the seed's `Tool` interface.
+///
+/// A tool has a unique [`name`](Self::name) the model calls it by, a
+/// [`description`](Self::description) the model reads to decide when to call it, a JSON Schema
+/// of its input ([`input_schema`](Self::input_schema), built once when the tool is made), and
+/// an async [`handle`](Self::handle) that takes the model's raw JSON arguments and returns text.
+/// Strings are the lingua franca between model and tool.
+///
+/// The trait is object safe; tools are stored and passed around as `Arc<dyn Tool>`. Most tools
+/// are made with [`tools::new_func`](crate::tools::new_func) (typed) or
+/// [`tools::new_tool`](crate::tools::new_tool) (hand-written schema), but implementing the trait
+/// by hand is fine too:
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::{json, Value};
+/// use tinyagent::{BoxFuture, Tool, ToolContext, ToolError};
+///
+/// struct Echo {
+///     schema: Value,
+/// }
+///
+/// impl Tool for Echo {
+///     fn name(&self) -> &str { "echo" }
+///     fn description(&self) -> &str { "Returns its input unchanged" }
+///     fn input_schema(&self) -> &Value { &self.schema }
+///     fn handle<'a>(&'a self, _ctx: &'a ToolContext, input: &'a str)
+///         -> BoxFuture<'a, Result<String, ToolError>>
+///     {
+///         Box::pin(async move { Ok(input.to_owned()) })
+///     }
+/// }
+///
+/// # tokio_test::block_on(async {
+/// let tool: Arc<dyn Tool> = Arc::new(Echo { schema: json!({"type": "object"}) });
+/// let out = tool.handle(&ToolContext::default(), r#"{"x":1}"#).await?;
+/// assert_eq!(out, r#"{"x":1}"#);
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+pub trait Tool: Send + Sync {
+    /// The unique name the model calls the tool by (`^[a-zA-Z0-9_-]{1,64}$`).
+    fn name(&self) -> &str;
+
+    /// What the tool does, written for the model.
+    fn description(&self) -> &str;
+
+    /// The JSON Schema of the tool's input; its root is an object. Computed once, not per call.
+    fn input_schema(&self) -> &Value;
+
+    /// What calling the tool may do to the world (MCP's tool annotations).
+    ///
+    /// The default assumes the worst: the tool writes, may destroy, is not idempotent and
+    /// reaches outside the process.
+    fn hints(&self) -> ToolHints {
+        ToolHints::default()
+    }
+
+    /// Runs the tool on the model's raw JSON arguments.
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>>;
+}
+
+impl fmt::Debug for dyn Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name())
+            .field("description", &self.description())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The execution half of a tool, on its own so that it can be composed (the seed's `Handler`).
+///
+/// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
+/// turns a typed function into one; [`HandleFunc`] turns a closure into one.
+pub trait Handler: Send + Sync {
+    /// Handles one call with the raw input.
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>>;
+}
+
+impl<H: Handler + ?Sized> Handler for Arc<H> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        (**self).handle(ctx, input)
+    }
+}
+
+impl<H: Handler + ?Sized> Handler for Box<H> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        (**self).handle(ctx, input)
+    }
+}
+
+/// Adapts a closure into a [`Handler`] (the seed's `HandleFunc`).
+///
+/// The closure gets its own clone of the context and its own copy of the input, so the future
+/// it returns may hold them across awaits.
+///
+/// ```
+/// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError};
+///
+/// let hello = HandleFunc(|_ctx: ToolContext, input: String| async move {
+///     Ok::<_, ToolError>(format!("hello, {input}"))
+/// });
+/// # tokio_test::block_on(async {
+/// assert_eq!(hello.handle(&ToolContext::default(), "world").await?, "hello, world");
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Copy)]
+pub struct HandleFunc<F>(pub F);
+
+impl<F> fmt::Debug for HandleFunc<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HandleFunc(..)")
+    }
+}
+
+impl<F, Fut> Handler for HandleFunc<F>
+where
+    F: Fn(ToolContext, String) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin((self.0)(ctx.clone(), input.to_owned()))
+    }
+}
+
+/// What calling a tool may do, mirroring MCP's tool annotations.
+///
+/// Middleware and the agent loop read these: a cache only keeps results of read-only or
+/// idempotent tools, retries only repeat idempotent or read-only ones, and tool calls run in
+/// parallel only when no tool in the batch is marked as needing exclusive, ordered execution.
+///
+/// The default is the safe assumption for an unknown tool, the same as MCP's: not read-only,
+/// destructive, not idempotent, open-world.
+///
+/// ```
+/// use tinyagent::ToolHints;
+///
+/// let lookup = ToolHints::read_only();
+/// assert!(lookup.read_only && !lookup.destructive && lookup.idempotent);
+/// assert!(!ToolHints::default().read_only);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// The tool does not change its environment.
+    pub read_only: bool,
+    /// The tool may perform destructive updates (only meaningful when not read-only).
+    pub destructive: bool,
+    /// Calling the tool again with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// The tool interacts with an open world of external entities (the web, other services).
+    pub open_world: bool,
+}
+
+impl Default for ToolHints {
+    fn default() -> Self {
+        Self {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        }
+    }
+}
+
+impl ToolHints {
+    /// Hints of a tool that only reads: read-only, not destructive, idempotent, open-world.
+    pub const fn read_only() -> Self {
+        Self {
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: true,
+        }
+    }
+
+    /// Sets [`read_only`](Self::read_only).
+    #[must_use]
+    pub const fn with_read_only(mut self, value: bool) -> Self {
+        self.read_only = value;
+        self
+    }
+
+    /// Sets [`destructive`](Self::destructive).
+    #[must_use]
+    pub const fn with_destructive(mut self, value: bool) -> Self {
+        self.destructive = value;
+        self
+    }
+
+    /// Sets [`idempotent`](Self::idempotent).
+    #[must_use]
+    pub const fn with_idempotent(mut self, value: bool) -> Self {
+        self.idempotent = value;
+        self
+    }
+
+    /// Sets [`open_world`](Self::open_world).
+    #[must_use]
+    pub const fn with_open_world(mut self, value: bool) -> Self {
+        self.open_world = value;
+        self
+    }
+
+    /// Whether repeating a call is harmless: the tool is read-only or idempotent.
+    pub const fn is_repeatable(&self) -> bool {
+        self.read_only || self.idempotent
+    }
+}
+
+/// Per-call context handed to every tool: the call id, and typed extensions that the agent and
+/// middleware attach (the invocation, the session, anything of the application's).
+///
+/// Cheap to clone: everything inside is reference counted.
+///
+/// ```
+/// use tinyagent::ToolContext;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct UserId(u64);
+///
+/// let ctx = ToolContext::default().with_call_id("call_1").with_extension(UserId(7));
+/// assert_eq!(ctx.call_id(), Some("call_1"));
+/// assert_eq!(ctx.extension::<UserId>(), Some(&UserId(7)));
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolContext {
+    call_id: Option<Arc<str>>,
+    extensions: Option<Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field(
+                "extensions",
+                &self.extensions.as_ref().map_or(0, |e| e.len()),
+            )
+            .finish()
+    }
+}
+
+impl ToolContext {
+    /// An empty context (the same as `Default`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id the model gave this call, when the call came from a model.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
+    }
+
+    /// Returns the context with the call id set.
+    #[must_use]
+    pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// Returns the context with a typed value attached, replacing any value of the same type.
+    #[must_use]
+    pub fn with_extension<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        let mut map = self
+            .extensions
+            .take()
+            .map(Arc::unwrap_or_clone)
+            .unwrap_or_default();
+        map.insert(TypeId::of::<T>(), Arc::new(value));
+        self.extensions = Some(Arc::new(map));
+        self
+    }
+
+    /// The attached value of type `T`, if any.
+    pub fn extension<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.extensions
+            .as_ref()?
+            .get(&TypeId::of::<T>())?
+            .downcast_ref::<T>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions_are_typed_and_replaceable() {
+        let ctx = ToolContext::new().with_extension(1u32).with_extension("a");
+        assert_eq!(ctx.extension::<u32>(), Some(&1));
+        assert_eq!(ctx.extension::<&str>(), Some(&"a"));
+        let ctx2 = ctx.clone().with_extension(2u32);
+        assert_eq!(ctx2.extension::<u32>(), Some(&2));
+        assert_eq!(ctx.extension::<u32>(), Some(&1), "clones are independent");
+        assert_eq!(ctx.extension::<i64>(), None);
+    }
+
+    #[test]
+    fn default_hints_assume_the_worst() {
+        let h = ToolHints::default();
+        assert!(!h.read_only && h.destructive && !h.idempotent && h.open_world);
+        assert!(!h.is_repeatable());
+        assert!(ToolHints::read_only().is_repeatable());
+    }
+}

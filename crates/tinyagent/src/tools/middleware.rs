@@ -1,0 +1,233 @@
+//! Onion middleware around a tool's handler: [`ToolLayer`], [`ToolMiddleware`], [`wrap_tool`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+
+/// A middleware's behaviour, in the shape of tower's `Layer`: given the tool being wrapped and
+/// the next handler inward, return the handler that runs in its place.
+///
+/// The tool is there so the layer can read its name (for logs), schema (for validation) or
+/// hints (for caching) once, when the tool is wrapped, rather than on every call.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{BoxFuture, Handler, Tool, ToolContext, ToolError};
+/// use tinyagent::tools::ToolLayer;
+///
+/// /// Upper-cases every result.
+/// struct Shout;
+///
+/// struct ShoutHandler(Arc<dyn Handler>);
+///
+/// impl Handler for ShoutHandler {
+///     fn handle<'a>(&'a self, ctx: &'a ToolContext, input: &'a str)
+///         -> BoxFuture<'a, Result<String, ToolError>>
+///     {
+///         Box::pin(async move { Ok(self.0.handle(ctx, input).await?.to_uppercase()) })
+///     }
+/// }
+///
+/// impl ToolLayer for Shout {
+///     fn layer(&self, _tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
+///         Arc::new(ShoutHandler(next))
+///     }
+/// }
+/// ```
+pub trait ToolLayer: Send + Sync + 'static {
+    /// Wraps `next`, the handler of `tool` (or of the middleware inside this one).
+    fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler>;
+}
+
+/// A tool middleware (the seed's `ToolMiddleware func(Handler) Handler`): a cheap, cloneable
+/// handle on a [`ToolLayer`].
+///
+/// Middleware is applied with [`wrap_tool`], where the first one listed is the outermost. Make
+/// one from a closure over the next handler with [`ToolMiddleware::from_fn`], or from any
+/// [`ToolLayer`] with [`ToolMiddleware::new`].
+#[derive(Clone)]
+pub struct ToolMiddleware {
+    layer: Arc<dyn ToolLayer>,
+    name: &'static str,
+}
+
+impl fmt::Debug for ToolMiddleware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ToolMiddleware({})", self.name)
+    }
+}
+
+impl<L: ToolLayer> From<L> for ToolMiddleware {
+    fn from(layer: L) -> Self {
+        Self::new(layer)
+    }
+}
+
+struct FnLayer<F>(F);
+
+impl<F> ToolLayer for FnLayer<F>
+where
+    F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
+{
+    fn layer(&self, _tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
+        (self.0)(next)
+    }
+}
+
+impl ToolMiddleware {
+    /// A middleware from a [`ToolLayer`].
+    pub fn new<L: ToolLayer>(layer: L) -> Self {
+        Self {
+            layer: Arc::new(layer),
+            name: std::any::type_name::<L>(),
+        }
+    }
+
+    /// A middleware from a closure that wraps the next handler, exactly as in the seed.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError};
+    /// use tinyagent::tools::ToolMiddleware;
+    ///
+    /// let exclaim = ToolMiddleware::from_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+    ///     Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
+    ///         let next = next.clone();
+    ///         async move { Ok::<_, ToolError>(next.handle(&ctx, &input).await? + "!") }
+    ///     }))
+    /// });
+    /// ```
+    pub fn from_fn<F>(f: F) -> Self
+    where
+        F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
+    {
+        Self {
+            layer: Arc::new(FnLayer(f)),
+            name: "from_fn",
+        }
+    }
+
+    /// Applies this middleware alone: wraps `next`, the handler of `tool`.
+    pub fn apply(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
+        self.layer.layer(tool, next)
+    }
+}
+
+/// Calls a tool as a handler: the innermost layer of a wrapped tool.
+struct ToolHandler(Arc<dyn Tool>);
+
+impl Handler for ToolHandler {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        self.0.handle(ctx, input)
+    }
+}
+
+/// A tool with middleware around its handler; made by [`wrap_tool`]. It keeps the inner tool's
+/// name, description, schema and hints.
+pub struct WrappedTool {
+    inner: Arc<dyn Tool>,
+    handler: Arc<dyn Handler>,
+}
+
+impl fmt::Debug for WrappedTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WrappedTool")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WrappedTool {
+    /// The tool inside the middleware.
+    pub fn inner(&self) -> &Arc<dyn Tool> {
+        &self.inner
+    }
+}
+
+impl Tool for WrappedTool {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+
+    fn input_schema(&self) -> &Value {
+        self.inner.input_schema()
+    }
+
+    fn hints(&self) -> ToolHints {
+        self.inner.hints()
+    }
+
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        self.handler.handle(ctx, input)
+    }
+}
+
+/// Wraps a tool in middleware, onion-style (the seed's `WrapTool`): the first middleware
+/// listed is the outermost, so it sees the call first and the result last.
+///
+/// The wrapped tool keeps the tool's name, description, schema and hints.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError, tools};
+/// use tinyagent::tools::ToolMiddleware;
+///
+/// let log = Arc::new(Mutex::new(Vec::new()));
+/// let tag = |name: &'static str| {
+///     let log = log.clone();
+///     ToolMiddleware::from_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+///         let log = log.clone();
+///         Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
+///             let (next, log) = (next.clone(), log.clone());
+///             async move {
+///                 log.lock().unwrap().push(format!("{name} in"));
+///                 let out = next.handle(&ctx, &input).await;
+///                 log.lock().unwrap().push(format!("{name} out"));
+///                 out
+///             }
+///         }))
+///     })
+/// };
+/// let echo = tools::new_tool("echo", "echo", serde_json::json!({"type": "object"}),
+///     |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) });
+/// let wrapped = tools::wrap_tool(echo, [tag("outer"), tag("inner")]);
+/// assert_eq!(wrapped.name(), "echo");
+/// # tokio_test::block_on(async {
+/// wrapped.handle(&ToolContext::default(), "{}").await?;
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// assert_eq!(*log.lock().unwrap(), ["outer in", "inner in", "inner out", "outer out"]);
+/// ```
+pub fn wrap_tool(
+    tool: Arc<dyn Tool>,
+    middlewares: impl IntoIterator<Item = ToolMiddleware>,
+) -> Arc<dyn Tool> {
+    let middlewares: Vec<ToolMiddleware> = middlewares.into_iter().collect();
+    if middlewares.is_empty() {
+        return tool;
+    }
+    let mut handler: Arc<dyn Handler> = Arc::new(ToolHandler(tool.clone()));
+    for mw in middlewares.iter().rev() {
+        handler = mw.apply(tool.as_ref(), handler);
+    }
+    Arc::new(WrappedTool {
+        inner: tool,
+        handler,
+    })
+}

@@ -1,0 +1,29 @@
+//! The seed's `tools` package: how tools are made, adapted and wrapped.
+//!
+//! - [`new_func`]: a typed async function becomes a tool, its input schema derived from the
+//!   input type (the seed's `NewFunc`);
+//! - [`new_tool`]: a hand-written schema and a raw-string handler (the seed's `NewTool`);
+//! - [`json_adapter`]: a typed function becomes a [`Handler`];
+//! - [`new_agent_tool_fn`]: a function of one message becomes an agent-style tool;
+//! - [`generate_schema`] and [`strict_schema`]: the schema pipeline;
+//! - [`wrap_tool`], [`ToolMiddleware`] and [`ToolLayer`]: onion middleware around a tool's
+//!   handler.
+
+mod adapter;
+mod agent_tool;
+mod func;
+mod middleware;
+mod schema;
+
+pub use agent_tool::{
+    AgentToolInput, MessageHandler, agent_tool_schema, new_agent_tool_fn, parse_agent_message,
+};
+pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};
+pub use func::{
+    FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
+};
+pub use middleware::{ToolLayer, ToolMiddleware, WrappedTool, wrap_tool};
+pub use schema::{generate_schema, strict_schema};
+
+#[cfg(doc)]
+use crate::Handler;
