@@ -47,7 +47,10 @@ pub struct WeatherOutput {
 }
 
 /// Looks up the (simulated) weather of 北京, 上海 or 广州.
-pub async fn get_weather(_ctx: ToolContext, input: WeatherInput) -> Result<WeatherOutput, ToolError> {
+pub async fn get_weather(
+    _ctx: ToolContext,
+    input: WeatherInput,
+) -> Result<WeatherOutput, ToolError> {
     let (temperature, condition, humidity) = match input.city.as_str() {
         "北京" => (22.5, "晴", 45),
         "上海" => (25.0, "多云", 72),
@@ -217,7 +220,11 @@ pub fn time_tool() -> Arc<dyn Tool> {
         },
     )
     .expect("a valid tool name and schema")
-    .with_hints(ToolHints::read_only().with_idempotent(false).with_open_world(false));
+    .with_hints(
+        ToolHints::read_only()
+            .with_idempotent(false)
+            .with_open_world(false),
+    );
     Arc::new(tool)
 }
 
@@ -235,5 +242,10 @@ pub fn translator_tool() -> Arc<dyn Tool> {
 
 /// All four demo tools: weather, calculator, current time, translator.
 pub fn seed_tools() -> Vec<Arc<dyn Tool>> {
-    vec![weather_tool(), calculator_tool(), time_tool(), translator_tool()]
+    vec![
+        weather_tool(),
+        calculator_tool(),
+        time_tool(),
+        translator_tool(),
+    ]
 }

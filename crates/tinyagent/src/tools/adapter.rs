@@ -136,8 +136,10 @@ where
                 .await
                 .map_err(ToolError::from_error)?;
             serde_json::to_string(&output).map_err(|e| {
-                ToolError::failed(format!("the tool's output could not be encoded as JSON: {e}"))
-                    .with_source(e)
+                ToolError::failed(format!(
+                    "the tool's output could not be encoded as JSON: {e}"
+                ))
+                .with_source(e)
             })
         })
     }

@@ -5,7 +5,8 @@
 //! - [`new_tool`]: a hand-written schema and a raw-string handler (the seed's `NewTool`);
 //! - [`json_adapter`]: a typed function becomes a [`Handler`];
 //! - [`new_agent_tool_fn`]: a function of one message becomes an agent-style tool;
-//! - [`generate_schema`] and [`strict_schema`]: the schema pipeline;
+//! - [`generate_schema`] and [`strict_schema`]: the schema pipeline; [`SchemaValidator`]
+//!   checks arguments against a schema;
 //! - [`wrap_tool`], [`ToolMiddleware`] and [`ToolLayer`]: onion middleware around a tool's
 //!   handler.
 
@@ -14,16 +15,18 @@ mod agent_tool;
 mod func;
 mod middleware;
 mod schema;
+mod validate;
 
+pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};
 pub use agent_tool::{
     AgentToolInput, MessageHandler, agent_tool_schema, new_agent_tool_fn, parse_agent_message,
 };
-pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};
 pub use func::{
     FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
 };
 pub use middleware::{ToolLayer, ToolMiddleware, WrappedTool, wrap_tool};
 pub use schema::{generate_schema, strict_schema};
+pub use validate::SchemaValidator;
 
 #[cfg(doc)]
 use crate::Handler;

@@ -123,12 +123,15 @@ fn normalize_root(value: &mut Value) {
 
 fn all_branches_are_objects(schema: &Map<String, Value>) -> bool {
     ["oneOf", "anyOf"].iter().any(|key| {
-        schema.get(*key).and_then(Value::as_array).is_some_and(|branches| {
-            !branches.is_empty()
-                && branches
-                    .iter()
-                    .all(|b| b.get("type").and_then(Value::as_str) == Some("object"))
-        })
+        schema
+            .get(*key)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| {
+                !branches.is_empty()
+                    && branches
+                        .iter()
+                        .all(|b| b.get("type").and_then(Value::as_str) == Some("object"))
+            })
     })
 }
 
@@ -174,8 +177,20 @@ fn for_each_subschema(schema: &mut Map<String, Value>, mut f: impl FnMut(&mut Va
 fn is_rust_numeric_format(format: &str) -> bool {
     matches!(
         format,
-        "int" | "int8" | "int16" | "int32" | "int64" | "int128" | "uint" | "uint8" | "uint16"
-            | "uint32" | "uint64" | "uint128" | "float" | "double"
+        "int"
+            | "int8"
+            | "int16"
+            | "int32"
+            | "int64"
+            | "int128"
+            | "uint"
+            | "uint8"
+            | "uint16"
+            | "uint32"
+            | "uint64"
+            | "uint128"
+            | "float"
+            | "double"
     )
 }
 
@@ -201,7 +216,11 @@ fn normalize(value: &mut Value) {
     let required: Vec<String> = schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         for (name, prop) in props.iter_mut() {
@@ -229,7 +248,8 @@ fn merge_unit_enum(schema: &mut Map<String, Value>) {
                 continue;
             }
             if b.get("type").and_then(Value::as_str) != Some("string")
-                || b.keys().any(|k| !matches!(k.as_str(), "type" | "enum" | "const" | "description"))
+                || b.keys()
+                    .any(|k| !matches!(k.as_str(), "type" | "enum" | "const" | "description"))
             {
                 return;
             }
@@ -275,7 +295,10 @@ fn strip_null(value: &mut Value) {
         let Some(Value::Array(branches)) = schema.get_mut(key) else {
             continue;
         };
-        branches.retain(|b| b.get("type").and_then(Value::as_str) != Some("null") || b.as_object().is_some_and(|o| o.len() > 1));
+        branches.retain(|b| {
+            b.get("type").and_then(Value::as_str) != Some("null")
+                || b.as_object().is_some_and(|o| o.len() > 1)
+        });
         if branches.len() == 1 {
             let Some(Value::Object(only)) = branches.pop() else {
                 continue;
@@ -339,7 +362,11 @@ fn make_strict(value: &mut Value) {
     let required: Vec<String> = schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let mut all = Vec::new();
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
@@ -381,10 +408,7 @@ fn make_nullable(value: &mut Value) {
             // No `type` (a `$ref`, `anyOf`, ...): offer `null` as another branch.
             let description = schema.remove("description");
             let inner = Value::Object(std::mem::take(schema));
-            schema.insert(
-                "anyOf".into(),
-                serde_json::json!([inner, {"type": "null"}]),
-            );
+            schema.insert("anyOf".into(), serde_json::json!([inner, {"type": "null"}]));
             if let Some(d) = description {
                 schema.insert("description".into(), d);
             }
