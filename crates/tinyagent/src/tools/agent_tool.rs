@@ -162,8 +162,8 @@ impl<A: Agent> AgentTool<A> {
         })
     }
 
-    /// Sets how many agents deep a call of this tool may run the agent: 1 allows it only
-    /// directly under a top-level agent.
+    /// Sets how many agents deep a call of this tool may run the agent, counting the agents
+    /// above it: 1 allows it directly under a top-level agent, 0 only outside any agent.
     #[must_use]
     pub fn with_max_depth(mut self, max_depth: usize) -> Self {
         self.max_depth = max_depth;
@@ -201,7 +201,8 @@ impl<A: Agent> Tool for AgentTool<A> {
             let mut chain: Vec<&str> = parent
                 .map(|p| p.chain().iter().map(|a| &**a).chain(p.agent()).collect())
                 .unwrap_or_default();
-            let depth = chain.len() + 1;
+            // The sub-agent's invocation sits below every agent of the chain.
+            let depth = chain.len();
             if depth > self.max_depth {
                 chain.push(name);
                 return Err(ToolError::denied(format!(
