@@ -50,3 +50,8 @@ pub mod prelude {
     pub use crate::tools;
     pub use crate::{HandleFunc, Handler, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
