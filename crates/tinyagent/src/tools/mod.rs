@@ -13,7 +13,7 @@
 //!   [`with_cache`], [`with_output_budget`], [`with_approval`] (with the builders
 //!   [`Logging`], [`Timeout`], [`RetryPolicy`], [`Validation`], [`ConcurrencyLimit`],
 //!   [`RateLimit`], [`Cache`], [`OutputBudget`], [`ApprovalLayer`]). With the `tower`
-//!   feature, [`ToolMiddleware::from_tower`] takes a tower `Layer`.
+//!   feature, `ToolMiddleware::from_tower` takes a tower `Layer`.
 
 mod adapter;
 mod agent_tool;

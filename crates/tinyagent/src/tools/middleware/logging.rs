@@ -179,29 +179,29 @@ impl Handler for LoggingHandler {
             if let Some(id) = ctx.call_id() {
                 span.record("gen_ai.tool.call.id", id);
             }
+            // Events first, then span fields, so a log line does not repeat them.
             if self.config.record_arguments {
                 let arguments = self.config.render(input);
-                span.record("gen_ai.tool.call.arguments", arguments.as_str());
                 tracing::info!(arguments = %arguments, "tool call started");
+                span.record("gen_ai.tool.call.arguments", arguments.as_str());
             } else {
                 tracing::info!("tool call started");
             }
             let started = Instant::now();
             let result = self.next.handle(ctx, input).await;
-            let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-            span.record("duration_ms", duration_ms);
+            // Milliseconds, to the microsecond.
+            let duration_ms = started.elapsed().as_micros() as f64 / 1000.0;
             match &result {
                 Ok(output) => {
-                    span.record("output_len", output.len());
                     if self.config.record_results {
                         let rendered = self.config.render(output);
-                        span.record("gen_ai.tool.call.result", rendered.as_str());
                         tracing::info!(
                             output_len = output.len(),
                             duration_ms,
                             result = %rendered,
                             "tool call succeeded"
                         );
+                        span.record("gen_ai.tool.call.result", rendered.as_str());
                     } else {
                         tracing::info!(
                             output_len = output.len(),
@@ -209,18 +209,20 @@ impl Handler for LoggingHandler {
                             "tool call succeeded"
                         );
                     }
+                    span.record("output_len", output.len());
                 }
                 Err(err) => {
-                    span.record("error.type", err.kind().as_str());
-                    span.record("otel.status_code", "ERROR");
                     tracing::warn!(
                         error = %err,
                         error.type = err.kind().as_str(),
                         duration_ms,
                         "tool call failed"
                     );
+                    span.record("error.type", err.kind().as_str());
+                    span.record("otel.status_code", "ERROR");
                 }
             }
+            span.record("duration_ms", duration_ms);
             result
         };
         Box::pin(call.instrument(span))
@@ -240,7 +242,7 @@ fn is_sensitive(key: &str, extra: &[String]) -> bool {
     SENSITIVE_FRAGMENTS.iter().any(|f| key.contains(f))
         || key.ends_with("token")
         || key == "auth"
-        || extra.iter().any(|k| *k == key)
+        || extra.contains(&key)
 }
 
 fn redact_value(value: &mut Value, extra: &[String]) {
