@@ -129,7 +129,10 @@ impl RetryPolicy {
     fn delay(&self, retry: u32) -> Duration {
         let backoff = self.backoff(retry);
         if self.jitter {
-            backoff.mul_f64(0.5 + fastrand::f64() * 0.5)
+            let factor = 0.5 + fastrand::f64() * 0.5;
+            // Not `mul_f64`, which panics when rounding lands past `Duration::MAX`.
+            Duration::try_from_secs_f64(backoff.as_secs_f64() * factor)
+                .map_or(backoff, |d| d.min(backoff))
         } else {
             backoff
         }
@@ -219,4 +222,27 @@ fn give_up(last: ToolError, attempts: u32) -> ToolError {
     )
     .retryable(last.is_retryable())
     .with_source(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jittered_delays_stay_within_half_and_all_of_the_backoff() {
+        let policy = RetryPolicy::new(100)
+            .base(Duration::from_millis(10))
+            .cap(Duration::MAX);
+        for retry in 0..100 {
+            let full = policy.backoff(retry);
+            for _ in 0..20 {
+                let d = policy.delay(retry);
+                assert!(
+                    d >= full / 2 && d <= full,
+                    "retry {retry}: {d:?} vs {full:?}"
+                );
+            }
+        }
+        assert_eq!(policy.backoff(99), Duration::MAX);
+    }
 }
