@@ -34,7 +34,12 @@
 //!
 //! - [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`], [`ToolError`], [`ToolHints`];
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
-//!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`].
+//!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`];
+//! - middleware for [`tools::wrap_tool`]: [`tools::with_logging`], [`tools::with_timeout`],
+//!   [`tools::with_retry`], [`tools::with_validation`], [`tools::with_concurrency_limit`],
+//!   [`tools::with_rate_limit`], [`tools::with_cache`], [`tools::with_output_budget`],
+//!   [`tools::with_approval`]; with the `tower` feature, any tower `Layer` through
+//!   `tools::ToolMiddleware::from_tower`.
 
 #[cfg(feature = "demo")]
 pub mod demo;
