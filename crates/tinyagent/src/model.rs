@@ -493,3 +493,66 @@ impl<M: Model + ?Sized> Model for Box<M> {
         (**self).stream(req)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Role, ToolCall};
+
+    struct Fixed(ModelResponse);
+
+    impl Model for Fixed {
+        fn generate<'a>(
+            &'a self,
+            _req: &'a ModelRequest,
+        ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+            Box::pin(async move { Ok(self.0.clone()) })
+        }
+    }
+
+    #[test]
+    fn the_default_stream_replays_generate_as_events() {
+        let message = Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("看看"),
+                ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#).into(),
+            ],
+        );
+        let response = ModelResponse::new(message, Usage::new(3, 4), FinishReason::ToolCalls);
+        let model = Fixed(response.clone());
+        let req = ModelRequest::new(vec![Message::user("hi")]);
+        let events: Vec<ModelEvent> =
+            futures::executor::block_on(model.stream(&req).map(|e| e.unwrap()).collect::<Vec<_>>());
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("看看".into()),
+                ModelEvent::ToolCallStart {
+                    id: "c1".into(),
+                    name: "get_weather".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    id: "c1".into(),
+                    arguments_fragment: r#"{"city":"北京"}"#.into()
+                },
+                ModelEvent::Done(response),
+            ]
+        );
+    }
+
+    #[test]
+    fn usage_adds_up_and_serializes() {
+        let mut total = Usage::new(1, 2);
+        total += Usage::new(10, 20);
+        assert_eq!(total.total_tokens(), 33);
+        assert_eq!(
+            serde_json::to_value(total).unwrap(),
+            serde_json::json!({"input_tokens": 11, "output_tokens": 22})
+        );
+        assert_eq!(
+            serde_json::to_value(FinishReason::ToolCalls).unwrap(),
+            serde_json::json!("tool_calls")
+        );
+    }
+}
