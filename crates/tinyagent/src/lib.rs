@@ -59,7 +59,7 @@ pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{
     FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
-    ToolChoice, ToolDefinition, Usage,
+    ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
 };
 pub use session::{Session, State};
 pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
