@@ -2,7 +2,8 @@
 //!
 //! A Rust framework for LLM agents whose heart is its tool system, after the Go framework
 //! TinyAgent. Tools are plain typed async functions; their input JSON Schema is derived from
-//! the Rust type; middleware wraps them onion-style.
+//! the Rust type; middleware wraps them onion-style; an agent asks its model, runs the tool
+//! calls it gets back, feeds the results in, and loops until the model answers.
 //!
 //! ```
 //! use schemars::JsonSchema;
@@ -34,26 +35,47 @@
 //!
 //! - [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`], [`ToolError`], [`ToolHints`];
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
-//!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`];
+//!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`],
+//!   [`tools::ToolResolver`], [`tools::new_agent_tool`];
 //! - middleware for [`tools::wrap_tool`]: [`tools::with_logging`], [`tools::with_timeout`],
 //!   [`tools::with_retry`], [`tools::with_validation`], [`tools::with_concurrency_limit`],
 //!   [`tools::with_rate_limit`], [`tools::with_cache`], [`tools::with_output_budget`],
 //!   [`tools::with_approval`]; with the `tower` feature, any tower `Layer` through
-//!   `tools::ToolMiddleware::from_tower`.
+//!   `tools::ToolMiddleware::from_tower`;
+//! - [`Model`] with [`ModelRequest`], [`ModelResponse`] and [`ModelEvent`]; [`Message`] and
+//!   its [`Part`]s;
+//! - [`Agent`], [`LlmAgent`] (built like the seed's `NewAgent`), [`Invocation`], [`Session`],
+//!   [`Event`];
+//! - [`testing`]: a scripted model for tests.
 
+pub mod agent;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod error;
+mod message;
+mod model;
+mod session;
+pub mod testing;
 mod tool;
 pub mod tools;
 
+pub use agent::{Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, LlmAgentBuilder};
 pub use error::{BoxError, ToolError, ToolErrorKind};
+pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
+pub use model::{
+    FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
+    ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
+};
+pub use session::{Session, State};
 pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
 
 /// The names most programs need: `use tinyagent::prelude::*;`.
 pub mod prelude {
     pub use crate::tools;
-    pub use crate::{HandleFunc, Handler, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+    pub use crate::{
+        Agent, AgentExt, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model, Session,
+        Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
+    };
 }
 
 /// The README's examples, compiled and run as doc tests.

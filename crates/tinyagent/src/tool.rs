@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::agent::Invocation;
 use crate::error::ToolError;
+use crate::session::Session;
 
 /// A boxed, `Send` future: what object-safe async methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -317,6 +319,34 @@ impl ToolContext {
             .as_ref()?
             .get(&TypeId::of::<T>())?
             .downcast_ref::<T>()
+    }
+
+    /// Returns the context with the invocation attached (agents do this for every call).
+    #[must_use]
+    pub fn with_invocation(self, invocation: Invocation) -> Self {
+        self.with_extension(invocation)
+    }
+
+    /// The agent invocation this call runs in, when an agent made the call.
+    ///
+    /// ```
+    /// use tinyagent::{Invocation, Session, ToolContext};
+    ///
+    /// let session = Session::new();
+    /// session.set("role", "admin");
+    /// let ctx = ToolContext::new().with_invocation(Invocation::new(session, "hi"));
+    /// assert_eq!(ctx.invocation().unwrap().message().text(), "hi");
+    /// assert_eq!(ctx.session().unwrap().get_str("role").as_deref(), Some("admin"));
+    /// assert!(ToolContext::new().session().is_none());
+    /// ```
+    pub fn invocation(&self) -> Option<&Invocation> {
+        self.extension::<Invocation>()
+    }
+
+    /// The session of the invocation this call runs in: its state map is where tools keep
+    /// what outlives one call.
+    pub fn session(&self) -> Option<&Session> {
+        self.invocation().map(Invocation::session)
     }
 }
 

@@ -1,8 +1,12 @@
-//! Agents as tools: the seed's agent-tool schema `{"message": string}` and the demo's form,
-//! a tool from `(name, description, async fn(message) -> text)`.
+//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the seed's agent-tool
+//! schema `{"message": string}`, and the demo's form, a tool from
+//! `(name, description, async fn(message) -> text)`.
 
+use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+
+use futures::StreamExt;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,7 +14,10 @@ use serde_json::Value;
 
 use super::func::{FuncTool, validate_tool_name};
 use super::schema::generate_schema;
+use crate::agent::{Agent, Event, Invocation};
 use crate::error::{BoxError, ToolError};
+use crate::message::Role;
+use crate::session::Session;
 use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
 
 /// The input of an agent used as a tool: one natural-language message.
@@ -110,4 +117,164 @@ where
         ToolHints::default(),
         MessageHandler(f),
     ))
+}
+
+/// How deeply agents may call agents as tools unless said otherwise: see
+/// [`AgentTool::with_max_depth`].
+pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
+
+/// An [`Agent`] used as a tool (the seed's `NewAgentTool(agent)`); made by
+/// [`new_agent_tool`].
+///
+/// Its name and description are the agent's; its schema is [`agent_tool_schema`]
+/// (`{"message": string}`, required); input that is not JSON is taken as the message. Each call
+/// runs the agent in a fresh invocation (a new session, the chain of calling agents extended)
+/// and returns the text of all its assistant messages, concatenated. An agent's failure is the
+/// tool's failure, which the calling agent's model reads.
+///
+/// Nesting is bounded: a call that would run an agent more than
+/// [`max_depth`](Self::with_max_depth) agents deep (default [`DEFAULT_MAX_AGENT_DEPTH`]) is
+/// refused with a [`ToolErrorKind::Denied`](crate::ToolErrorKind::Denied) error, so agents that
+/// call each other cannot recurse without end.
+pub struct AgentTool<A> {
+    agent: A,
+    schema: Value,
+    max_depth: usize,
+}
+
+impl<A: Agent> fmt::Debug for AgentTool<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentTool")
+            .field("agent", &self.agent.name())
+            .field("max_depth", &self.max_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Agent> AgentTool<A> {
+    /// The agent as a tool; fails when the agent's name is not a valid tool name.
+    pub fn try_new(agent: A) -> Result<Self, ToolError> {
+        validate_tool_name(agent.name())?;
+        Ok(Self {
+            agent,
+            schema: agent_tool_schema(),
+            max_depth: DEFAULT_MAX_AGENT_DEPTH,
+        })
+    }
+
+    /// Sets how many agents deep a call of this tool may run the agent, counting the agents
+    /// above it: 1 allows it directly under a top-level agent, 0 only outside any agent.
+    #[must_use]
+    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
+        self.max_depth = max_depth;
+        self
+    }
+
+    /// The agent inside.
+    pub fn agent(&self) -> &A {
+        &self.agent
+    }
+}
+
+impl<A: Agent> Tool for AgentTool<A> {
+    fn name(&self) -> &str {
+        self.agent.name()
+    }
+
+    fn description(&self) -> &str {
+        self.agent.description()
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let name = self.agent.name();
+            let message = parse_agent_message(input)?;
+            let parent = ctx.invocation();
+            let mut chain: Vec<&str> = parent
+                .map(|p| p.chain().iter().map(|a| &**a).chain(p.agent()).collect())
+                .unwrap_or_default();
+            // The sub-agent's invocation sits below every agent of the chain.
+            let depth = chain.len();
+            if depth > self.max_depth {
+                chain.push(name);
+                return Err(ToolError::denied(format!(
+                    "agent {name:?} was not run: the call chain {} would nest agents {depth} deep, \
+                     and at most {} are allowed; answer with what you have",
+                    chain.join(" → "),
+                    self.max_depth
+                )));
+            }
+            let inv = match parent {
+                Some(parent) => parent.child(message),
+                None => Invocation::new(Session::new(), message),
+            };
+            let mut events = self.agent.run(inv);
+            let mut text = String::new();
+            let mut answer = None;
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(Event::Message(m)) if m.role == Role::Assistant => text.push_str(&m.text()),
+                    Ok(Event::Finished { answer: a, .. }) => answer = Some(a),
+                    Ok(_) => {}
+                    Err(err) => {
+                        return Err(ToolError::failed(format!("agent {name:?} failed: {err}"))
+                            .with_source(err));
+                    }
+                }
+            }
+            if text.is_empty() {
+                text = answer.unwrap_or_default();
+            }
+            Ok(text)
+        })
+    }
+}
+
+/// Makes an agent a tool (the seed's `tools.NewAgentTool(agent)`); see [`AgentTool`].
+///
+/// # Panics
+///
+/// If the agent's name is not a valid tool name; see [`validate_tool_name`] and
+/// [`AgentTool::try_new`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{AgentExt, LlmAgent, Session, tools};
+/// use tinyagent::testing::{ScriptedModel, reply};
+///
+/// // One scripted model serves both agents, in the order they ask.
+/// let model = Arc::new(ScriptedModel::new([
+///     reply::tool_call("c1", "translator", r#"{"message": "你好世界"}"#), // supervisor
+///     reply::text("Hello, World!"),                                      // translator
+///     reply::text("翻译结果：Hello, World!"),                               // supervisor
+/// ]));
+/// let translator = LlmAgent::builder("translator")
+///     .description("一个翻译专家，能进行中英文互译")
+///     .model(model.clone())
+///     .build()
+///     .unwrap();
+/// let supervisor = LlmAgent::builder("supervisor")
+///     .model(model.clone())
+///     .tool(tools::new_agent_tool(translator))
+///     .build()
+///     .unwrap();
+/// # tokio_test::block_on(async {
+/// let answer = supervisor.ask(&Session::new(), "把“你好世界”翻译成英文").await.unwrap();
+/// assert_eq!(answer, "翻译结果：Hello, World!");
+/// # });
+/// ```
+#[track_caller]
+pub fn new_agent_tool<A: Agent + 'static>(agent: A) -> Arc<dyn Tool> {
+    match AgentTool::try_new(agent) {
+        Ok(tool) => Arc::new(tool),
+        Err(err) => panic!("tools::new_agent_tool: {err}"),
+    }
 }

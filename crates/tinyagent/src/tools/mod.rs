@@ -4,7 +4,9 @@
 //!   input type (the seed's `NewFunc`);
 //! - [`new_tool`]: a hand-written schema and a raw-string handler (the seed's `NewTool`);
 //! - [`json_adapter`]: a typed function becomes a [`Handler`];
-//! - [`new_agent_tool_fn`]: a function of one message becomes an agent-style tool;
+//! - [`new_agent_tool`]: an agent becomes a tool; [`new_agent_tool_fn`]: a function of one
+//!   message becomes an agent-style tool;
+//! - [`ToolResolver`] and [`ToolResolverFunc`]: tools chosen per invocation;
 //! - [`generate_schema`] and [`strict_schema`]: the schema pipeline; [`SchemaValidator`]
 //!   checks arguments against a schema;
 //! - [`wrap_tool`], [`ToolMiddleware`] and [`ToolLayer`]: onion middleware around a tool's
@@ -19,12 +21,14 @@ mod adapter;
 mod agent_tool;
 mod func;
 mod middleware;
+mod resolver;
 mod schema;
 mod validate;
 
 pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};
 pub use agent_tool::{
-    AgentToolInput, MessageHandler, agent_tool_schema, new_agent_tool_fn, parse_agent_message,
+    AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
+    new_agent_tool, new_agent_tool_fn, parse_agent_message,
 };
 pub use func::{
     FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
@@ -38,6 +42,7 @@ pub use middleware::{
 };
 #[cfg(feature = "tower")]
 pub use middleware::{HandlerService, ToolRequest};
+pub use resolver::{ToolResolver, ToolResolverFunc};
 pub use schema::{generate_schema, strict_schema};
 pub use validate::SchemaValidator;
 

@@ -1,0 +1,395 @@
+//! [`LlmAgent`] and its builder (the seed's `NewAgent(name, With...)`).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+
+use super::{Agent, AgentError, Event, Invocation};
+use crate::model::{Model, ToolChoice, ToolDefinition};
+use crate::tool::Tool;
+use crate::tools::{SchemaValidator, ToolMiddleware, ToolResolver, wrap_tool};
+
+/// Default of [`LlmAgentBuilder::max_steps`].
+pub const DEFAULT_MAX_STEPS: usize = 16;
+/// Default of [`LlmAgentBuilder::max_tool_calls_per_step`].
+pub const DEFAULT_MAX_TOOL_CALLS_PER_STEP: usize = 32;
+/// Default of [`LlmAgentBuilder::max_concurrent_tool_calls`].
+pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 8;
+
+/// A tool as the loop holds it: wrapped in the agent's middleware, with its argument validator
+/// compiled on first use and kept.
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Arc<dyn Tool>,
+    /// Calls of this tool must run alone, in the model's order (it is not read-only).
+    pub(crate) exclusive: bool,
+    validator: OnceLock<Option<SchemaValidator>>,
+}
+
+impl ToolEntry {
+    pub(crate) fn new(tool: Arc<dyn Tool>, middleware: &[ToolMiddleware]) -> Self {
+        let exclusive = !tool.hints().read_only;
+        let tool = wrap_tool(tool, middleware.iter().cloned());
+        Self {
+            tool,
+            exclusive,
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// The compiled schema; `None` when the schema does not compile (the tool then checks its
+    /// own input).
+    pub(crate) fn validator(&self) -> Option<&SchemaValidator> {
+        self.validator
+            .get_or_init(|| match SchemaValidator::new(self.tool.input_schema()) {
+                Ok(v) => Some(v),
+                Err(err) => {
+                    tracing::warn!(
+                        gen_ai.tool.name = self.tool.name(),
+                        "arguments of this tool are not checked: {err}"
+                    );
+                    None
+                }
+            })
+            .as_ref()
+    }
+}
+
+pub(crate) struct Config {
+    pub(crate) name: Arc<str>,
+    pub(crate) description: String,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) instruction: String,
+    pub(crate) static_tools: Arc<[Arc<ToolEntry>]>,
+    pub(crate) static_definitions: Vec<ToolDefinition>,
+    pub(crate) resolvers: Vec<Arc<dyn ToolResolver>>,
+    pub(crate) middleware: Vec<ToolMiddleware>,
+    pub(crate) max_steps: usize,
+    pub(crate) max_tool_calls_per_step: usize,
+    pub(crate) max_concurrent_tool_calls: usize,
+    pub(crate) parallel_tool_calls: bool,
+    pub(crate) tool_timeout: Option<Duration>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) tool_choice: Option<ToolChoice>,
+}
+
+/// An agent driven by a [`Model`]: it asks the model, runs the tool calls it gets back, feeds
+/// the results in, and loops until the model answers in text.
+///
+/// Built with [`LlmAgent::builder`], the seed's `NewAgent("name", WithModel(..), ...)`. Cheap
+/// to clone (clones share the configuration).
+///
+/// # The loop
+///
+/// 1. The tools of the invocation are fixed: the static tools plus what every
+///    [`ToolResolver`] returns (a clash of names is an [`AgentError::ToolConflict`]); each is
+///    wrapped in the agent's default middleware.
+/// 2. The model gets the instruction, the session's history plus the user message, and the
+///    tool definitions.
+/// 3. If its reply has no tool calls, its text is the answer ([`Event::Finished`]) and the
+///    run's messages are appended to the session.
+/// 4. Otherwise the calls run — read-only tools at once (up to
+///    [`max_concurrent_tool_calls`](LlmAgentBuilder::max_concurrent_tool_calls)), any other
+///    tool alone and in the model's order — and their results are appended in the order the
+///    model asked for them. Every failure is a result the model reads (`is_error`): a tool's
+///    error, arguments that break the schema (each violation by JSON pointer), a tool not
+///    offered in this invocation (never run; the message lists the offered names), a panic,
+///    a timeout, a call over the per-step limit. Then back to 2.
+/// 5. After [`max_steps`](LlmAgentBuilder::max_steps) model calls without an answer the run
+///    fails with [`AgentError::StepLimit`]. A model error ends the run too.
+///
+/// Tools run inside the run's own future (no tasks are spawned): dropping the event stream or
+/// the [`ask`](super::AgentExt::ask) future cancels the tools still running.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{AgentExt, LlmAgent, Session};
+/// use tinyagent::testing::{ScriptedModel, reply};
+///
+/// let model = Arc::new(ScriptedModel::new([
+///     reply::tool_call("call_1", "get_weather", r#"{"city": "北京"}"#),
+///     reply::text("北京今天晴，22.5°C，湿度 45%。"),
+/// ]));
+/// let agent = LlmAgent::builder("smart-assistant")
+///     .model(model.clone())
+///     .instruction("你是一个全能助手。")
+///     .tools(tinyagent::demo::seed_tools())
+///     .build()
+///     .unwrap();
+/// # tokio_test::block_on(async {
+/// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await.unwrap();
+/// assert_eq!(answer, "北京今天晴，22.5°C，湿度 45%。");
+/// // The second request carried the tool's result.
+/// let tool_message = model.requests()[1].messages.last().cloned().unwrap();
+/// assert!(tool_message.tool_results().next().unwrap().content.contains("\"temperature\":22.5"));
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct LlmAgent {
+    pub(crate) config: Arc<Config>,
+}
+
+impl fmt::Debug for LlmAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("LlmAgent")
+            .field("name", &c.name)
+            .field("model", &c.model.name())
+            .field(
+                "tools",
+                &c.static_tools
+                    .iter()
+                    .map(|e| e.tool.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("resolvers", &c.resolvers.len())
+            .field("max_steps", &c.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmAgent {
+    /// Starts building an agent with this name.
+    pub fn builder(name: impl Into<String>) -> LlmAgentBuilder {
+        LlmAgentBuilder {
+            name: name.into(),
+            description: String::new(),
+            model: None,
+            instruction: String::new(),
+            tools: Vec::new(),
+            resolvers: Vec::new(),
+            middleware: Vec::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+            max_tool_calls_per_step: DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+            max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
+            parallel_tool_calls: true,
+            tool_timeout: None,
+            temperature: None,
+            max_tokens: None,
+            tool_choice: None,
+        }
+    }
+
+    /// The agent's instruction.
+    pub fn instruction(&self) -> &str {
+        &self.config.instruction
+    }
+
+    /// The agent's model.
+    pub fn model(&self) -> &Arc<dyn Model> {
+        &self.config.model
+    }
+
+    /// The agent's static tools, wrapped in its middleware.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.config.static_tools.iter().map(|e| &e.tool)
+    }
+}
+
+impl Agent for LlmAgent {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn description(&self) -> &str {
+        &self.config.description
+    }
+
+    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+        super::run::run(&self.config, inv)
+    }
+}
+
+/// Builds an [`LlmAgent`]; made by [`LlmAgent::builder`].
+#[must_use]
+pub struct LlmAgentBuilder {
+    name: String,
+    description: String,
+    model: Option<Arc<dyn Model>>,
+    instruction: String,
+    tools: Vec<Arc<dyn Tool>>,
+    resolvers: Vec<Arc<dyn ToolResolver>>,
+    middleware: Vec<ToolMiddleware>,
+    max_steps: usize,
+    max_tool_calls_per_step: usize,
+    max_concurrent_tool_calls: usize,
+    parallel_tool_calls: bool,
+    tool_timeout: Option<Duration>,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    tool_choice: Option<ToolChoice>,
+}
+
+impl fmt::Debug for LlmAgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmAgentBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmAgentBuilder {
+    /// What the agent does; the description of its tool when it becomes one.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The model (required; the seed's `WithModel`). Any [`Model`], including an
+    /// `Arc<dyn Model>` or an `Arc` of a concrete model kept for inspection.
+    pub fn model(mut self, model: impl Model + 'static) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// The instruction sent with every request (the seed's `WithInstruction`).
+    pub fn instruction(mut self, instruction: impl Into<String>) -> Self {
+        self.instruction = instruction.into();
+        self
+    }
+
+    /// Adds one static tool.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds static tools, offered in every invocation (the seed's `WithTools`).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Adds a resolver of per-invocation tools (the seed's `WithToolResolver`); may be called
+    /// more than once.
+    pub fn tool_resolver(mut self, resolver: impl ToolResolver + 'static) -> Self {
+        self.resolvers.push(Arc::new(resolver));
+        self
+    }
+
+    /// Adds default middleware, applied to every tool the agent runs (static or resolved); the
+    /// first listed is the outermost, as in [`wrap_tool`].
+    pub fn middleware(mut self, middleware: impl IntoIterator<Item = ToolMiddleware>) -> Self {
+        self.middleware.extend(middleware);
+        self
+    }
+
+    /// The most model calls in one run (default [`DEFAULT_MAX_STEPS`]; at least 1).
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// The most tool calls run per model step (default [`DEFAULT_MAX_TOOL_CALLS_PER_STEP`]);
+    /// calls beyond it are answered with an error result and not run.
+    pub fn max_tool_calls_per_step(mut self, max: usize) -> Self {
+        self.max_tool_calls_per_step = max;
+        self
+    }
+
+    /// The most tool calls running at once (default [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`];
+    /// at least 1).
+    pub fn max_concurrent_tool_calls(mut self, max: usize) -> Self {
+        self.max_concurrent_tool_calls = max;
+        self
+    }
+
+    /// Whether read-only tools of one step may run at once (default `true`). With `false`,
+    /// every call runs alone, in the model's order.
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = parallel;
+        self
+    }
+
+    /// A deadline for each tool call; a call that misses it is dropped (really stopped) and
+    /// answered with a timeout error. Needs a Tokio runtime with its timer.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// The sampling temperature sent to the model.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// The token limit of one model step.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Whether and which tool the model must call.
+    pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+        self.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// Builds the agent.
+    ///
+    /// Fails with [`AgentError::Config`] without a model, with an empty name, with a zero
+    /// step or concurrency limit, or when two static tools share a name.
+    pub fn build(self) -> Result<LlmAgent, AgentError> {
+        let model = self.model.ok_or_else(|| {
+            AgentError::Config(format!(
+                "agent {:?} has no model; set one with `.model(..)`",
+                self.name
+            ))
+        })?;
+        if self.name.is_empty() {
+            return Err(AgentError::Config(
+                "an agent's name must not be empty".into(),
+            ));
+        }
+        if self.max_steps == 0 {
+            return Err(AgentError::Config(format!(
+                "agent {:?}: max_steps must be at least 1",
+                self.name
+            )));
+        }
+        if self.max_concurrent_tool_calls == 0 {
+            return Err(AgentError::Config(format!(
+                "agent {:?}: max_concurrent_tool_calls must be at least 1",
+                self.name
+            )));
+        }
+        let mut entries: Vec<Arc<ToolEntry>> = Vec::with_capacity(self.tools.len());
+        for tool in self.tools {
+            if entries.iter().any(|e| e.tool.name() == tool.name()) {
+                return Err(AgentError::Config(format!(
+                    "agent {:?} has two tools named {:?}",
+                    self.name,
+                    tool.name()
+                )));
+            }
+            entries.push(Arc::new(ToolEntry::new(tool, &self.middleware)));
+        }
+        let static_definitions = entries
+            .iter()
+            .map(|e| ToolDefinition::from_tool(e.tool.as_ref()))
+            .collect();
+        Ok(LlmAgent {
+            config: Arc::new(Config {
+                name: self.name.into(),
+                description: self.description,
+                model,
+                instruction: self.instruction,
+                static_tools: entries.into(),
+                static_definitions,
+                resolvers: self.resolvers,
+                middleware: self.middleware,
+                max_steps: self.max_steps,
+                max_tool_calls_per_step: self.max_tool_calls_per_step,
+                max_concurrent_tool_calls: self.max_concurrent_tool_calls,
+                parallel_tool_calls: self.parallel_tool_calls,
+                tool_timeout: self.tool_timeout,
+                temperature: self.temperature,
+                max_tokens: self.max_tokens,
+                tool_choice: self.tool_choice,
+            }),
+        })
+    }
+}

@@ -1,0 +1,108 @@
+//! [`Invocation`]: one run of an agent.
+
+use std::sync::Arc;
+
+use crate::message::{Message, new_id};
+use crate::session::Session;
+
+/// One run of an agent on one user message: an id, the message, the session it belongs to,
+/// and the chain of agents above it when it runs as another agent's tool.
+///
+/// Tools reach the invocation they run in through
+/// [`ToolContext::invocation`](crate::ToolContext::invocation); resolvers get it as an
+/// argument.
+///
+/// ```
+/// use tinyagent::{Invocation, Session};
+///
+/// let session = Session::new();
+/// session.set("role", "admin");
+/// let inv = Invocation::new(session, "北京天气怎么样？");
+/// assert_eq!(inv.message().text(), "北京天气怎么样？");
+/// assert_eq!(inv.session().get_str("role").as_deref(), Some("admin"));
+/// assert_eq!(inv.depth(), 0);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    id: String,
+    message: Message,
+    session: Session,
+    chain: Arc<[Arc<str>]>,
+    agent: Option<Arc<str>>,
+}
+
+impl Invocation {
+    /// An invocation of a user message (text, or a whole [`Message`]) in a session, with a
+    /// fresh id and no agents above it.
+    pub fn new(session: Session, message: impl Into<Message>) -> Self {
+        Self {
+            id: new_id("inv"),
+            message: message.into(),
+            session,
+            chain: Arc::from([]),
+            agent: None,
+        }
+    }
+
+    /// Returns the invocation with the id replaced.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Returns the invocation with the chain of agents above it replaced (outermost first).
+    #[must_use]
+    pub fn with_chain<S: Into<Arc<str>>>(mut self, chain: impl IntoIterator<Item = S>) -> Self {
+        self.chain = chain.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A fresh invocation for a sub-agent called from this one: a new id, a new session, and
+    /// this invocation's chain extended by the agent running it.
+    pub fn child(&self, message: impl Into<Message>) -> Self {
+        let mut chain: Vec<Arc<str>> = self.chain.to_vec();
+        if let Some(agent) = &self.agent {
+            chain.push(agent.clone());
+        }
+        Self {
+            chain: chain.into(),
+            ..Self::new(Session::new(), message)
+        }
+    }
+
+    /// The invocation's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The user message being answered.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The session the invocation belongs to.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The names of the agents above this invocation, outermost first; empty at the top.
+    pub fn chain(&self) -> &[Arc<str>] {
+        &self.chain
+    }
+
+    /// How deeply this invocation is nested inside other agents: the chain's length.
+    pub fn depth(&self) -> usize {
+        self.chain.len()
+    }
+
+    /// The name of the agent running this invocation, once one has started it.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// Records the agent running this invocation; agents call it when a run starts.
+    pub fn set_agent(&mut self, name: impl Into<Arc<str>>) {
+        self.agent = Some(name.into());
+    }
+}

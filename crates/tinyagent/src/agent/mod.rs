@@ -1,0 +1,151 @@
+//! Agents: the [`Agent`] trait, the model-driven [`LlmAgent`] and its loop, [`Invocation`]s
+//! and the [`Event`]s a run reports.
+
+mod builder;
+mod events;
+mod invocation;
+mod run;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+pub use builder::{
+    DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+    LlmAgent, LlmAgentBuilder,
+};
+pub use events::Event;
+pub use invocation::Invocation;
+
+use crate::error::ToolError;
+use crate::message::Message;
+use crate::model::ModelError;
+use crate::session::Session;
+use crate::tool::BoxFuture;
+
+/// Why an agent run ended without an answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The model failed.
+    #[error("the model failed: {0}")]
+    Model(#[from] ModelError),
+    /// The model asked for tools in every one of the allowed steps.
+    #[error(
+        "agent {agent:?} reached its limit of {max_steps} model steps without a final answer \
+         (the model kept calling tools); raise it with `max_steps`"
+    )]
+    StepLimit {
+        /// The agent's name.
+        agent: String,
+        /// The limit that was reached.
+        max_steps: usize,
+    },
+    /// Two sources offered tools of the same name.
+    #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
+    ToolConflict {
+        /// The clashing name.
+        name: String,
+        /// The first source (`"the agent's tools"` or `"tool resolver #n"`).
+        first: String,
+        /// The second source.
+        second: String,
+    },
+    /// A tool resolver failed.
+    #[error("{resolver} failed: {source}")]
+    Resolver {
+        /// Which resolver (`"tool resolver #n"`).
+        resolver: String,
+        /// Its error.
+        #[source]
+        source: ToolError,
+    },
+    /// The agent is misconfigured.
+    #[error("invalid agent configuration: {0}")]
+    Config(String),
+    /// The agent's event stream ended without a [`Event::Finished`].
+    #[error("agent {0:?} stopped without a final answer")]
+    NoAnswer(String),
+}
+
+/// Something that answers a user message, reporting its progress as [`Event`]s: the seed's
+/// `Agent` interface (`Name`, `Description`, `Run`).
+///
+/// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the
+/// shortcut that runs an agent and returns its answer.
+pub trait Agent: Send + Sync {
+    /// The agent's name (also its tool name when it becomes a tool).
+    fn name(&self) -> &str;
+
+    /// What the agent does (its tool description when it becomes a tool).
+    fn description(&self) -> &str;
+
+    /// Runs one invocation. The stream ends after [`Event::Finished`] or an error; dropping it
+    /// cancels the run, including tools still running.
+    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>>;
+}
+
+impl<A: Agent + ?Sized> Agent for Arc<A> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+
+    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+        (**self).run(inv)
+    }
+}
+
+impl<A: Agent + ?Sized> Agent for Box<A> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+
+    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+        (**self).run(inv)
+    }
+}
+
+/// Shortcuts on every [`Agent`].
+pub trait AgentExt: Agent {
+    /// Runs the agent on a user message in `session` and returns its final answer.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{AgentExt, LlmAgent, Session};
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    ///
+    /// let model = Arc::new(ScriptedModel::new([reply::text("北京今天晴，22.5°C。")]));
+    /// let agent = LlmAgent::builder("smart-assistant").model(model).build().unwrap();
+    /// # tokio_test::block_on(async {
+    /// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await.unwrap();
+    /// assert_eq!(answer, "北京今天晴，22.5°C。");
+    /// # });
+    /// ```
+    fn ask<'a>(
+        &'a self,
+        session: &Session,
+        message: impl Into<Message>,
+    ) -> BoxFuture<'a, Result<String, AgentError>> {
+        let inv = Invocation::new(session.clone(), message);
+        Box::pin(async move {
+            let mut events = self.run(inv);
+            while let Some(event) = events.next().await {
+                if let Event::Finished { answer, .. } = event? {
+                    return Ok(answer);
+                }
+            }
+            Err(AgentError::NoAnswer(self.name().to_owned()))
+        })
+    }
+}
+
+impl<A: Agent + ?Sized> AgentExt for A {}

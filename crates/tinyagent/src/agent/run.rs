@@ -1,0 +1,405 @@
+//! The loop of an [`LlmAgent`](super::LlmAgent): resolve tools, ask the model, run the calls,
+//! feed the results back, until the model answers.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use futures::stream::{self, BoxStream, Stream};
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::builder::{Config, ToolEntry};
+use super::{AgentError, Event, Invocation};
+use crate::error::ToolError;
+use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
+use crate::model::{
+    Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
+};
+use crate::tool::{BoxFuture, ToolContext};
+
+/// Events produced by the driver and not yet taken by the consumer.
+///
+/// The driver only runs while the consumer polls the stream, and the stream looks at the queue
+/// right after polling the driver, so no waker is needed and the queue never grows beyond what
+/// one poll of the driver produces.
+#[derive(Clone, Default)]
+struct Queue(Arc<Mutex<VecDeque<Event>>>);
+
+impl Queue {
+    fn push(&self, event: Event) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(event);
+    }
+
+    fn pop(&self) -> Option<Event> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+    }
+}
+
+/// The event stream of a run: drains the queue, polling the driver when it is empty.
+struct RunStream<'a> {
+    queue: Queue,
+    driver: Option<BoxFuture<'a, Result<(), AgentError>>>,
+    error: Option<AgentError>,
+}
+
+impl Stream for RunStream<'_> {
+    type Item = Result<Event, AgentError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(event) = self.queue.pop() {
+            return Poll::Ready(Some(Ok(event)));
+        }
+        if let Some(driver) = self.driver.as_mut() {
+            let done = driver.as_mut().poll(cx);
+            if let Poll::Ready(result) = done {
+                self.driver = None;
+                self.error = result.err();
+            }
+            if let Some(event) = self.queue.pop() {
+                return Poll::Ready(Some(Ok(event)));
+            }
+            if self.driver.is_some() {
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(self.error.take().map(Err))
+    }
+}
+
+pub(super) fn run(config: &Config, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+    let queue = Queue::default();
+    let span = tracing::info_span!(
+        "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %config.name,
+        gen_ai.conversation.id = %inv.session().id(),
+        invocation.id = %inv.id(),
+    );
+    let driver = Box::pin(drive(config, inv, queue.clone()).instrument(span));
+    Box::pin(RunStream {
+        queue,
+        driver: Some(driver),
+        error: None,
+    })
+}
+
+/// The tools of one invocation, fixed before the first model call.
+struct ToolSet {
+    entries: Arc<[Arc<ToolEntry>]>,
+    definitions: Vec<ToolDefinition>,
+}
+
+fn source_name(source: usize) -> String {
+    if source == 0 {
+        "the agent's static tools".to_owned()
+    } else {
+        format!("tool resolver #{source}")
+    }
+}
+
+async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentError> {
+    if config.resolvers.is_empty() {
+        return Ok(ToolSet {
+            entries: config.static_tools.clone(),
+            definitions: config.static_definitions.clone(),
+        });
+    }
+    let resolved =
+        futures::future::join_all(config.resolvers.iter().map(|r| r.resolve_tools(inv))).await;
+    let mut entries: Vec<Arc<ToolEntry>> = config.static_tools.to_vec();
+    let mut sources: Vec<usize> = vec![0; entries.len()];
+    let mut definitions = config.static_definitions.clone();
+    for (i, tools) in resolved.into_iter().enumerate() {
+        let source = i + 1;
+        let tools = tools.map_err(|err| AgentError::Resolver {
+            resolver: source_name(source),
+            source: err,
+        })?;
+        for tool in tools {
+            if let Some(k) = entries.iter().position(|e| e.tool.name() == tool.name()) {
+                return Err(AgentError::ToolConflict {
+                    name: tool.name().to_owned(),
+                    first: source_name(sources[k]),
+                    second: source_name(source),
+                });
+            }
+            definitions.push(ToolDefinition::from_tool(tool.as_ref()));
+            entries.push(Arc::new(ToolEntry::new(tool, &config.middleware)));
+            sources.push(source);
+        }
+    }
+    Ok(ToolSet {
+        entries: entries.into(),
+        definitions,
+    })
+}
+
+async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), AgentError> {
+    inv.set_agent(config.name.clone());
+    let tools = resolve(config, &inv).await?;
+    let session = inv.session().clone();
+
+    let mut messages = session.messages();
+    let first_new = messages.len();
+    messages.push(inv.message().clone());
+    let mut req = ModelRequest {
+        instruction: config.instruction.clone(),
+        messages,
+        tools: tools.definitions,
+        temperature: config.temperature,
+        max_tokens: config.max_tokens,
+        tool_choice: config.tool_choice.clone(),
+    };
+    let ctx = ToolContext::new().with_invocation(inv);
+    let mut total = Usage::default();
+
+    for step in 1..=config.max_steps {
+        let ModelResponse {
+            mut message,
+            usage,
+            finish_reason,
+        } = call_model(config.model.as_ref(), &req, &out).await?;
+        total += usage;
+        out.push(Event::Usage {
+            step,
+            usage,
+            finish_reason,
+        });
+        message.role = Role::Assistant;
+        for part in &mut message.parts {
+            if let Part::ToolCall(call) = part {
+                if call.id.is_empty() {
+                    call.id = new_id("call");
+                }
+            }
+        }
+        out.push(Event::Message(message.clone()));
+
+        if !message.has_tool_calls() {
+            let answer = message.text();
+            req.messages.push(message);
+            session.append(req.messages.drain(first_new..));
+            out.push(Event::Finished {
+                answer,
+                usage: total,
+                steps: step,
+            });
+            return Ok(());
+        }
+
+        let calls: Vec<&ToolCall> = message.tool_calls().collect();
+        let results = execute(config, &tools.entries, &ctx, &calls, &out).await;
+        req.messages.push(message);
+        req.messages.push(Message::from_tool_results(results));
+    }
+    Err(AgentError::StepLimit {
+        agent: config.name.to_string(),
+        max_steps: config.max_steps,
+    })
+}
+
+/// Streams one model step, forwarding text deltas, and returns the final response.
+async fn call_model(
+    model: &dyn Model,
+    req: &ModelRequest,
+    out: &Queue,
+) -> Result<ModelResponse, AgentError> {
+    let mut events = model.stream(req);
+    while let Some(event) = events.next().await {
+        match event? {
+            ModelEvent::TextDelta(text) => out.push(Event::TextDelta(text)),
+            ModelEvent::Done(response) => return Ok(response),
+            _ => {}
+        }
+    }
+    Err(ModelError::invalid_response("the model's stream ended without a final response").into())
+}
+
+/// Runs the calls of one step and returns their results in the order of the calls.
+async fn execute(
+    config: &Config,
+    entries: &[Arc<ToolEntry>],
+    ctx: &ToolContext,
+    calls: &[&ToolCall],
+    out: &Queue,
+) -> Vec<ToolResult> {
+    let n = calls.len();
+    let lookup: Vec<Option<&ToolEntry>> = calls
+        .iter()
+        .map(|call| {
+            entries
+                .iter()
+                .find(|e| e.tool.name() == call.name)
+                .map(|e| &**e)
+        })
+        .collect();
+    let runs = |k: usize| k < config.max_tool_calls_per_step && lookup[k].is_some();
+    let exclusive = |k: usize| {
+        runs(k) && (!config.parallel_tool_calls || lookup[k].is_some_and(|e| e.exclusive))
+    };
+    let one = |k: usize| {
+        let refusal = if k >= config.max_tool_calls_per_step {
+            Some(ToolError::rate_limited(format!(
+                "tool call not run: the model asked for {n} tool calls in one step and at most {} \
+                 run per step; ask again for the rest",
+                config.max_tool_calls_per_step
+            )))
+        } else if lookup[k].is_none() {
+            Some(unknown_tool(&calls[k].name, entries))
+        } else {
+            None
+        };
+        run_call(config, lookup[k], refusal, ctx, calls[k], out)
+    };
+
+    let mut results: Vec<Option<ToolResult>> = vec![None; n];
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        if !exclusive(i) {
+            while j < n && !exclusive(j) {
+                j += 1;
+            }
+        }
+        if j - i == 1 {
+            results[i] = Some(one(i).await);
+        } else {
+            let mut running = stream::iter(i..j)
+                .map(|k| one(k).map(move |r| (k, r)))
+                .buffer_unordered(config.max_concurrent_tool_calls);
+            while let Some((k, result)) = running.next().await {
+                results[k] = Some(result);
+            }
+        }
+        i = j;
+    }
+    results
+        .into_iter()
+        .zip(calls)
+        .map(|(r, call)| {
+            r.unwrap_or_else(|| ToolResult::error(&call.id, &call.name, "tool call not run"))
+        })
+        .collect()
+}
+
+fn unknown_tool(name: &str, entries: &[Arc<ToolEntry>]) -> ToolError {
+    if entries.is_empty() {
+        return ToolError::not_found(format!(
+            "unknown tool {name:?}: no tools are offered here; answer without calling tools"
+        ));
+    }
+    let offered: Vec<&str> = entries.iter().map(|e| e.tool.name()).collect();
+    ToolError::not_found(format!(
+        "unknown tool {name:?}: it is not offered here; the offered tools are: {}",
+        offered.join(", ")
+    ))
+}
+
+async fn run_call(
+    config: &Config,
+    entry: Option<&ToolEntry>,
+    refusal: Option<ToolError>,
+    ctx: &ToolContext,
+    call: &ToolCall,
+    out: &Queue,
+) -> ToolResult {
+    out.push(Event::ToolCallStarted { call: call.clone() });
+    let started = tokio::time::Instant::now();
+    let outcome = match (refusal, entry) {
+        (Some(err), _) => Err(err),
+        (None, Some(entry)) => {
+            let span = tracing::info_span!(
+                "execute_tool",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = %call.name,
+                gen_ai.tool.call.id = %call.id,
+            );
+            invoke(config, entry, ctx, call).instrument(span).await
+        }
+        (None, None) => Err(ToolError::not_found(format!(
+            "unknown tool {:?}",
+            call.name
+        ))),
+    };
+    let duration = started.elapsed();
+    let (result, error_kind) = match outcome {
+        Ok(content) => (ToolResult::ok(&call.id, &call.name, content), None),
+        Err(err) => {
+            tracing::debug!(gen_ai.tool.name = %call.name, error.type = %err.kind(), "tool call failed: {err}");
+            (
+                ToolResult::error(&call.id, &call.name, err.message()),
+                Some(err.kind()),
+            )
+        }
+    };
+    out.push(Event::ToolCallFinished {
+        result: result.clone(),
+        duration,
+        error_kind,
+    });
+    result
+}
+
+async fn invoke(
+    config: &Config,
+    entry: &ToolEntry,
+    ctx: &ToolContext,
+    call: &ToolCall,
+) -> Result<String, ToolError> {
+    if let Some(validator) = entry.validator() {
+        // Arguments that are JSON are checked against the schema; text that is not JSON goes
+        // to the tool, which decides (typed tools reject it naming the problem, agent tools
+        // take it as the message).
+        let args = call.arguments.trim();
+        let parsed = if args.is_empty() {
+            Some(Value::Object(serde_json::Map::new()))
+        } else {
+            serde_json::from_str::<Value>(args).ok()
+        };
+        if let Some(value) = parsed {
+            validator.validate(&value)?;
+        }
+    }
+    let ctx = ctx.clone().with_call_id(call.id.as_str());
+    let call_future = AssertUnwindSafe(entry.tool.handle(&ctx, &call.arguments)).catch_unwind();
+    let outcome = match config.tool_timeout {
+        None => call_future.await,
+        Some(limit) => match tokio::time::timeout(limit, call_future).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                return Err(ToolError::timed_out(format!(
+                    "tool {:?} did not finish within {limit:?} and was stopped",
+                    call.name
+                )));
+            }
+        },
+    };
+    outcome.unwrap_or_else(|panic| {
+        Err(ToolError::failed(format!(
+            "tool {:?} crashed (panic: {}); the call has no result",
+            call.name,
+            panic_message(panic.as_ref())
+        )))
+    })
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "a non-text panic payload"
+    }
+}

@@ -1,0 +1,341 @@
+//! The conversation: [`Role`], [`Message`] and its [`Part`]s ([`ToolCall`], [`ToolResult`]).
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// Makes a fresh identifier such as `msg_3f9a0c1d2b4e5f60`: the prefix, an underscore and 16
+/// hex digits that are unique within the process and unpredictable across processes.
+///
+/// ```
+/// let a = tinyagent::new_id("msg");
+/// let b = tinyagent::new_id("msg");
+/// assert!(a.starts_with("msg_") && a.len() == 20);
+/// assert_ne!(a, b);
+/// ```
+pub fn new_id(prefix: &str) -> String {
+    static SEED: OnceLock<RandomState> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // A keyed hash of a counter: distinct counters give distinct-looking, process-random ids.
+    let value = SEED.get_or_init(RandomState::new).hash_one(n);
+    format!("{prefix}_{value:016x}")
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions for the model (the agent's instruction travels separately, in
+    /// [`ModelRequest::instruction`](crate::ModelRequest::instruction)).
+    System,
+    /// The person (or program) talking to the agent.
+    User,
+    /// The model.
+    Assistant,
+    /// Results of tool calls, fed back to the model.
+    Tool,
+}
+
+impl Role {
+    /// The role's lower-case name: `system`, `user`, `assistant` or `tool`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+}
+
+/// A model's request to call a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The id the model gave the call; its result carries the same id.
+    pub id: String,
+    /// The name of the tool to call.
+    pub name: String,
+    /// The arguments, as the raw JSON text the model produced (not necessarily valid JSON).
+    pub arguments: String,
+}
+
+impl ToolCall {
+    /// A tool call.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+/// The outcome of a tool call, as the model reads it.
+///
+/// A failed call is a result too: `is_error` is set and `content` explains what went wrong
+/// (written for the model, so it can correct itself). A provider whose API has no error flag
+/// should make the failure visible in the text it sends, for example by prefixing `Error: `.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The name of the tool that was called.
+    pub name: String,
+    /// The tool's output, or the error message.
+    pub content: String,
+    /// Whether the call failed.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result; `message` tells the model what went wrong.
+    pub fn error(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            is_error: true,
+            ..Self::ok(call_id, name, message)
+        }
+    }
+}
+
+/// One piece of a message.
+///
+/// Serialized with a `type` tag: `{"type":"text","text":"…"}`,
+/// `{"type":"tool_call","id":"…","name":"…","arguments":"…"}`,
+/// `{"type":"tool_result","call_id":"…","name":"…","content":"…","is_error":false}`.
+/// More kinds of parts (images, reasoning) may come, so match with a wildcard arm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call (in an assistant message).
+    ToolCall(ToolCall),
+    /// A tool result (in a tool message).
+    ToolResult(ToolResult),
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// The text, if this is a text part.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text { text } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl From<ToolCall> for Part {
+    fn from(call: ToolCall) -> Self {
+        Self::ToolCall(call)
+    }
+}
+
+impl From<ToolResult> for Part {
+    fn from(result: ToolResult) -> Self {
+        Self::ToolResult(result)
+    }
+}
+
+/// A message of the conversation: an id, a role and parts.
+///
+/// An assistant message holds text and/or tool calls; the agent answers them with one tool
+/// message holding a [`ToolResult`] per call, in the order of the calls. (Providers whose API
+/// wants one message per result split it.)
+///
+/// ```
+/// use tinyagent::{Message, Part, Role, ToolCall};
+///
+/// let m = Message::new(Role::Assistant, vec![
+///     Part::text("让我查一下。"),
+///     ToolCall::new("call_1", "get_weather", r#"{"city":"北京"}"#).into(),
+/// ]);
+/// assert_eq!(m.text(), "让我查一下。");
+/// assert_eq!(m.tool_calls().next().unwrap().name, "get_weather");
+/// assert_eq!(Message::user("你好").role, Role::User);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// A unique id (made with [`new_id`] when not given).
+    pub id: String,
+    /// Who wrote it.
+    pub role: Role,
+    /// What it says.
+    #[serde(default)]
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A message with a fresh id.
+    pub fn new(role: Role, parts: Vec<Part>) -> Self {
+        Self {
+            id: new_id("msg"),
+            role,
+            parts,
+        }
+    }
+
+    /// A message of one text part.
+    pub fn from_text(role: Role, text: impl Into<String>) -> Self {
+        Self::new(role, vec![Part::text(text)])
+    }
+
+    /// A user message of text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::from_text(Role::User, text)
+    }
+
+    /// An assistant message of text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::from_text(Role::Assistant, text)
+    }
+
+    /// A system message of text.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::from_text(Role::System, text)
+    }
+
+    /// A tool message holding these results.
+    pub fn from_tool_results(results: impl IntoIterator<Item = ToolResult>) -> Self {
+        Self::new(
+            Role::Tool,
+            results.into_iter().map(Part::ToolResult).collect(),
+        )
+    }
+
+    /// Returns the message with the id replaced.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// The text parts joined together (without separators); empty when there are none.
+    pub fn text(&self) -> String {
+        let mut parts = self.parts.iter().filter_map(Part::as_text);
+        match (parts.next(), parts.next()) {
+            (None, _) => String::new(),
+            (Some(only), None) => only.to_owned(),
+            (Some(first), Some(second)) => {
+                let mut out = String::from(first);
+                out.push_str(second);
+                parts.for_each(|p| out.push_str(p));
+                out
+            }
+        }
+    }
+
+    /// The tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// The tool results, in order.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult(result) => Some(result),
+            _ => None,
+        })
+    }
+
+    /// Whether the message asks for any tool call.
+    pub fn has_tool_calls(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::ToolCall(_)))
+    }
+}
+
+/// Text becomes a user message.
+impl From<&str> for Message {
+    fn from(text: &str) -> Self {
+        Message::user(text)
+    }
+}
+
+/// Text becomes a user message.
+impl From<String> for Message {
+    fn from(text: String) -> Self {
+        Message::user(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_joins_text_parts_only() {
+        let m = Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("a"),
+                ToolCall::new("1", "t", "{}").into(),
+                Part::text("b"),
+                Part::text("c"),
+            ],
+        );
+        assert_eq!(m.text(), "abc");
+        assert_eq!(Message::new(Role::User, vec![]).text(), "");
+        assert!(m.has_tool_calls());
+    }
+
+    #[test]
+    fn serde_shape_is_tagged_and_round_trips() {
+        let m = Message::new(
+            Role::Tool,
+            vec![ToolResult::error("c1", "calc", "除数不能为零").into()],
+        )
+        .with_id("m1");
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"id": "m1", "role": "tool", "parts": [
+                {"type": "tool_result", "call_id": "c1", "name": "calc",
+                 "content": "除数不能为零", "is_error": true}
+            ]})
+        );
+        let back: Message = serde_json::from_value(v).unwrap();
+        assert_eq!(back, m);
+        let call: Part =
+            serde_json::from_str(r#"{"type":"tool_call","id":"c","name":"n","arguments":"{}"}"#)
+                .unwrap();
+        assert_eq!(call, Part::ToolCall(ToolCall::new("c", "n", "{}")));
+    }
+}

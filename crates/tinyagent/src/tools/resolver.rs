@@ -1,0 +1,91 @@
+//! Tools chosen per invocation: [`ToolResolver`] and [`ToolResolverFunc`].
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::agent::Invocation;
+use crate::error::ToolError;
+use crate::tool::{BoxFuture, Tool};
+
+/// Decides which tools an agent offers in one invocation (the seed's `ToolResolver`): by the
+/// user's role in the session state, by the topic, or by asking an MCP server.
+///
+/// An agent calls each of its resolvers once per invocation, before the first model call, and
+/// merges the tools they return with its static tools; a name offered twice is an error naming
+/// both sources. The set is then fixed for the invocation: the model may call only those
+/// tools, and a tool offered in another invocation never runs in this one.
+///
+/// Most resolvers are closures, through [`ToolResolverFunc`].
+pub trait ToolResolver: Send + Sync {
+    /// The tools to offer in `inv`.
+    fn resolve_tools<'a>(
+        &'a self,
+        inv: &'a Invocation,
+    ) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolError>>;
+}
+
+impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
+    fn resolve_tools<'a>(
+        &'a self,
+        inv: &'a Invocation,
+    ) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolError>> {
+        (**self).resolve_tools(inv)
+    }
+}
+
+/// Adapts a closure into a [`ToolResolver`] (the seed's `ToolResolverFunc`).
+///
+/// The closure gets the invocation by reference and returns a future that owns what it needs
+/// (read the session state before the `async` block), so it may outlive the borrow.
+///
+/// The seed's role-based resolver: everyone gets the search tool, an admin also gets the
+/// database tools.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{Invocation, Session, Tool, ToolContext, ToolError, tools};
+/// use tinyagent::tools::{ToolResolver, ToolResolverFunc};
+///
+/// let tool = |name: &'static str| tools::new_tool(name, name, serde_json::json!({"type": "object"}),
+///     |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>(String::new()) });
+/// let (search, db_query) = (tool("search"), tool("db_query"));
+///
+/// let by_role = ToolResolverFunc(move |inv: &Invocation| {
+///     let mut offered = vec![search.clone()];
+///     if inv.session().get_str("role").as_deref() == Some("admin") {
+///         offered.push(db_query.clone());
+///     }
+///     async move { Ok::<_, ToolError>(offered) }
+/// });
+///
+/// # tokio_test::block_on(async {
+/// let admin = Session::new();
+/// admin.set("role", "admin");
+/// let names = |tools: Vec<Arc<dyn Tool>>| tools.iter().map(|t| t.name().to_owned()).collect::<Vec<_>>();
+/// assert_eq!(names(by_role.resolve_tools(&Invocation::new(admin, "hi")).await?), ["search", "db_query"]);
+/// assert_eq!(names(by_role.resolve_tools(&Invocation::new(Session::new(), "hi")).await?), ["search"]);
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Copy)]
+pub struct ToolResolverFunc<F>(pub F);
+
+impl<F> fmt::Debug for ToolResolverFunc<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ToolResolverFunc(..)")
+    }
+}
+
+impl<F, Fut> ToolResolver for ToolResolverFunc<F>
+where
+    F: Fn(&Invocation) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>> + Send + 'static,
+{
+    fn resolve_tools<'a>(
+        &'a self,
+        inv: &'a Invocation,
+    ) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolError>> {
+        Box::pin((self.0)(inv))
+    }
+}
