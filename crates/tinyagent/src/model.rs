@@ -319,18 +319,24 @@ impl ModelResponseBuilder {
         self.text.push_str(text);
     }
 
-    /// Starts a tool call (a second start of the same id is ignored).
+    /// Starts a tool call. A second start of the same id is ignored; a start without an id
+    /// (some compatible servers send none) always starts a new call.
     pub fn start_tool_call(&mut self, id: &str, name: &str) {
-        if !self.calls.iter().any(|c| c.id == id) {
+        if id.is_empty() || !self.calls.iter().any(|c| c.id == id) {
             self.calls
                 .push(crate::message::ToolCall::new(id, name, String::new()));
         }
     }
 
-    /// Appends a fragment to a call's arguments; a fragment for a call that has not started
-    /// starts one without a name.
+    /// Appends a fragment to a call's arguments. A fragment without an id belongs to the
+    /// latest call; a fragment for a call that has not started starts one without a name.
     pub fn push_arguments(&mut self, id: &str, fragment: &str) {
-        match self.calls.iter_mut().find(|c| c.id == id) {
+        let call = if id.is_empty() {
+            self.calls.last_mut()
+        } else {
+            self.calls.iter_mut().rev().find(|c| c.id == id)
+        };
+        match call {
             Some(call) => call.arguments.push_str(fragment),
             None => self
                 .calls

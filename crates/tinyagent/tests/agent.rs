@@ -399,7 +399,7 @@ async fn a_tool_that_misses_its_deadline_is_stopped_and_reported() {
     );
     assert_eq!(start.elapsed(), Duration::from_secs(1));
     let result = &results_of(&model.requests(), 1)[0];
-    assert!(result.is_error && result.content.contains("did not finish within 1s"));
+    assert!(result.is_error && result.content.contains("tool execution timed out after 1s"));
     assert_eq!(
         (
             dropped.load(Ordering::SeqCst),
@@ -452,7 +452,8 @@ async fn the_step_limit_ends_the_run_with_a_clear_error() {
             .contains("reached its limit of 3 model steps")
     );
     assert_eq!(model.request_count(), 3);
-    assert_eq!(calls.get(), 3);
+    // The calls of the last step are not run: no model call would read their results.
+    assert_eq!(calls.get(), 2);
     assert!(session.is_empty(), "a failed run leaves the history alone");
 }
 

@@ -22,7 +22,7 @@ mod agent_tool;
 mod func;
 mod middleware;
 mod resolver;
-mod schema;
+pub(crate) mod schema;
 mod validate;
 
 pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};

@@ -185,7 +185,11 @@ impl RateHandler {
         let mut starts = self.starts.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = match starts.front() {
             Some(&oldest) if starts.len() >= self.limit.calls => {
-                now.max(oldest.checked_add(self.limit.per).unwrap_or(now))
+                match oldest.checked_add(self.limit.per) {
+                    Some(next) => now.max(next),
+                    // A period too long to represent: the next slot never comes.
+                    None => return Err(self.limit.per),
+                }
             }
             _ => now,
         };

@@ -6,6 +6,9 @@ use super::{ToolLayer, ToolMiddleware};
 use crate::error::ToolError;
 use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 use crate::tools::SchemaValidator;
+use crate::tools::schema::allow_null_optionals;
+
+use serde_json::{Map, Value};
 
 /// Checks every call's arguments against the tool's input schema before the handler runs.
 ///
@@ -13,7 +16,12 @@ use crate::tools::SchemaValidator;
 /// not match, fail with one [`InvalidInput`](crate::ToolErrorKind::InvalidInput) error listing
 /// every violation by JSON pointer with what was expected (see [`SchemaValidator`]), so the
 /// model can fix them all in one go; the handler never sees them. Empty arguments count as
-/// `{}`.
+/// `{}`, and `null` is accepted wherever a property may be left out (typed tools read it as
+/// `None`, and models in OpenAI's strict mode send it for every optional field).
+///
+/// With [`pass_plain_text`](Self::pass_plain_text), arguments that are not JSON at all go to
+/// the tool unchecked, for tools that take plain text too (agent tools take it as the
+/// message); agents validate this way.
 ///
 /// A tool whose schema does not compile is left unvalidated (a warning is logged when it is
 /// wrapped): refusing every call would make the tool unusable over a schema problem the tool
@@ -33,13 +41,21 @@ use crate::tools::SchemaValidator;
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Validation {
-    _private: (),
+    pass_plain_text: bool,
 }
 
 impl Validation {
     /// Validation against each tool's own input schema.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether arguments that are not JSON go to the tool unchecked (default `false`: they are
+    /// refused).
+    #[must_use]
+    pub fn pass_plain_text(mut self, pass: bool) -> Self {
+        self.pass_plain_text = pass;
+        self
     }
 }
 
@@ -50,8 +66,12 @@ pub fn with_validation() -> ToolMiddleware {
 
 impl ToolLayer for Validation {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
-        match SchemaValidator::new(tool.input_schema()) {
-            Ok(validator) => Arc::new(ValidationHandler { next, validator }),
+        match SchemaValidator::new(&allow_null_optionals(tool.input_schema())) {
+            Ok(validator) => Arc::new(ValidationHandler {
+                next,
+                validator,
+                pass_plain_text: self.pass_plain_text,
+            }),
             Err(err) => {
                 tracing::warn!(
                     gen_ai.tool.name = tool.name(),
@@ -67,6 +87,7 @@ impl ToolLayer for Validation {
 struct ValidationHandler {
     next: Arc<dyn Handler>,
     validator: SchemaValidator,
+    pass_plain_text: bool,
 }
 
 impl Handler for ValidationHandler {
@@ -75,8 +96,18 @@ impl Handler for ValidationHandler {
         ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
-        match self.validator.validate_str(input) {
-            Ok(_) => self.next.handle(ctx, input),
+        let trimmed = input.trim();
+        let checked = if trimmed.is_empty() {
+            self.validator.validate(&Value::Object(Map::new()))
+        } else {
+            match serde_json::from_str::<Value>(trimmed) {
+                Ok(value) => self.validator.validate(&value),
+                Err(_) if self.pass_plain_text => Ok(()),
+                Err(_) => self.validator.validate_str(input).map(drop),
+            }
+        };
+        match checked {
+            Ok(()) => self.next.handle(ctx, input),
             Err(err) => Box::pin(std::future::ready(Err(err))),
         }
     }
