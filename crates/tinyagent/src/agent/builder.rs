@@ -1,7 +1,8 @@
 //! [`LlmAgent`] and its builder (the seed's `NewAgent(name, With...)`).
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -22,6 +23,8 @@ pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 8;
 /// agent's own tool timeout and argument validation, so that every layer the user added sees
 /// every call, refused ones included, and rewritten arguments are checked too.
 pub(crate) struct ToolEntry {
+    /// The tool as given, before wrapping.
+    source: Arc<dyn Tool>,
     pub(crate) tool: Arc<dyn Tool>,
     /// Calls of this tool must run alone, in the model's order (it is not read-only).
     pub(crate) exclusive: bool,
@@ -38,19 +41,26 @@ impl ToolEntry {
             .map(with_timeout)
             .into_iter()
             .chain([Validation::new().pass_plain_text(true).into()]);
-        let tool = wrap_tool(tool, middleware.iter().cloned().chain(innermost));
-        Self { tool, exclusive }
+        let wrapped = wrap_tool(tool.clone(), middleware.iter().cloned().chain(innermost));
+        Self {
+            source: tool,
+            tool: wrapped,
+            exclusive,
+        }
     }
 }
 
-/// Wrapped entries of tools that resolvers returned, kept while the tool lives, so that a
-/// resolver returning the same `Arc` again gets the same middleware state (limits, caches)
-/// and no recompiled validator.
+/// Wrapped entries of tools that resolvers returned, so that a resolver returning the same
+/// `Arc` again gets the same middleware state (limits, caches) and no recompiled validator.
+///
+/// Each entry holds its tool, so a tool's address cannot be reused while it is here; the
+/// oldest entries go once there are [`RESOLVED_ENTRIES`] of them (a resolver that makes new
+/// tools on every invocation must not make this grow without bound).
 #[derive(Default)]
-pub(crate) struct ResolvedEntries(Mutex<Vec<ResolvedEntry>>);
+pub(crate) struct ResolvedEntries(Mutex<VecDeque<Arc<ToolEntry>>>);
 
-/// A resolved tool (held weakly: the resolver owns it) and its wrapped entry.
-type ResolvedEntry = (Weak<dyn Tool>, Arc<ToolEntry>);
+/// How many wrapped resolved tools an agent keeps.
+const RESOLVED_ENTRIES: usize = 1024;
 
 impl ResolvedEntries {
     pub(crate) fn get_or_wrap(
@@ -60,15 +70,14 @@ impl ResolvedEntries {
         tool_timeout: Option<Duration>,
     ) -> Arc<ToolEntry> {
         let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, entry)) = entries
-            .iter()
-            .find(|(weak, _)| std::ptr::addr_eq(weak.as_ptr(), Arc::as_ptr(&tool)))
-        {
+        if let Some(entry) = entries.iter().find(|e| Arc::ptr_eq(&e.source, &tool)) {
             return entry.clone();
         }
-        entries.retain(|(weak, _)| weak.strong_count() > 0);
-        let entry = Arc::new(ToolEntry::new(tool.clone(), middleware, tool_timeout));
-        entries.push((Arc::downgrade(&tool), entry.clone()));
+        if entries.len() >= RESOLVED_ENTRIES {
+            entries.pop_front();
+        }
+        let entry = Arc::new(ToolEntry::new(tool, middleware, tool_timeout));
+        entries.push_back(entry.clone());
         entry
     }
 }
