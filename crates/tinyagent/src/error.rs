@@ -214,10 +214,13 @@ impl From<String> for ToolError {
     }
 }
 
-/// A JSON error met while a tool parses its own input is an invalid-input error.
+/// A JSON error inside a tool is a failure of the tool: it may come from anything the tool
+/// parses, an upstream response as much as its arguments. To report bad arguments as
+/// [`InvalidInput`](ToolErrorKind::InvalidInput), naming the field at fault, decode them with
+/// [`tools::decode_input`](crate::tools::decode_input).
 impl From<serde_json::Error> for ToolError {
     fn from(err: serde_json::Error) -> Self {
-        Self::invalid_input(format!("invalid arguments: {err}")).with_source(err)
+        Self::failed(format!("JSON error: {err}")).with_source(err)
     }
 }
 
@@ -256,9 +259,14 @@ mod tests {
     }
 
     #[test]
-    fn serde_json_errors_are_invalid_input() {
+    fn serde_json_errors_are_failures() {
         let err: ToolError = serde_json::from_str::<u32>("\"x\"").unwrap_err().into();
-        assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
+        assert_eq!(err.kind(), ToolErrorKind::Failed);
+        assert!(
+            err.message().starts_with("JSON error: "),
+            "{}",
+            err.message()
+        );
         assert!(err.message().contains("invalid type"), "{}", err.message());
     }
 }

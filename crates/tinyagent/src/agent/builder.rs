@@ -1,7 +1,8 @@
 //! [`LlmAgent`] and its builder (the seed's `NewAgent(name, With...)`).
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -9,7 +10,7 @@ use futures::stream::BoxStream;
 use super::{Agent, AgentError, Event, Invocation};
 use crate::model::{Model, ToolChoice, ToolDefinition};
 use crate::tool::Tool;
-use crate::tools::{SchemaValidator, ToolMiddleware, ToolResolver, wrap_tool};
+use crate::tools::{ToolMiddleware, ToolResolver, Validation, with_timeout, wrap_tool};
 
 /// Default of [`LlmAgentBuilder::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 16;
@@ -18,41 +19,66 @@ pub const DEFAULT_MAX_TOOL_CALLS_PER_STEP: usize = 32;
 /// Default of [`LlmAgentBuilder::max_concurrent_tool_calls`].
 pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 8;
 
-/// A tool as the loop holds it: wrapped in the agent's middleware, with its argument validator
-/// compiled on first use and kept.
+/// A tool as the loop holds it: wrapped in the agent's middleware, then (innermost) the
+/// agent's own tool timeout and argument validation, so that every layer the user added sees
+/// every call, refused ones included, and rewritten arguments are checked too.
 pub(crate) struct ToolEntry {
+    /// The tool as given, before wrapping.
+    source: Arc<dyn Tool>,
     pub(crate) tool: Arc<dyn Tool>,
     /// Calls of this tool must run alone, in the model's order (it is not read-only).
     pub(crate) exclusive: bool,
-    validator: OnceLock<Option<SchemaValidator>>,
 }
 
 impl ToolEntry {
-    pub(crate) fn new(tool: Arc<dyn Tool>, middleware: &[ToolMiddleware]) -> Self {
+    pub(crate) fn new(
+        tool: Arc<dyn Tool>,
+        middleware: &[ToolMiddleware],
+        tool_timeout: Option<Duration>,
+    ) -> Self {
         let exclusive = !tool.hints().read_only;
-        let tool = wrap_tool(tool, middleware.iter().cloned());
+        let innermost = tool_timeout
+            .map(with_timeout)
+            .into_iter()
+            .chain([Validation::new().pass_plain_text(true).into()]);
+        let wrapped = wrap_tool(tool.clone(), middleware.iter().cloned().chain(innermost));
         Self {
-            tool,
+            source: tool,
+            tool: wrapped,
             exclusive,
-            validator: OnceLock::new(),
         }
     }
+}
 
-    /// The compiled schema; `None` when the schema does not compile (the tool then checks its
-    /// own input).
-    pub(crate) fn validator(&self) -> Option<&SchemaValidator> {
-        self.validator
-            .get_or_init(|| match SchemaValidator::new(self.tool.input_schema()) {
-                Ok(v) => Some(v),
-                Err(err) => {
-                    tracing::warn!(
-                        gen_ai.tool.name = self.tool.name(),
-                        "arguments of this tool are not checked: {err}"
-                    );
-                    None
-                }
-            })
-            .as_ref()
+/// Wrapped entries of tools that resolvers returned, so that a resolver returning the same
+/// `Arc` again gets the same middleware state (limits, caches) and no recompiled validator.
+///
+/// Each entry holds its tool, so a tool's address cannot be reused while it is here; the
+/// oldest entries go once there are [`RESOLVED_ENTRIES`] of them (a resolver that makes new
+/// tools on every invocation must not make this grow without bound).
+#[derive(Default)]
+pub(crate) struct ResolvedEntries(Mutex<VecDeque<Arc<ToolEntry>>>);
+
+/// How many wrapped resolved tools an agent keeps.
+const RESOLVED_ENTRIES: usize = 1024;
+
+impl ResolvedEntries {
+    pub(crate) fn get_or_wrap(
+        &self,
+        tool: Arc<dyn Tool>,
+        middleware: &[ToolMiddleware],
+        tool_timeout: Option<Duration>,
+    ) -> Arc<ToolEntry> {
+        let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = entries.iter().find(|e| Arc::ptr_eq(&e.source, &tool)) {
+            return entry.clone();
+        }
+        if entries.len() >= RESOLVED_ENTRIES {
+            entries.pop_front();
+        }
+        let entry = Arc::new(ToolEntry::new(tool, middleware, tool_timeout));
+        entries.push_back(entry.clone());
+        entry
     }
 }
 
@@ -65,6 +91,7 @@ pub(crate) struct Config {
     pub(crate) static_definitions: Vec<ToolDefinition>,
     pub(crate) resolvers: Vec<Arc<dyn ToolResolver>>,
     pub(crate) middleware: Vec<ToolMiddleware>,
+    pub(crate) resolved: ResolvedEntries,
     pub(crate) max_steps: usize,
     pub(crate) max_tool_calls_per_step: usize,
     pub(crate) max_concurrent_tool_calls: usize,
@@ -331,7 +358,7 @@ impl LlmAgentBuilder {
     /// Builds the agent.
     ///
     /// Fails with [`AgentError::Config`] without a model, with an empty name, with a zero
-    /// step or concurrency limit, or when two static tools share a name.
+    /// step, per-step or concurrency limit, or when two static tools share a name.
     pub fn build(self) -> Result<LlmAgent, AgentError> {
         let model = self.model.ok_or_else(|| {
             AgentError::Config(format!(
@@ -350,6 +377,12 @@ impl LlmAgentBuilder {
                 self.name
             )));
         }
+        if self.max_tool_calls_per_step == 0 {
+            return Err(AgentError::Config(format!(
+                "agent {:?}: max_tool_calls_per_step must be at least 1",
+                self.name
+            )));
+        }
         if self.max_concurrent_tool_calls == 0 {
             return Err(AgentError::Config(format!(
                 "agent {:?}: max_concurrent_tool_calls must be at least 1",
@@ -365,7 +398,11 @@ impl LlmAgentBuilder {
                     tool.name()
                 )));
             }
-            entries.push(Arc::new(ToolEntry::new(tool, &self.middleware)));
+            entries.push(Arc::new(ToolEntry::new(
+                tool,
+                &self.middleware,
+                self.tool_timeout,
+            )));
         }
         let static_definitions = entries
             .iter()
@@ -381,6 +418,7 @@ impl LlmAgentBuilder {
                 static_definitions,
                 resolvers: self.resolvers,
                 middleware: self.middleware,
+                resolved: ResolvedEntries::default(),
                 max_steps: self.max_steps,
                 max_tool_calls_per_step: self.max_tool_calls_per_step,
                 max_concurrent_tool_calls: self.max_concurrent_tool_calls,

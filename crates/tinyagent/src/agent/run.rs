@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 
 use futures::stream::{self, BoxStream, Stream};
 use futures::{FutureExt, StreamExt};
-use serde_json::Value;
 use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
@@ -135,7 +134,11 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
                 });
             }
             definitions.push(ToolDefinition::from_tool(tool.as_ref()));
-            entries.push(Arc::new(ToolEntry::new(tool, &config.middleware)));
+            entries.push(config.resolved.get_or_wrap(
+                tool,
+                &config.middleware,
+                config.tool_timeout,
+            ));
             sources.push(source);
         }
     }
@@ -177,11 +180,14 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
             finish_reason,
         });
         message.role = Role::Assistant;
+        // Every call needs an id of its own: its result is matched to it.
+        let mut seen: Vec<String> = Vec::new();
         for part in &mut message.parts {
             if let Part::ToolCall(call) = part {
-                if call.id.is_empty() {
+                if call.id.is_empty() || seen.contains(&call.id) {
                     call.id = new_id("call");
                 }
+                seen.push(call.id.clone());
             }
         }
         out.push(Event::Message(message.clone()));
@@ -198,6 +204,10 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
             return Ok(());
         }
 
+        if step == config.max_steps {
+            // No model call would read these calls' results: do not run them.
+            break;
+        }
         let calls: Vec<&ToolCall> = message.tool_calls().collect();
         let results = execute(config, &tools.entries, &ctx, &calls, &out).await;
         req.messages.push(message);
@@ -260,7 +270,7 @@ async fn execute(
         } else {
             None
         };
-        run_call(config, lookup[k], refusal, ctx, calls[k], out)
+        run_call(lookup[k], refusal, ctx, calls[k], out)
     };
 
     let mut results: Vec<Option<ToolResult>> = vec![None; n];
@@ -307,7 +317,6 @@ fn unknown_tool(name: &str, entries: &[Arc<ToolEntry>]) -> ToolError {
 }
 
 async fn run_call(
-    config: &Config,
     entry: Option<&ToolEntry>,
     refusal: Option<ToolError>,
     ctx: &ToolContext,
@@ -325,7 +334,7 @@ async fn run_call(
                 gen_ai.tool.name = %call.name,
                 gen_ai.tool.call.id = %call.id,
             );
-            invoke(config, entry, ctx, call).instrument(span).await
+            invoke(entry, ctx, call).instrument(span).await
         }
         (None, None) => Err(ToolError::not_found(format!(
             "unknown tool {:?}",
@@ -352,39 +361,16 @@ async fn run_call(
 }
 
 async fn invoke(
-    config: &Config,
     entry: &ToolEntry,
     ctx: &ToolContext,
     call: &ToolCall,
 ) -> Result<String, ToolError> {
-    if let Some(validator) = entry.validator() {
-        // Arguments that are JSON are checked against the schema; text that is not JSON goes
-        // to the tool, which decides (typed tools reject it naming the problem, agent tools
-        // take it as the message).
-        let args = call.arguments.trim();
-        let parsed = if args.is_empty() {
-            Some(Value::Object(serde_json::Map::new()))
-        } else {
-            serde_json::from_str::<Value>(args).ok()
-        };
-        if let Some(value) = parsed {
-            validator.validate(&value)?;
-        }
-    }
     let ctx = ctx.clone().with_call_id(call.id.as_str());
-    let call_future = AssertUnwindSafe(entry.tool.handle(&ctx, &call.arguments)).catch_unwind();
-    let outcome = match config.tool_timeout {
-        None => call_future.await,
-        Some(limit) => match tokio::time::timeout(limit, call_future).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                return Err(ToolError::timed_out(format!(
-                    "tool {:?} did not finish within {limit:?} and was stopped",
-                    call.name
-                )));
-            }
-        },
-    };
+    // The handler is called inside the guard too: a panic before its future exists (in a
+    // hand-written tool or a middleware) is caught like one while it runs.
+    let outcome = AssertUnwindSafe(async { entry.tool.handle(&ctx, &call.arguments).await })
+        .catch_unwind()
+        .await;
     outcome.unwrap_or_else(|panic| {
         Err(ToolError::failed(format!(
             "tool {:?} crashed (panic: {}); the call has no result",

@@ -14,9 +14,10 @@ use serde_json::Value;
 
 use super::func::{FuncTool, validate_tool_name};
 use super::schema::generate_schema;
-use crate::agent::{Agent, Event, Invocation};
-use crate::error::{BoxError, ToolError};
+use crate::agent::{Agent, AgentError, Event, Invocation};
+use crate::error::{BoxError, ToolError, ToolErrorKind};
 use crate::message::Role;
+use crate::model::ModelErrorKind;
 use crate::session::Session;
 use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
 
@@ -224,10 +225,7 @@ impl<A: Agent> Tool for AgentTool<A> {
                     Ok(Event::Message(m)) if m.role == Role::Assistant => text.push_str(&m.text()),
                     Ok(Event::Finished { answer: a, .. }) => answer = Some(a),
                     Ok(_) => {}
-                    Err(err) => {
-                        return Err(ToolError::failed(format!("agent {name:?} failed: {err}"))
-                            .with_source(err));
-                    }
+                    Err(err) => return Err(sub_agent_error(name, err)),
                 }
             }
             if text.is_empty() {
@@ -236,6 +234,26 @@ impl<A: Agent> Tool for AgentTool<A> {
             Ok(text)
         })
     }
+}
+
+/// The tool error for a sub-agent's failure, keeping what a retry needs to know: a model
+/// that was unavailable, rate limited or timed out is worth another try.
+fn sub_agent_error(name: &str, err: AgentError) -> ToolError {
+    let message = format!("agent {name:?} failed: {err}");
+    let error = match &err {
+        AgentError::Model(model) => {
+            let kind = match model.kind() {
+                ModelErrorKind::RateLimited => ToolErrorKind::RateLimited,
+                ModelErrorKind::TimedOut => ToolErrorKind::TimedOut,
+                ModelErrorKind::Unavailable => ToolErrorKind::Unavailable,
+                ModelErrorKind::Cancelled => ToolErrorKind::Cancelled,
+                _ => ToolErrorKind::Failed,
+            };
+            ToolError::new(kind, message).retryable(model.is_retryable())
+        }
+        _ => ToolError::failed(message),
+    };
+    error.with_source(err)
 }
 
 /// Makes an agent a tool (the seed's `tools.NewAgentTool(agent)`); see [`AgentTool`].
