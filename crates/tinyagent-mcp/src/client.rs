@@ -156,12 +156,11 @@ impl McpToolset {
     /// assert!(McpToolset::stdio("python3 'unclosed").is_err());
     /// ```
     pub fn stdio(command_line: &str) -> Result<Self, McpClientError> {
-        let words = split_command_line(command_line).map_err(|reason| {
-            McpClientError::InvalidCommand {
+        let words =
+            split_command_line(command_line).map_err(|reason| McpClientError::InvalidCommand {
                 command: command_line.to_owned(),
                 reason,
-            }
-        })?;
+            })?;
         let mut words = words.into_iter();
         let Some(program) = words.next() else {
             return Err(McpClientError::InvalidCommand {
@@ -299,7 +298,10 @@ impl McpToolset {
     /// Connects now (if not connected) and lists the tools, so a bad command or URL fails here
     /// rather than on the first invocation.
     pub async fn connect(&self) -> Result<(), McpClientError> {
-        self.tools().await.map(drop).map_err(McpClientError::Connect)
+        self.tools()
+            .await
+            .map(drop)
+            .map_err(McpClientError::Connect)
     }
 
     /// The tools of the server, as offered to an agent: connects if needed, lists again if the
@@ -482,10 +484,10 @@ fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
                 ))
                 .with_source(err)
             }
-            ServiceError::Timeout { .. } => {
-                ToolError::timed_out(format!("MCP server `{label}` timed out while {doing}: {err}"))
-                    .with_source(err)
-            }
+            ServiceError::Timeout { .. } => ToolError::timed_out(format!(
+                "MCP server `{label}` timed out while {doing}: {err}"
+            ))
+            .with_source(err),
             ServiceError::Cancelled { .. } => {
                 ToolError::cancelled(format!("MCP server `{label}` cancelled {doing}: {err}"))
                     .with_source(err)

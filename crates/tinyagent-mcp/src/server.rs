@@ -219,10 +219,7 @@ impl McpServer {
         let Some(served) = self.inner.by_name.get(name).map(|&i| &self.inner.tools[i]) else {
             let known: Vec<&str> = self.tool_names().collect();
             return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{name}`; the tools are: {}",
-                    known.join(", ")
-                ),
+                format!("unknown tool `{name}`; the tools are: {}", known.join(", ")),
                 None,
             ));
         };
@@ -238,7 +235,9 @@ impl McpServer {
             .catch_unwind()
             .await;
         Ok(match outcome {
-            Ok(Ok(text)) => CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))]),
+            Ok(Ok(text)) => {
+                CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))])
+            }
             Ok(Err(e)) => error_result(&e),
             Err(_) => {
                 tracing::error!(tool = %name, "tool panicked while serving an MCP call");
@@ -302,8 +301,8 @@ impl McpServer {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let cancel = CancellationToken::new();
-        let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(cancel.child_token());
+        let config =
+            StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
         let router =
             axum::Router::new().nest_service(MCP_HTTP_PATH, self.http_service_with(config));
         let shutdown = cancel.clone();

@@ -37,7 +37,12 @@ fn check_client_report(report: &Value) {
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(
         names,
-        ["get_weather", "calculator", "get_current_time", "translator"]
+        [
+            "get_weather",
+            "calculator",
+            "get_current_time",
+            "translator"
+        ]
     );
     let weather = &tools[0];
     assert_eq!(
@@ -57,7 +62,10 @@ fn check_client_report(report: &Value) {
 
     assert_eq!(report["invalid"]["isError"], true);
     let invalid = report["invalid"]["text"][0].as_str().unwrap();
-    assert!(invalid.contains("invalid arguments (2 problems)"), "{invalid}");
+    assert!(
+        invalid.contains("invalid arguments (2 problems)"),
+        "{invalid}"
+    );
     assert!(invalid.contains("/operation"), "{invalid}");
     assert!(invalid.contains("/a"), "{invalid}");
 
@@ -113,7 +121,11 @@ async fn tool_errors_panics_and_bad_arguments_are_error_results() {
     assert!(tinyagent_mcp::result_text(&result).contains("\"a\" is a required property"));
 
     let err = server.call("nope", None).await.unwrap_err();
-    assert!(err.message.contains("unknown tool `nope`"), "{}", err.message);
+    assert!(
+        err.message.contains("unknown tool `nope`"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains("calculator"), "{}", err.message);
 }
 

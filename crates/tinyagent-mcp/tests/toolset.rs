@@ -37,8 +37,20 @@ async fn check_fixture_tools(toolset: &McpToolset) {
     let tools = toolset.tools().await.expect("list the fixture's tools");
     let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     names.sort_unstable();
-    for expected in ["add", "add_tool", "die", "dotted_name", "echo", "fail", "hang", "picture"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    for expected in [
+        "add",
+        "add_tool",
+        "die",
+        "dotted_name",
+        "echo",
+        "fail",
+        "hang",
+        "picture",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
 
     let echo = find(&tools, "echo");
@@ -47,18 +59,43 @@ async fn check_fixture_tools(toolset: &McpToolset) {
     assert_eq!(echo.input_schema()["required"][0], "text");
     let hints = echo.hints();
     assert!(hints.read_only && hints.idempotent && !hints.open_world);
-    assert!(!find(&tools, "add").hints().read_only, "no annotations: assume the worst");
+    assert!(
+        !find(&tools, "add").hints().read_only,
+        "no annotations: assume the worst"
+    );
 
-    assert_eq!(call(&echo, r#"{"text": "你好"}"#).await.unwrap(), "echo: 你好");
-    assert_eq!(call(&find(&tools, "add"), r#"{"a": 2, "b": 40}"#).await.unwrap(), "42");
-    assert_eq!(call(&find(&tools, "dotted_name"), "").await.unwrap(), "dotted");
+    assert_eq!(
+        call(&echo, r#"{"text": "你好"}"#).await.unwrap(),
+        "echo: 你好"
+    );
+    assert_eq!(
+        call(&find(&tools, "add"), r#"{"a": 2, "b": 40}"#)
+            .await
+            .unwrap(),
+        "42"
+    );
+    assert_eq!(
+        call(&find(&tools, "dotted_name"), "").await.unwrap(),
+        "dotted"
+    );
 
-    let err = call(&find(&tools, "fail"), r#"{"reason": "testing"}"#).await.unwrap_err();
+    let err = call(&find(&tools, "fail"), r#"{"reason": "testing"}"#)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Failed);
-    assert!(err.message().contains("failed on purpose: testing"), "{err}");
+    assert!(
+        err.message().contains("failed on purpose: testing"),
+        "{err}"
+    );
 
-    let err = call(&find(&tools, "add"), r#"{"a": "x"}"#).await.unwrap_err();
-    assert_eq!(err.kind(), ToolErrorKind::Failed, "the server's isError result: {err}");
+    let err = call(&find(&tools, "add"), r#"{"a": "x"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ToolErrorKind::Failed,
+        "the server's isError result: {err}"
+    );
     assert!(!err.message().is_empty());
 
     let err = call(&echo, "{not json").await.unwrap_err();
@@ -78,7 +115,10 @@ async fn toolset_over_stdio_against_the_python_sdk() {
 async fn toolset_over_streamable_http_against_the_python_sdk() {
     let server = PythonHttpServer::start();
     let toolset = McpToolset::http(&server.url).name("fixture-http");
-    toolset.connect().await.expect("connect over streamable HTTP");
+    toolset
+        .connect()
+        .await
+        .expect("connect over streamable HTTP");
     check_fixture_tools(&toolset).await;
 }
 
@@ -91,7 +131,9 @@ async fn prefix_and_filter_shape_the_offered_tools() {
     let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     names.sort_unstable();
     assert_eq!(names, ["py_add", "py_echo"]);
-    let out = call(&find(&tools, "py_echo"), r#"{"text": "x"}"#).await.unwrap();
+    let out = call(&find(&tools, "py_echo"), r#"{"text": "x"}"#)
+        .await
+        .unwrap();
     assert_eq!(out, "echo: x", "the call goes out under the server's name");
 }
 
@@ -141,9 +183,12 @@ async fn toolset_against_tinyagents_own_server() {
         out,
         serde_json::json!({"city":"北京","temperature":22.5,"condition":"晴","humidity":45})
     );
-    let err = call(&find(&tools, "calculator"), r#"{"operation": "sqrt", "a": -1}"#)
-        .await
-        .unwrap_err();
+    let err = call(
+        &find(&tools, "calculator"),
+        r#"{"operation": "sqrt", "a": -1}"#,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Failed);
     drop(toolset);
     handle.shutdown().await;
@@ -157,16 +202,24 @@ async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_re
     let tools = toolset.tools().await.unwrap();
     let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
-    assert!(err.message().contains("MCP server `fixture` is not running"), "{err}");
+    assert!(
+        err.message()
+            .contains("MCP server `fixture` is not running"),
+        "{err}"
+    );
     assert!(err.is_retryable());
 
     // The old tools keep failing clearly, without hanging.
-    let err = call(&find(&tools, "echo"), r#"{"text": "x"}"#).await.unwrap_err();
+    let err = call(&find(&tools, "echo"), r#"{"text": "x"}"#)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
 
     // The next invocation starts the server again.
     let tools = toolset.tools().await.expect("reconnect");
-    let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#).await.unwrap();
+    let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
+        .await
+        .unwrap();
     assert_eq!(out, "echo: back");
 }
 
@@ -180,7 +233,9 @@ async fn a_server_that_never_answers_times_out() {
     assert!(err.message().contains("did not answer within"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10));
     // The connection is still usable.
-    let out = call(&find(&tools, "echo"), r#"{"text": "still here"}"#).await.unwrap();
+    let out = call(&find(&tools, "echo"), r#"{"text": "still here"}"#)
+        .await
+        .unwrap();
     assert_eq!(out, "echo: still here");
 }
 
@@ -204,9 +259,12 @@ async fn a_connection_that_never_starts_times_out() {
 async fn check_list_changes(toolset: &McpToolset, added: &str) {
     let tools = toolset.tools().await.unwrap();
     assert!(tools.iter().all(|t| t.name() != added));
-    let out = call(&find(&tools, "add_tool"), &format!(r#"{{"name": "{added}"}}"#))
-        .await
-        .unwrap();
+    let out = call(
+        &find(&tools, "add_tool"),
+        &format!(r#"{{"name": "{added}"}}"#),
+    )
+    .await
+    .unwrap();
     assert_eq!(out, format!("added {added}"));
     let seen = eventually(Duration::from_secs(10), || async {
         let tools = toolset.tools().await.unwrap();
@@ -215,7 +273,10 @@ async fn check_list_changes(toolset: &McpToolset, added: &str) {
     .await;
     assert!(seen, "the list was not refreshed after list_changed");
     let tools = toolset.tools().await.unwrap();
-    assert_eq!(call(&find(&tools, added), "{}").await.unwrap(), format!("I am {added}"));
+    assert_eq!(
+        call(&find(&tools, added), "{}").await.unwrap(),
+        format!("I am {added}")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
