@@ -17,7 +17,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tinyagent::tools::{ToolResolver, validate_tool_name};
-use tinyagent::{BoxFuture, Invocation, Tool, ToolContext, ToolError, ToolHints};
+use tinyagent::{BoxFuture, Invocation, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
 use tokio::sync::Mutex;
 
 use crate::content::result_text;
@@ -110,7 +110,10 @@ struct Inner {
 
 struct Connection {
     service: RunningService<RoleClient, ToolsetClient>,
+    /// Set when the server says its tool list changed.
     stale: Arc<AtomicBool>,
+    /// Set when a call found the connection gone (HTTP has no connection to watch).
+    broken: Arc<AtomicBool>,
     tools: Option<Vec<Arc<dyn Tool>>>,
 }
 
@@ -309,9 +312,11 @@ impl McpToolset {
     pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolError> {
         let inner = &self.inner;
         let mut state = inner.state.lock().await;
-        let alive = state
-            .as_ref()
-            .is_some_and(|c| !c.service.is_closed() && !c.service.is_transport_closed());
+        let alive = state.as_ref().is_some_and(|c| {
+            !c.broken.load(Ordering::SeqCst)
+                && !c.service.is_closed()
+                && !c.service.is_transport_closed()
+        });
         if !alive {
             if state.is_some() {
                 tracing::info!(server = %inner.label, "MCP server connection lost; reconnecting");
@@ -341,7 +346,11 @@ impl McpToolset {
                 Ok(Ok(listed)) => listed,
                 Ok(Err(err)) => {
                     connection.stale.store(true, Ordering::SeqCst);
-                    return Err(service_error(&inner.label, err, "listing its tools"));
+                    let err = service_error(&inner.label, err, "listing its tools");
+                    if err.kind() == ToolErrorKind::Unavailable {
+                        *state = None;
+                    }
+                    return Err(err);
                 }
                 Err(_) => {
                     connection.stale.store(true, Ordering::SeqCst);
@@ -351,7 +360,8 @@ impl McpToolset {
                     )));
                 }
             };
-            connection.tools = Some(self.convert(listed, &peer));
+            let broken = Arc::clone(&connection.broken);
+            connection.tools = Some(self.convert(listed, &peer, &broken));
         }
         Ok(connection.tools.clone().unwrap_or_default())
     }
@@ -360,6 +370,7 @@ impl McpToolset {
         &self,
         listed: Vec<rmcp::model::Tool>,
         peer: &Peer<RoleClient>,
+        broken: &Arc<AtomicBool>,
     ) -> Vec<Arc<dyn Tool>> {
         let inner = &self.inner;
         let mut seen = HashSet::new();
@@ -412,6 +423,7 @@ impl McpToolset {
                 peer: peer.clone(),
                 label: Arc::clone(&label),
                 call_timeout: inner.call_timeout,
+                broken: Arc::clone(broken),
             }));
         }
         tools
@@ -468,6 +480,7 @@ impl Inner {
         Ok(Connection {
             service,
             stale,
+            broken: Arc::new(AtomicBool::new(false)),
             tools: None,
         })
     }
@@ -556,6 +569,7 @@ struct McpTool {
     peer: Peer<RoleClient>,
     label: Arc<str>,
     call_timeout: Duration,
+    broken: Arc<AtomicBool>,
 }
 
 impl Tool for McpTool {
@@ -590,7 +604,11 @@ impl Tool for McpTool {
                 Ok(Ok(result)) => result,
                 Ok(Err(err)) => {
                     let doing = format!("calling tool `{}`", self.remote);
-                    return Err(service_error(label, err, &doing));
+                    let err = service_error(label, err, &doing);
+                    if err.kind() == ToolErrorKind::Unavailable {
+                        self.broken.store(true, Ordering::SeqCst);
+                    }
+                    return Err(err);
                 }
                 Err(_) => {
                     return Err(ToolError::timed_out(format!(

@@ -216,6 +216,15 @@ impl McpServer {
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
+        self.call_with(name, arguments, ToolContext::new()).await
+    }
+
+    async fn call_with(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        ctx: ToolContext,
+    ) -> Result<CallToolResult, ErrorData> {
         let Some(served) = self.inner.by_name.get(name).map(|&i| &self.inner.tools[i]) else {
             let known: Vec<&str> = self.tool_names().collect();
             return Err(ErrorData::invalid_params(
@@ -230,7 +239,6 @@ impl McpServer {
             return Ok(error_result(&e));
         }
         let input = arguments.to_string();
-        let ctx = ToolContext::new();
         let outcome = AssertUnwindSafe(served.tool.handle(&ctx, &input))
             .catch_unwind()
             .await;
@@ -343,6 +351,13 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
     }
 }
 
+fn request_id_text(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+    }
+}
+
 fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
         error.message().to_owned(),
@@ -379,11 +394,19 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request.name, request.arguments)
-            .await
-            .map(CallToolResponse::Complete)
+        // The MCP request id is the call id; a cancelled request drops the tool's future.
+        let ctx = ToolContext::new().with_call_id(request_id_text(&context.id));
+        tokio::select! {
+            result = self.call_with(&request.name, request.arguments, ctx) => {
+                result.map(CallToolResponse::Complete)
+            }
+            () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                format!("the call to `{}` was cancelled", request.name),
+                None,
+            )),
+        }
     }
 }
 

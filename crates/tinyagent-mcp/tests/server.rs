@@ -119,7 +119,10 @@ async fn tool_errors_panics_and_bad_arguments_are_error_results() {
     let result = server.call("calculator", args).await.unwrap();
     assert_eq!(result.is_error, Some(true));
     let text = tinyagent_mcp::result_text(&result);
-    assert!(text.contains("invalid arguments") && text.contains("/a"), "{text}");
+    assert!(
+        text.contains("invalid arguments") && text.contains("/a"),
+        "{text}"
+    );
 
     let err = server.call("nope", None).await.unwrap_err();
     assert!(
@@ -142,4 +145,29 @@ fn duplicate_names_serve_the_first_tool() {
         server.tool_names().collect::<Vec<_>>(),
         ["calculator", "get_current_time"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_tool_sees_the_mcp_request_id_as_its_call_id() {
+    let who: Arc<dyn Tool> = tools::new_tool(
+        "call_id",
+        "returns its call id",
+        json!({"type": "object"}),
+        |ctx: ToolContext, _input: String| async move {
+            Ok::<_, ToolError>(ctx.call_id().unwrap_or("none").to_owned())
+        },
+    );
+    let handle = McpServer::new([who])
+        .serve_http("127.0.0.1:0")
+        .await
+        .unwrap();
+    let toolset = tinyagent_mcp::McpToolset::http(handle.url());
+    let tools = toolset.tools().await.unwrap();
+    let id = tools[0].handle(&ToolContext::new(), "{}").await.unwrap();
+    assert!(
+        id.parse::<i64>().is_ok(),
+        "rmcp's request ids are numbers: {id}"
+    );
+    drop(toolset);
+    handle.shutdown().await;
 }

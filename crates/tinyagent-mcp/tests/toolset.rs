@@ -224,6 +224,37 @@ async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_reconnects() {
+    let server = PythonHttpServer::start();
+    let port = server.port();
+    let toolset = McpToolset::http(&server.url).name("fixture-http");
+    let tools = toolset.tools().await.unwrap();
+    let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
+    assert!(
+        err.message()
+            .contains("MCP server `fixture-http` is not running"),
+        "{err}"
+    );
+    drop(server);
+
+    let err = toolset.tools().await.unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ToolErrorKind::Unavailable,
+        "nothing listens now: {err}"
+    );
+
+    // The server comes back at the same address: the next invocation reconnects.
+    let _server = PythonHttpServer::start_on(port);
+    let tools = toolset.tools().await.expect("reconnect");
+    let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "echo: back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_answers_times_out() {
     let toolset = stdio_toolset().call_timeout(Duration::from_millis(300));
     let tools = toolset.tools().await.unwrap();

@@ -45,13 +45,22 @@ pub fn free_port() -> u16 {
 /// The fixture server over streamable HTTP, killed on drop.
 pub struct PythonHttpServer {
     child: Child,
+    port: u16,
     pub url: String,
 }
 
 impl PythonHttpServer {
     pub fn start() -> Self {
+        Self::start_on(free_port())
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn start_on(port: u16) -> Self {
         require_python_mcp();
-        let port = free_port();
         let child = Command::new("python3")
             .arg(fixture("fixture_server.py"))
             .args(["http", &port.to_string()])
@@ -62,6 +71,7 @@ impl PythonHttpServer {
             .expect("start the Python fixture server");
         let mut server = Self {
             child,
+            port,
             url: format!("http://127.0.0.1:{port}/mcp"),
         };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
