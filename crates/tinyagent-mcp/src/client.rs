@@ -72,7 +72,9 @@ impl fmt::Debug for Endpoint {
 /// invocation (the next [`resolve_tools`](ToolResolver::resolve_tools)) connects again.
 ///
 /// The connection is made lazily, on the first invocation, or eagerly with
-/// [`connect`](Self::connect). A child process is killed when the toolset is dropped.
+/// [`connect`](Self::connect). A child process is killed when the toolset is dropped; its
+/// standard error is inherited. The client asks for protocol version 2025-11-25, the last with
+/// the `initialize` handshake and unsolicited notifications, which servers of every era speak.
 ///
 /// ```no_run
 /// use std::time::Duration;

@@ -291,6 +291,10 @@ impl McpServer {
     /// task, until the returned handle is shut down or dropped. Bind port 0 to get a free port,
     /// then read it from [`HttpServerHandle::local_addr`].
     ///
+    /// Only requests whose `Host` header names a loopback host are served (rmcp's default,
+    /// against DNS rebinding); to serve other hosts, mount
+    /// [`http_service_with`](Self::http_service_with) with your own `allowed_hosts`.
+    ///
     /// ```no_run
     /// use tinyagent_mcp::McpServer;
     ///
