@@ -1,36 +1,102 @@
-//! Cost of calling a tool: the calculator through its JSON adapter, bare and wrapped.
+//! The cost of the tool path: raw `serde_json::from_str` + the function + `serde_json::to_string`
+//! versus the same function called through a tool made by `tools::new_func`.
 
+use std::future::Future;
 use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tinyagent::ToolContext;
-use tinyagent::demo::{self, CalcInput, Operation};
-use tinyagent::tools;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tinyagent::demo::{self, CalcInput};
+use tinyagent::{ToolContext, ToolError, tools};
 
-fn tool_call(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a runtime");
-    let ctx = ToolContext::default();
-    let calc = demo::calculator_tool();
-    let input = r#"{"operation": "add", "a": 10, "b": 3}"#;
-
-    c.bench_function("calculator_work_only", |b| {
-        let input = CalcInput {
-            operation: Operation::Add,
-            a: 10.0,
-            b: Some(3.0),
-        };
-        b.iter(|| demo::calculate_sync(black_box(&input)))
-    });
-    c.bench_function("calculator_via_tool", |b| {
-        b.iter(|| rt.block_on(calc.handle(&ctx, black_box(input))))
-    });
-    let wrapped = tools::wrap_tool(calc.clone(), []);
-    c.bench_function("calculator_via_wrapped_tool", |b| {
-        b.iter(|| rt.block_on(wrapped.handle(&ctx, black_box(input))))
-    });
+/// Polls a future that never waits (these tools don't) to completion, without an executor.
+fn ready<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
 }
 
-criterion_group!(benches, tool_call);
+#[derive(Deserialize, JsonSchema)]
+struct StatsInput {
+    /// The numbers to summarize
+    values: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct StatsOutput {
+    count: usize,
+    mean: f64,
+    min: f64,
+    max: f64,
+}
+
+fn stats_sync(input: &StatsInput) -> Result<StatsOutput, ToolError> {
+    if input.values.is_empty() {
+        return Err(ToolError::invalid_input("no values"));
+    }
+    let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+    for &v in &input.values {
+        min = min.min(v);
+        max = max.max(v);
+        sum += v;
+    }
+    Ok(StatsOutput {
+        count: input.values.len(),
+        mean: sum / input.values.len() as f64,
+        min,
+        max,
+    })
+}
+
+async fn stats(_ctx: ToolContext, input: StatsInput) -> Result<StatsOutput, ToolError> {
+    stats_sync(&input)
+}
+
+fn bench_calculator(c: &mut Criterion) {
+    let input = r#"{"operation":"add","a":10,"b":3}"#;
+    let tool = demo::calculator_tool();
+    let ctx = ToolContext::default();
+    let mut group = c.benchmark_group("calculator");
+    group.bench_function("raw", |b| {
+        b.iter(|| {
+            let parsed: CalcInput = serde_json::from_str(black_box(input)).unwrap();
+            let out = demo::calculate_sync(&parsed).unwrap();
+            serde_json::to_string(&out).unwrap()
+        })
+    });
+    group.bench_function("new_func", |b| {
+        b.iter(|| ready(tool.handle(&ctx, black_box(input))).unwrap())
+    });
+    group.finish();
+}
+
+fn bench_floats(c: &mut Criterion) {
+    let values: Vec<String> = (0..1000)
+        .map(|i| format!("{}.{}", i * 7 % 1000, i % 97))
+        .collect();
+    let input = format!(r#"{{"values":[{}]}}"#, values.join(","));
+    let tool = tools::new_func("stats", "Summarizes numbers", stats);
+    let ctx = ToolContext::default();
+    let mut group = c.benchmark_group("floats_1000");
+    group.bench_function("raw", |b| {
+        b.iter(|| {
+            let parsed: StatsInput = serde_json::from_str(black_box(&input)).unwrap();
+            let out = stats_sync(&parsed).unwrap();
+            serde_json::to_string(&out).unwrap()
+        })
+    });
+    group.bench_function("new_func", |b| {
+        b.iter(|| ready(tool.handle(&ctx, black_box(&input))).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_calculator, bench_floats);
 criterion_main!(benches);

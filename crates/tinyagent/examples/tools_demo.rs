@@ -2,10 +2,12 @@
 //!
 //! Run with `cargo run --example tools_demo`.
 
+use std::io::IsTerminal as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tinyagent::demo::{self, CalcOutput};
-use tinyagent::{Tool, ToolContext};
+use tinyagent::{Tool, ToolContext, tools};
 
 fn print_tool(label: &str, tool: &Arc<dyn Tool>) {
     println!("{label}名称: {}", tool.name());
@@ -23,6 +25,13 @@ async fn call(tool: &Arc<dyn Tool>, ctx: &ToolContext, input: &str) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    // Section 4's log lines go to stdout, in order with the rest of the demo.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stdout)
+        .with_ansi(std::io::stdout().is_terminal())
+        .with_target(false)
+        .init();
+
     let ctx = ToolContext::default();
 
     println!("========================================");
@@ -60,6 +69,17 @@ async fn main() {
     print_tool("工具", &time);
     call(&time, &ctx, r#"{"timezone": "Asia/Shanghai"}"#).await;
     call(&time, &ctx, r#"{"timezone": "Mars/Olympus_Mons"}"#).await;
+
+    println!("\n--- 4. 中间件演示（日志 + 3 秒超时）---");
+    let wrapped = tools::wrap_tool(
+        demo::weather_tool(),
+        [
+            tools::with_logging(),
+            tools::with_timeout(Duration::from_secs(3)),
+        ],
+    );
+    let ctx_with_id = ctx.clone().with_call_id("call_shanghai");
+    call(&wrapped, &ctx_with_id, r#"{"city": "上海"}"#).await;
 
     println!("\n--- 5. Agent-as-Tool 演示 ---");
     let translator = demo::translator_tool();

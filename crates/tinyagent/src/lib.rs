@@ -37,6 +37,11 @@
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
 //!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`],
 //!   [`tools::ToolResolver`], [`tools::new_agent_tool`];
+//! - middleware for [`tools::wrap_tool`]: [`tools::with_logging`], [`tools::with_timeout`],
+//!   [`tools::with_retry`], [`tools::with_validation`], [`tools::with_concurrency_limit`],
+//!   [`tools::with_rate_limit`], [`tools::with_cache`], [`tools::with_output_budget`],
+//!   [`tools::with_approval`]; with the `tower` feature, any tower `Layer` through
+//!   `tools::ToolMiddleware::from_tower`;
 //! - [`Model`] with [`ModelRequest`], [`ModelResponse`] and [`ModelEvent`]; [`Message`] and
 //!   its [`Part`]s;
 //! - [`Agent`], [`LlmAgent`] (built like the seed's `NewAgent`), [`Invocation`], [`Session`],
@@ -59,7 +64,7 @@ pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{
     FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
-    ToolChoice, ToolDefinition, Usage,
+    ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
 };
 pub use session::{Session, State};
 pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
@@ -72,3 +77,8 @@ pub mod prelude {
         Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
     };
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -282,6 +282,20 @@ impl Message {
     }
 }
 
+/// Text becomes a user message.
+impl From<&str> for Message {
+    fn from(text: &str) -> Self {
+        Message::user(text)
+    }
+}
+
+/// Text becomes a user message.
+impl From<String> for Message {
+    fn from(text: String) -> Self {
+        Message::user(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -259,6 +259,116 @@ pub enum ModelEvent {
     Done(ModelResponse),
 }
 
+/// Assembles a [`ModelResponse`] from streamed pieces: what a streaming provider uses to build
+/// the [`ModelEvent::Done`] that ends its stream.
+///
+/// Text deltas are concatenated; tool calls keep the order in which they started, and each
+/// call's argument fragments are concatenated in arrival order. Without an explicit finish
+/// reason, the response's is [`FinishReason::ToolCalls`] when there are tool calls and
+/// [`FinishReason::Stop`] otherwise.
+///
+/// ```
+/// use tinyagent::{FinishReason, ModelEvent, ModelResponseBuilder, Usage};
+///
+/// let mut b = ModelResponseBuilder::new();
+/// for event in [
+///     ModelEvent::TextDelta("让我".into()),
+///     ModelEvent::TextDelta("查一下。".into()),
+///     ModelEvent::ToolCallStart { id: "c1".into(), name: "get_weather".into() },
+///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#"{"city":"#.into() },
+///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#""北京"}"#.into() },
+/// ] {
+///     b.push(&event);
+/// }
+/// b.set_usage(Usage::new(120, 15));
+/// let resp = b.build();
+/// assert_eq!(resp.message.text(), "让我查一下。");
+/// let call = resp.message.tool_calls().next().unwrap();
+/// assert_eq!(call.arguments, r#"{"city":"北京"}"#);
+/// assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ModelResponseBuilder {
+    text: String,
+    calls: Vec<crate::message::ToolCall>,
+    usage: Usage,
+    finish_reason: Option<FinishReason>,
+}
+
+impl ModelResponseBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes in one streamed event; a [`ModelEvent::Done`] is ignored.
+    pub fn push(&mut self, event: &ModelEvent) {
+        match event {
+            ModelEvent::TextDelta(text) => self.push_text(text),
+            ModelEvent::ToolCallStart { id, name } => self.start_tool_call(id, name),
+            ModelEvent::ToolCallDelta {
+                id,
+                arguments_fragment,
+            } => self.push_arguments(id, arguments_fragment),
+            ModelEvent::Done(_) => {}
+        }
+    }
+
+    /// Appends text.
+    pub fn push_text(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+
+    /// Starts a tool call (a second start of the same id is ignored).
+    pub fn start_tool_call(&mut self, id: &str, name: &str) {
+        if !self.calls.iter().any(|c| c.id == id) {
+            self.calls
+                .push(crate::message::ToolCall::new(id, name, String::new()));
+        }
+    }
+
+    /// Appends a fragment to a call's arguments; a fragment for a call that has not started
+    /// starts one without a name.
+    pub fn push_arguments(&mut self, id: &str, fragment: &str) {
+        match self.calls.iter_mut().find(|c| c.id == id) {
+            Some(call) => call.arguments.push_str(fragment),
+            None => self
+                .calls
+                .push(crate::message::ToolCall::new(id, "", fragment)),
+        }
+    }
+
+    /// Sets the usage.
+    pub fn set_usage(&mut self, usage: Usage) {
+        self.usage = usage;
+    }
+
+    /// Sets the finish reason.
+    pub fn set_finish_reason(&mut self, finish_reason: FinishReason) {
+        self.finish_reason = Some(finish_reason);
+    }
+
+    /// The response: an assistant message of the text (if any) followed by the tool calls.
+    pub fn build(self) -> ModelResponse {
+        let mut parts = Vec::with_capacity(1 + self.calls.len());
+        if !self.text.is_empty() {
+            parts.push(Part::text(self.text));
+        }
+        let has_calls = !self.calls.is_empty();
+        parts.extend(self.calls.into_iter().map(Part::ToolCall));
+        let finish_reason = self.finish_reason.unwrap_or(if has_calls {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        });
+        ModelResponse::new(
+            Message::new(crate::message::Role::Assistant, parts),
+            self.usage,
+            finish_reason,
+        )
+    }
+}
+
 /// The broad class of a model failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -491,5 +601,68 @@ impl<M: Model + ?Sized> Model for Box<M> {
         req: &'a ModelRequest,
     ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
         (**self).stream(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Role, ToolCall};
+
+    struct Fixed(ModelResponse);
+
+    impl Model for Fixed {
+        fn generate<'a>(
+            &'a self,
+            _req: &'a ModelRequest,
+        ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+            Box::pin(async move { Ok(self.0.clone()) })
+        }
+    }
+
+    #[test]
+    fn the_default_stream_replays_generate_as_events() {
+        let message = Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("看看"),
+                ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#).into(),
+            ],
+        );
+        let response = ModelResponse::new(message, Usage::new(3, 4), FinishReason::ToolCalls);
+        let model = Fixed(response.clone());
+        let req = ModelRequest::new(vec![Message::user("hi")]);
+        let events: Vec<ModelEvent> =
+            futures::executor::block_on(model.stream(&req).map(|e| e.unwrap()).collect::<Vec<_>>());
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("看看".into()),
+                ModelEvent::ToolCallStart {
+                    id: "c1".into(),
+                    name: "get_weather".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    id: "c1".into(),
+                    arguments_fragment: r#"{"city":"北京"}"#.into()
+                },
+                ModelEvent::Done(response),
+            ]
+        );
+    }
+
+    #[test]
+    fn usage_adds_up_and_serializes() {
+        let mut total = Usage::new(1, 2);
+        total += Usage::new(10, 20);
+        assert_eq!(total.total_tokens(), 33);
+        assert_eq!(
+            serde_json::to_value(total).unwrap(),
+            serde_json::json!({"input_tokens": 11, "output_tokens": 22})
+        );
+        assert_eq!(
+            serde_json::to_value(FinishReason::ToolCalls).unwrap(),
+            serde_json::json!("tool_calls")
+        );
     }
 }

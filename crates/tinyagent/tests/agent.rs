@@ -610,6 +610,67 @@ async fn tools_that_may_write_run_alone_in_the_models_order() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_writing_tool_is_a_barrier_between_read_only_calls() {
+    let (in_flight, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_calls([
+            ("r1", "read", r#"{"ms": 50}"#),
+            ("r2", "read", r#"{"ms": 50}"#),
+            ("w1", "write", r#"{"ms": 10}"#),
+            ("r3", "read", r#"{"ms": 50}"#),
+            ("r4", "read", r#"{"ms": 50}"#),
+        ]),
+        reply::text("done"),
+    ]));
+    let agent = LlmAgent::builder("a")
+        .model(model.clone())
+        .tool(sleeper("read", in_flight.clone(), peak.clone(), true))
+        .tool(sleeper("write", in_flight, peak.clone(), false))
+        .build()
+        .unwrap();
+    let start = tokio::time::Instant::now();
+    let (events, _) = collect(&agent, Invocation::new(Session::new(), "go")).await;
+    // 50 ms (r1, r2 together) + 10 ms (w1 alone) + 50 ms (r3, r4 together).
+    assert_eq!(start.elapsed(), Duration::from_millis(110));
+    assert_eq!(peak.load(Ordering::SeqCst), 2);
+    let order: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallStarted { call } => Some(format!("start {}", call.id)),
+            Event::ToolCallFinished { result, .. } => Some(format!("end {}", result.call_id)),
+            _ => None,
+        })
+        .collect();
+    let pos = |s: &str| order.iter().position(|o| o == s).unwrap();
+    assert!(pos("end r1") < pos("start w1") && pos("end r2") < pos("start w1"));
+    assert!(pos("end w1") < pos("start r3") && pos("end w1") < pos("start r4"));
+    let ids: Vec<String> = results_of(&model.requests(), 1)
+        .into_iter()
+        .map(|r| r.call_id)
+        .collect();
+    assert_eq!(ids, ["r1", "r2", "w1", "r3", "r4"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_parallel_tool_calls_every_call_runs_alone() {
+    let (in_flight, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let model = Arc::new(ScriptedModel::new([
+        sleep_calls(&[100; 4]),
+        reply::text("done"),
+    ]));
+    let agent = LlmAgent::builder("a")
+        .model(model)
+        .tool(sleeper("sleep", in_flight, peak.clone(), true))
+        .parallel_tool_calls(false)
+        .build()
+        .unwrap();
+    let start = tokio::time::Instant::now();
+    agent.ask(&Session::new(), "go").await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(400));
+    assert_eq!(peak.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn cancelling_the_caller_stops_running_tools() {
     let dropped = Arc::new(AtomicUsize::new(0));
     let finished = Arc::new(AtomicUsize::new(0));

@@ -106,15 +106,3 @@ impl Invocation {
         self.agent = Some(name.into());
     }
 }
-
-impl From<&str> for Message {
-    fn from(text: &str) -> Self {
-        Message::user(text)
-    }
-}
-
-impl From<String> for Message {
-    fn from(text: String) -> Self {
-        Message::user(text)
-    }
-}

@@ -183,6 +183,22 @@ fn describe_decode_error<I: DeserializeOwned>(
     } else {
         format!(" at `{path}`")
     };
+    // Tool arguments are a JSON object; say so plainly when other valid JSON came.
+    let got = match src.trim_start().as_bytes().first() {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b'-' | b'0'..=b'9') => "a number",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "",
+    };
+    if !got.is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(src).is_ok() {
+        return ToolError::invalid_input(format!(
+            "invalid arguments: expected a JSON object with the tool's arguments, got {got}; input was {}",
+            quote_input(raw)
+        ))
+        .with_source(err);
+    }
     ToolError::invalid_input(format!(
         "invalid arguments: {what}{field}: {err}; input was {}",
         quote_input(raw)

@@ -10,7 +10,12 @@
 //! - [`generate_schema`] and [`strict_schema`]: the schema pipeline; [`SchemaValidator`]
 //!   checks arguments against a schema;
 //! - [`wrap_tool`], [`ToolMiddleware`] and [`ToolLayer`]: onion middleware around a tool's
-//!   handler.
+//!   handler, and the middleware that ships: [`with_logging`], [`with_timeout`],
+//!   [`with_retry`], [`with_validation`], [`with_concurrency_limit`], [`with_rate_limit`],
+//!   [`with_cache`], [`with_output_budget`], [`with_approval`] (with the builders
+//!   [`Logging`], [`Timeout`], [`RetryPolicy`], [`Validation`], [`ConcurrencyLimit`],
+//!   [`RateLimit`], [`Cache`], [`OutputBudget`], [`ApprovalLayer`]). With the `tower`
+//!   feature, `ToolMiddleware::from_tower` takes a tower `Layer`.
 
 mod adapter;
 mod agent_tool;
@@ -28,7 +33,15 @@ pub use agent_tool::{
 pub use func::{
     FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
 };
-pub use middleware::{ToolLayer, ToolMiddleware, WrappedTool, wrap_tool};
+pub use middleware::{
+    Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, Cache, ConcurrencyLimit, Logging,
+    OutputBudget, RateLimit, RetryPolicy, Timeout, ToolLayer, ToolMiddleware, Validation,
+    WrappedTool, canonical_json, redact_json, with_approval, with_cache, with_concurrency_limit,
+    with_logging, with_output_budget, with_rate_limit, with_retry, with_timeout, with_validation,
+    wrap_tool,
+};
+#[cfg(feature = "tower")]
+pub use middleware::{HandlerService, ToolRequest};
 pub use resolver::{ToolResolver, ToolResolverFunc};
 pub use schema::{generate_schema, strict_schema};
 pub use validate::SchemaValidator;

@@ -194,6 +194,19 @@ fn is_rust_numeric_format(format: &str) -> bool {
     )
 }
 
+/// The property names an object schema lists as `required`.
+fn required_names(schema: &Map<String, Value>) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Normalizes one schema and, first, all of its subschemas (bottom-up).
 fn normalize(value: &mut Value) {
     let Value::Object(schema) = value else {
@@ -213,15 +226,7 @@ fn normalize(value: &mut Value) {
 
     // Fields that are not required (`Option<T>`, `#[serde(default)]`) take the inner type's
     // schema: a model should leave them out rather than send `null`.
-    let required: Vec<String> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = required_names(schema);
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         for (name, prop) in props.iter_mut() {
             if !required.iter().any(|r| r == name) {
@@ -359,15 +364,7 @@ fn make_strict(value: &mut Value) {
     if !is_object {
         return;
     }
-    let required: Vec<String> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = required_names(schema);
     let mut all = Vec::new();
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         for (name, prop) in props.iter_mut() {

@@ -7,6 +7,11 @@ use serde_json::Value;
 use super::adapter::quote_input;
 use crate::error::ToolError;
 
+/// Escapes one JSON pointer segment (RFC 6901): `~` as `~0`, `/` as `~1`.
+fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
 /// A tool's input schema, compiled once, that checks raw arguments before a handler runs.
 ///
 /// Every violation is reported in one error, each by JSON pointer with what was expected, so a
@@ -28,6 +33,9 @@ use crate::error::ToolError;
 /// assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
 /// assert!(err.message().contains("/a: \"one\" is not of type \"number\""), "{err}");
 /// assert!(err.message().contains("/op: "), "{err}");
+///
+/// let err = v.validate_str(r#"{"a": 1}"#).unwrap_err();
+/// assert!(err.message().contains("/op: required property is missing"), "{err}");
 /// ```
 pub struct SchemaValidator {
     validator: jsonschema::Validator,
@@ -71,8 +79,30 @@ impl SchemaValidator {
         let mut problems = Vec::new();
         for error in self.validator.iter_errors(instance) {
             let path = error.instance_path().as_str();
-            let at = if path.is_empty() { "(root)" } else { path };
-            problems.push(format!("{at}: {error}"));
+            match error.kind() {
+                // Point at the missing or unexpected property itself, not at its parent.
+                jsonschema::error::ValidationErrorKind::Required { property } => {
+                    let name = property
+                        .as_str()
+                        .map_or_else(|| property.to_string(), str::to_owned);
+                    problems.push(format!(
+                        "{path}/{}: required property is missing",
+                        escape_pointer(&name)
+                    ));
+                }
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    for name in unexpected {
+                        problems.push(format!(
+                            "{path}/{}: unexpected property (the schema does not allow it)",
+                            escape_pointer(name)
+                        ));
+                    }
+                }
+                _ => {
+                    let at = if path.is_empty() { "(root)" } else { path };
+                    problems.push(format!("{at}: {error}"));
+                }
+            }
         }
         if problems.is_empty() {
             return Ok(());

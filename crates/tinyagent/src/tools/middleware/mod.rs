@@ -1,4 +1,26 @@
-//! Onion middleware around a tool's handler: [`ToolLayer`], [`ToolMiddleware`], [`wrap_tool`].
+//! Onion middleware around a tool's handler: [`ToolLayer`], [`ToolMiddleware`], [`wrap_tool`],
+//! and the middleware that ships with tinyagent, one module each.
+//!
+//! | middleware | what it does |
+//! |---|---|
+//! | [`with_logging`] / [`Logging`] | one `tracing` span per call, OpenTelemetry GenAI names, redacted arguments and results on request |
+//! | [`with_timeout`] / [`Timeout`] | a deadline per call; the tool's future is dropped when it passes |
+//! | [`with_retry`] / [`RetryPolicy`] | retries of retryable errors, exponential backoff with jitter, guided by the tool's hints |
+//! | [`with_validation`] / [`Validation`] | arguments checked against the tool's schema before the handler runs |
+//! | [`with_concurrency_limit`] / [`ConcurrencyLimit`] | at most `n` calls of the tool in flight |
+//! | [`with_rate_limit`] / [`RateLimit`] | at most `n` calls of the tool started per period |
+//! | [`with_cache`] / [`Cache`] | results of read-only or idempotent tools cached by canonical input |
+//! | [`with_output_budget`] / [`OutputBudget`] | long results cut to a budget, head and tail kept |
+//! | [`with_approval`] / [`Approval`] | a hook approves, denies or rewrites each call |
+//!
+//! Every `with_*` function returns a [`ToolMiddleware`], and every config builder converts into
+//! one, so they mix freely in [`wrap_tool`]. A layer is applied once per tool, when the tool is
+//! wrapped, so state such as a limit or a cache belongs to that one tool.
+//!
+//! A sensible order, outermost first: logging, approval, validation, cache, rate and
+//! concurrency limits, retry, timeout, output budget. Logging outermost sees every call and
+//! its final outcome; validation before retry means bad arguments are never retried; the
+//! timeout inside retry bounds each attempt (put it outside to bound the whole call).
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,6 +29,41 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+
+mod approval;
+mod budget;
+mod cache;
+mod limit;
+mod logging;
+mod retry;
+mod timeout;
+#[cfg(feature = "tower")]
+mod tower;
+mod validation;
+
+pub use approval::{Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, with_approval};
+pub use budget::{OutputBudget, with_output_budget};
+pub use cache::{Cache, canonical_json, with_cache};
+pub use limit::{ConcurrencyLimit, RateLimit, with_concurrency_limit, with_rate_limit};
+pub use logging::{Logging, redact_json, with_logging};
+pub use retry::{RetryPolicy, with_retry};
+pub use timeout::{Timeout, with_timeout};
+#[cfg(feature = "tower")]
+pub use tower::{HandlerService, ToolRequest};
+pub use validation::{Validation, with_validation};
+
+/// Fails with a clear error instead of panicking when there is no Tokio runtime to drive
+/// timers.
+pub(crate) fn require_runtime(middleware: &str) -> Result<(), ToolError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        Ok(())
+    } else {
+        Err(ToolError::unavailable(format!(
+            "{middleware} needs a Tokio runtime with its time driver enabled, and none is running"
+        ))
+        .retryable(false))
+    }
+}
 
 /// A middleware's behaviour, in the shape of tower's `Layer`: given the tool being wrapped and
 /// the next handler inward, return the handler that runs in its place.

@@ -1,0 +1,176 @@
+//! [`with_approval`]: a hook approves, denies or rewrites each call before it runs.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use super::{ToolLayer, ToolMiddleware};
+use crate::error::ToolError;
+use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+
+/// What an [`ApprovalHook`] decides about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run the call as the model asked.
+    Approve,
+    /// Refuse the call. The model gets a [`Denied`](crate::ToolErrorKind::Denied) error that
+    /// reads `the call to {tool} was denied: {reason}`, so it can explain or try another way.
+    Deny(String),
+    /// Run the call with these arguments instead (a JSON text), e.g. with a path confined to a
+    /// sandbox or a limit lowered.
+    Rewrite(String),
+}
+
+impl Approval {
+    /// Refuses the call for the given reason, written for the model.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::Deny(reason.into())
+    }
+
+    /// Runs the call with other arguments.
+    pub fn rewrite(arguments: impl Into<String>) -> Self {
+        Self::Rewrite(arguments.into())
+    }
+}
+
+/// One call awaiting approval: the tool, the arguments the model gave, the call id.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ApprovalRequest {
+    /// The tool's name.
+    pub tool: Arc<str>,
+    /// The tool's effect hints, so a hook can, say, wave read-only calls through.
+    pub hints: ToolHints,
+    /// The raw arguments the model gave.
+    pub arguments: String,
+    /// The id the model gave the call, if any.
+    pub call_id: Option<String>,
+    /// The call's context, for anything else a hook needs (the session, the user).
+    pub context: ToolContext,
+}
+
+/// Decides whether a call may run: a person at a prompt, a policy, a sandbox rule.
+///
+/// Any `Fn(ApprovalRequest) -> impl Future<Output = Approval>` closure is a hook.
+///
+/// ```
+/// use tinyagent::{ToolContext, ToolErrorKind, tools};
+/// use tinyagent::tools::{Approval, ApprovalRequest};
+///
+/// // Only Beijing and Shanghai may be looked up; anything else becomes Beijing.
+/// let policy = |req: ApprovalRequest| async move {
+///     if req.arguments.contains("火星") {
+///         Approval::deny("we do not report the weather on Mars")
+///     } else if req.arguments.contains("北京") || req.arguments.contains("上海") {
+///         Approval::Approve
+///     } else {
+///         Approval::rewrite(r#"{"city":"北京"}"#)
+///     }
+/// };
+/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(), [tools::with_approval(policy)]);
+/// # tokio_test::block_on(async {
+/// let ctx = ToolContext::default();
+/// let err = weather.handle(&ctx, r#"{"city":"火星"}"#).await.unwrap_err();
+/// assert_eq!(err.kind(), ToolErrorKind::Denied);
+/// assert_eq!(err.to_string(), "the call to get_weather was denied: we do not report the weather on Mars");
+/// assert!(weather.handle(&ctx, r#"{"city":"广州"}"#).await.unwrap().contains("北京"));
+/// # });
+/// ```
+pub trait ApprovalHook: Send + Sync + 'static {
+    /// Reviews one call.
+    fn review<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval>;
+}
+
+impl<F, Fut> ApprovalHook for F
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Approval> + Send + 'static,
+{
+    fn review<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(self(request))
+    }
+}
+
+/// The approval middleware: every call goes past an [`ApprovalHook`] first.
+///
+/// Put it outside [validation](super::with_validation) so rewritten arguments are checked
+/// too, and inside [logging](super::with_logging) so denials are logged.
+#[derive(Clone)]
+pub struct ApprovalLayer {
+    hook: Arc<dyn ApprovalHook>,
+}
+
+impl fmt::Debug for ApprovalLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalLayer").finish_non_exhaustive()
+    }
+}
+
+impl ApprovalLayer {
+    /// Approval by `hook`.
+    pub fn new(hook: impl ApprovalHook) -> Self {
+        Self {
+            hook: Arc::new(hook),
+        }
+    }
+}
+
+/// Every call goes past `hook`, which approves, denies or rewrites it; see [`ApprovalHook`].
+pub fn with_approval(hook: impl ApprovalHook) -> ToolMiddleware {
+    ApprovalLayer::new(hook).into()
+}
+
+impl ToolLayer for ApprovalLayer {
+    fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
+        Arc::new(ApprovalHandler {
+            next,
+            hook: self.hook.clone(),
+            tool_name: tool.name().into(),
+            hints: tool.hints(),
+        })
+    }
+}
+
+struct ApprovalHandler {
+    next: Arc<dyn Handler>,
+    hook: Arc<dyn ApprovalHook>,
+    tool_name: Arc<str>,
+    hints: ToolHints,
+}
+
+impl Handler for ApprovalHandler {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let request = ApprovalRequest {
+                tool: self.tool_name.clone(),
+                hints: self.hints,
+                arguments: input.to_owned(),
+                call_id: ctx.call_id().map(str::to_owned),
+                context: ctx.clone(),
+            };
+            match self.hook.review(request).await {
+                Approval::Approve => self.next.handle(ctx, input).await,
+                Approval::Rewrite(arguments) => {
+                    tracing::info!(
+                        gen_ai.tool.name = &*self.tool_name,
+                        "tool call arguments rewritten on review"
+                    );
+                    self.next.handle(ctx, &arguments).await
+                }
+                Approval::Deny(reason) => {
+                    tracing::info!(gen_ai.tool.name = &*self.tool_name, reason = %reason, "tool call denied on review");
+                    let reason = reason.trim();
+                    Err(ToolError::denied(if reason.is_empty() {
+                        format!("the call to {} was denied", self.tool_name)
+                    } else {
+                        format!("the call to {} was denied: {reason}", self.tool_name)
+                    }))
+                }
+            }
+        })
+    }
+}

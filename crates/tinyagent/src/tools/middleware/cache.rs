@@ -1,0 +1,229 @@
+//! [`with_cache`]: results of read-only or idempotent tools, cached by canonical input.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{ToolLayer, ToolMiddleware};
+use crate::error::ToolError;
+use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+
+/// Caches successful results of tools whose hints say a repeat is harmless.
+///
+/// Only tools marked [read-only or idempotent](crate::ToolHints::is_repeatable) are cached;
+/// any other tool is passed through untouched (a cached answer would hide the effect the
+/// caller asked for), unless [`ignore_hints`](Self::ignore_hints) says otherwise.
+///
+/// The key is the tool's name and the [canonical JSON](canonical_json) of the arguments, so
+/// `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` share an entry; arguments that are not JSON are
+/// never cached. Errors are never cached. An entry lives for the [`ttl`](Self::ttl) (default
+/// 5 minutes); when the cache holds [`capacity`](Self::capacity) entries (default 1024),
+/// expired entries are dropped first, then the least recently used. The call context (call
+/// id, extensions) is not part of the key. Two identical calls that miss at the same time both
+/// run. Each wrapped tool gets its own cache.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagent::tools::{self, Cache};
+///
+/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
+///     [Cache::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
+/// # let _ = weather;
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Cache {
+    ttl: Duration,
+    capacity: usize,
+    ignore_hints: bool,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Cache {
+    /// A cache of 1024 entries per tool, each kept for 5 minutes.
+    pub fn new() -> Self {
+        Self {
+            ttl: Duration::from_secs(300),
+            capacity: 1024,
+            ignore_hints: false,
+        }
+    }
+
+    /// How long an entry is served after it was stored.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The most entries kept per tool; 0 turns caching off.
+    #[must_use]
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Caches every tool, even one whose hints say repeating it is not safe (default `false`).
+    #[must_use]
+    pub fn ignore_hints(mut self, ignore: bool) -> Self {
+        self.ignore_hints = ignore;
+        self
+    }
+}
+
+/// Caches results of read-only or idempotent tools for `ttl`, up to `capacity` entries per
+/// tool; see [`Cache`].
+pub fn with_cache(ttl: Duration, capacity: usize) -> ToolMiddleware {
+    Cache::new().ttl(ttl).capacity(capacity).into()
+}
+
+/// The canonical form of a JSON text: parsed, object keys sorted at every depth, printed
+/// without spaces. Empty text counts as `{}`; text that is not JSON has no canonical form.
+///
+/// ```
+/// use tinyagent::tools::canonical_json;
+///
+/// assert_eq!(canonical_json(r#"{ "b": [ {"y":1,"x":2} ], "a": 1 }"#).unwrap(),
+///            r#"{"a":1,"b":[{"x":2,"y":1}]}"#);
+/// assert_eq!(canonical_json("").unwrap(), "{}");
+/// assert!(canonical_json("{oops").is_none());
+/// ```
+pub fn canonical_json(text: &str) -> Option<String> {
+    if text.trim().is_empty() {
+        return Some("{}".to_owned());
+    }
+    let mut value: Value = serde_json::from_str(text).ok()?;
+    sort_keys(&mut value);
+    Some(value.to_string())
+}
+
+fn sort_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(sort_keys);
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
+    }
+}
+
+impl ToolLayer for Cache {
+    fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
+        if self.capacity == 0 || !(self.ignore_hints || tool.hints().is_repeatable()) {
+            return next;
+        }
+        Arc::new(CacheHandler {
+            next,
+            tool_name: tool.name().into(),
+            config: *self,
+            store: Mutex::new(Store::default()),
+        })
+    }
+}
+
+struct Entry {
+    value: String,
+    expires: Instant,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Store {
+    entries: HashMap<String, Entry>,
+    clock: u64,
+}
+
+impl Store {
+    fn get(&mut self, key: &str, now: Instant) -> Option<String> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(key)?;
+        if entry.expires <= now {
+            self.entries.remove(key);
+            return None;
+        }
+        entry.last_used = self.clock;
+        Some(entry.value.clone())
+    }
+
+    fn insert(
+        &mut self,
+        key: String,
+        value: String,
+        expires: Instant,
+        capacity: usize,
+        now: Instant,
+    ) {
+        self.clock += 1;
+        if self.entries.len() >= capacity && !self.entries.contains_key(&key) {
+            self.entries.retain(|_, e| e.expires > now);
+            if self.entries.len() >= capacity
+                && let Some(oldest) = self
+                    .entries
+                    .iter()
+                    .min_by_key(|(_, e)| e.last_used)
+                    .map(|(k, _)| k.clone())
+            {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                expires,
+                last_used: self.clock,
+            },
+        );
+    }
+}
+
+struct CacheHandler {
+    next: Arc<dyn Handler>,
+    tool_name: Arc<str>,
+    config: Cache,
+    store: Mutex<Store>,
+}
+
+impl CacheHandler {
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Handler for CacheHandler {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        let Some(canonical) = canonical_json(input) else {
+            return self.next.handle(ctx, input);
+        };
+        let key = format!("{}\u{0}{canonical}", self.tool_name);
+        if let Some(hit) = self.store().get(&key, Instant::now()) {
+            tracing::debug!(
+                gen_ai.tool.name = &*self.tool_name,
+                "tool result served from cache"
+            );
+            return Box::pin(std::future::ready(Ok(hit)));
+        }
+        Box::pin(async move {
+            let output = self.next.handle(ctx, input).await?;
+            let now = Instant::now();
+            let expires = now
+                .checked_add(self.config.ttl)
+                .unwrap_or(now + Duration::from_secs(86_400 * 365));
+            self.store()
+                .insert(key, output.clone(), expires, self.config.capacity, now);
+            Ok(output)
+        })
+    }
+}

@@ -1,0 +1,349 @@
+//! [`with_logging`]: one `tracing` span per call, named after OpenTelemetry's GenAI conventions.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tracing::Instrument as _;
+use tracing::field::Empty;
+
+use super::{ToolLayer, ToolMiddleware};
+use crate::error::ToolError;
+use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+
+/// What replaces a redacted value.
+const REDACTED: &str = "[REDACTED]";
+
+/// Key fragments whose values are always redacted (compared lower-case, without `_`, `-` or
+/// other punctuation, anywhere in the key).
+const SENSITIVE_FRAGMENTS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "apikey",
+    "authorization",
+    "credential",
+    "privatekey",
+    "cookie",
+    "sessionid",
+];
+
+/// Logs every call through `tracing`: the seed's `WithLogging`, done with spans.
+///
+/// Each call runs inside an `INFO` span named `execute_tool`, whose OpenTelemetry name
+/// (`otel.name`) is `execute_tool {tool name}`, with the GenAI attributes
+/// `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name` and, when the context has one,
+/// `gen_ai.tool.call.id`. When the call ends the span gets `duration_ms` and either
+/// `output_len` or `error.type` (the [kind](crate::ToolErrorKind) as a snake-case name). Inside
+/// it, three events mirror the seed's log lines: `tool call started` (`INFO`),
+/// `tool call succeeded` (`INFO`, with output length and duration) and `tool call failed`
+/// (`WARN`, with the error and duration).
+///
+/// Arguments and results are not recorded unless asked for
+/// ([`record_arguments`](Self::record_arguments), [`record_results`](Self::record_results)),
+/// as `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`. Recorded JSON has the values
+/// of sensitive keys replaced by `[REDACTED]` at any depth: keys containing `password`,
+/// `passwd`, `passphrase`, `secret`, `api_key`, `authorization`, `credential`, `private_key`,
+/// `cookie` or `session_id`, keys ending in `token` (`token`, `access_token`, `id_token`; not
+/// `max_tokens`), `auth`, and any added with [`redact_key`](Self::redact_key). Keys are compared
+/// case-insensitively, ignoring `_`, `-` and other punctuation. Text that is not JSON is
+/// recorded as is. Recorded text is cut to [`max_recorded_len`](Self::max_recorded_len)
+/// characters.
+///
+/// With no subscriber listening the layer costs a few nanoseconds per call.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagent::{ToolContext, ToolError, tools};
+///
+/// let weather = tinyagent::demo::weather_tool();
+/// let logged = tools::wrap_tool(weather, [
+///     tools::Logging::new().record_arguments(true).into(),
+///     tools::with_timeout(Duration::from_secs(3)),
+/// ]);
+/// # tokio_test::block_on(async {
+/// let out = logged.handle(&ToolContext::default().with_call_id("call_1"), r#"{"city":"上海"}"#).await?;
+/// assert!(out.contains("多云"));
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct Logging {
+    record_arguments: bool,
+    record_results: bool,
+    extra_keys: Vec<String>,
+    max_recorded_len: usize,
+}
+
+impl Default for Logging {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Logging {
+    /// Logging with neither arguments nor results recorded.
+    pub fn new() -> Self {
+        Self {
+            record_arguments: false,
+            record_results: false,
+            extra_keys: Vec::new(),
+            max_recorded_len: 2048,
+        }
+    }
+
+    /// Records the call's arguments (redacted) on the span and the start event.
+    #[must_use]
+    pub fn record_arguments(mut self, yes: bool) -> Self {
+        self.record_arguments = yes;
+        self
+    }
+
+    /// Records the call's result (redacted) on the span and the success event.
+    #[must_use]
+    pub fn record_results(mut self, yes: bool) -> Self {
+        self.record_results = yes;
+        self
+    }
+
+    /// Also redacts the values of this key (compared like the built-in ones).
+    #[must_use]
+    pub fn redact_key(mut self, key: impl Into<String>) -> Self {
+        self.extra_keys.push(normalize_key(&key.into()));
+        self
+    }
+
+    /// The most characters of arguments or results recorded (default 2048); the rest is
+    /// replaced by a note of how much was left out.
+    #[must_use]
+    pub fn max_recorded_len(mut self, chars: usize) -> Self {
+        self.max_recorded_len = chars;
+        self
+    }
+
+    fn render(&self, text: &str) -> String {
+        let redacted = redact_with(text, &self.extra_keys);
+        truncate_chars(redacted, self.max_recorded_len)
+    }
+}
+
+/// Logs every call through `tracing`, recording neither arguments nor results; see [`Logging`].
+pub fn with_logging() -> ToolMiddleware {
+    Logging::new().into()
+}
+
+impl ToolLayer for Logging {
+    fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
+        Arc::new(LoggingHandler {
+            next,
+            tool_name: tool.name().into(),
+            span_name: format!("execute_tool {}", tool.name()).into(),
+            config: Arc::new(self.clone()),
+        })
+    }
+}
+
+struct LoggingHandler {
+    next: Arc<dyn Handler>,
+    tool_name: Arc<str>,
+    span_name: Arc<str>,
+    config: Arc<Logging>,
+}
+
+impl Handler for LoggingHandler {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = &*self.span_name,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = &*self.tool_name,
+            gen_ai.tool.call.id = Empty,
+            gen_ai.tool.call.arguments = Empty,
+            gen_ai.tool.call.result = Empty,
+            duration_ms = Empty,
+            output_len = Empty,
+            error.type = Empty,
+            otel.status_code = Empty,
+        );
+        let enabled = !span.is_disabled() || tracing::enabled!(tracing::Level::WARN);
+        if !enabled {
+            return self.next.handle(ctx, input);
+        }
+        let call = async move {
+            let span = tracing::Span::current();
+            if let Some(id) = ctx.call_id() {
+                span.record("gen_ai.tool.call.id", id);
+            }
+            // Events first, then span fields, so a log line does not repeat them.
+            if self.config.record_arguments {
+                let arguments = self.config.render(input);
+                tracing::info!(arguments = %arguments, "tool call started");
+                span.record("gen_ai.tool.call.arguments", arguments.as_str());
+            } else {
+                tracing::info!("tool call started");
+            }
+            let started = Instant::now();
+            let result = self.next.handle(ctx, input).await;
+            // Milliseconds, to the microsecond.
+            let duration_ms = started.elapsed().as_micros() as f64 / 1000.0;
+            match &result {
+                Ok(output) => {
+                    if self.config.record_results {
+                        let rendered = self.config.render(output);
+                        tracing::info!(
+                            output_len = output.len(),
+                            duration_ms,
+                            result = %rendered,
+                            "tool call succeeded"
+                        );
+                        span.record("gen_ai.tool.call.result", rendered.as_str());
+                    } else {
+                        tracing::info!(
+                            output_len = output.len(),
+                            duration_ms,
+                            "tool call succeeded"
+                        );
+                    }
+                    span.record("output_len", output.len());
+                }
+                Err(err) => {
+                    tracing::warn!(
+                        error = %err,
+                        error.type = err.kind().as_str(),
+                        duration_ms,
+                        "tool call failed"
+                    );
+                    span.record("error.type", err.kind().as_str());
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+            span.record("duration_ms", duration_ms);
+            result
+        };
+        Box::pin(call.instrument(span))
+    }
+}
+
+/// Lower-case, letters and digits only: `X-Api-Key` and `api_key` both become `apikey`.
+fn normalize_key(key: &str) -> String {
+    key.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn is_sensitive(key: &str, extra: &[String]) -> bool {
+    let key = normalize_key(key);
+    SENSITIVE_FRAGMENTS.iter().any(|f| key.contains(f))
+        || key.ends_with("token")
+        || key == "auth"
+        || extra.contains(&key)
+}
+
+fn redact_value(value: &mut Value, extra: &[String]) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if is_sensitive(key, extra) {
+                    *v = Value::String(REDACTED.to_owned());
+                } else {
+                    redact_value(v, extra);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, extra)),
+        _ => {}
+    }
+}
+
+fn redact_with(text: &str, extra: &[String]) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(mut value) => {
+            redact_value(&mut value, extra);
+            value.to_string()
+        }
+        Err(_) => text.to_owned(),
+    }
+}
+
+/// Replaces the values of sensitive keys in a JSON text with `[REDACTED]`, at any depth, with
+/// the built-in list of keys described on [`Logging`]. Text that is not JSON comes back
+/// unchanged.
+///
+/// ```
+/// use tinyagent::tools::redact_json;
+///
+/// let out = redact_json(r#"{"user":"ann","password":"hunter2","auth":{"API-Key":"k"}}"#);
+/// assert_eq!(out, r#"{"user":"ann","password":"[REDACTED]","auth":"[REDACTED]"}"#);
+/// ```
+pub fn redact_json(text: &str) -> String {
+    redact_with(text, &[])
+}
+
+fn truncate_chars(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    match text.char_indices().nth(max) {
+        None => text,
+        Some((cut, _)) => {
+            let rest = text[cut..].chars().count();
+            format!("{}…({rest} more characters)", &text[..cut])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitive_keys() {
+        for key in [
+            "password",
+            "Password",
+            "db_password",
+            "token",
+            "access_token",
+            "refreshToken",
+            "secret",
+            "client-secret",
+            "api_key",
+            "X-API-KEY",
+            "authorization",
+            "auth",
+            "cookie",
+        ] {
+            assert!(is_sensitive(key, &[]), "{key}");
+        }
+        for key in ["max_tokens", "city", "author", "user", "tokens_used"] {
+            assert!(!is_sensitive(key, &[]), "{key}");
+        }
+        assert!(is_sensitive("SSN", &[normalize_key("ssn")]));
+    }
+
+    #[test]
+    fn redaction_is_deep_and_keeps_other_values() {
+        let out = redact_json(r#"{"a":[{"token":"t1"},{"b":1}],"nested":{"secret":{"x":1}}}"#);
+        assert_eq!(
+            out,
+            r#"{"a":[{"token":"[REDACTED]"},{"b":1}],"nested":{"secret":"[REDACTED]"}}"#
+        );
+        assert_eq!(redact_json("not json password=1"), "not json password=1");
+    }
+
+    #[test]
+    fn truncation_counts_characters() {
+        assert_eq!(truncate_chars("上海上海".into(), 4), "上海上海");
+        assert_eq!(
+            truncate_chars("上海上海".into(), 1),
+            "上…(3 more characters)"
+        );
+        assert_eq!(truncate_chars("abc".into(), 0), "…(3 more characters)");
+    }
+}
