@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 use tinyagent::{
-    Message, ModelError, ModelEvent, ModelResponse, Part, Role, ToolCall, ToolDefinition, Usage,
-    new_id,
+    ModelError, ModelEvent, ModelResponse, ModelResponseBuilder, ToolDefinition, Usage, new_id,
 };
 
 use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text, snippet};
@@ -205,38 +204,31 @@ impl Assembler {
 
     /// The complete response.
     pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
-        let mut parts = Vec::with_capacity(1 + self.calls.len());
-        if !self.text.is_empty() {
-            parts.push(Part::text(self.text));
-        }
-        let mut has_calls = false;
-        for call in self.calls {
+        let mut builder = ModelResponseBuilder::new();
+        builder.push_text(&self.text);
+        for call in &self.calls {
             if call.name.is_empty() {
                 return Err(ModelError::invalid_response(format!(
                     "the stream sent a tool call ({}) without a name",
                     call.id
                 )));
             }
-            has_calls = true;
-            parts.push(Part::ToolCall(ToolCall::new(
-                call.id,
-                call.name,
-                call.arguments,
-            )));
+            builder.start_tool_call(&call.id, &call.name);
+            builder.push_arguments(&call.id, &call.arguments);
         }
-        let finish = wire::finish_reason(self.finish_reason.as_deref(), has_calls);
-        Ok(ModelResponse::new(
-            Message::new(Role::Assistant, parts),
-            self.usage.unwrap_or_default(),
-            finish,
-        ))
+        builder.set_usage(self.usage.unwrap_or_default());
+        builder.set_finish_reason(wire::finish_reason(
+            self.finish_reason.as_deref(),
+            !self.calls.is_empty(),
+        ));
+        Ok(builder.build())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tinyagent::FinishReason;
+    use tinyagent::{FinishReason, ToolCall};
 
     fn feed(chunks: &[&str]) -> (Vec<ModelEvent>, Result<ModelResponse, ModelError>) {
         let mut a = Assembler::default();
