@@ -311,12 +311,39 @@ impl<'a> StreamState<'a> {
                         Ok(body) => body,
                         Err(e) => return Some(self.fail(e)),
                     };
-                    match self.model.send(&body, true).await {
-                        Ok(resp) => {
-                            self.phase =
-                                Phase::Reading(Box::pin(resp.bytes_stream().eventsource()));
-                        }
+                    let resp = match self.model.send(&body, true).await {
+                        Ok(resp) => resp,
                         Err(e) => return Some(self.fail(e)),
+                    };
+                    let is_json = resp
+                        .headers()
+                        .get(CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
+                    if is_json {
+                        // A server that ignores `stream: true` and answers in one piece.
+                        self.phase = Phase::Over;
+                        let bytes = match resp.bytes().await {
+                            Ok(bytes) => bytes,
+                            Err(e) => {
+                                return Some(Err(transport_error(e, &self.model.inner.endpoint)));
+                            }
+                        };
+                        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+                        if first != Some(&b'{') {
+                            // Events after all, under the wrong content type.
+                            let body = stream::once(async move { Ok::<_, reqwest::Error>(bytes) });
+                            self.phase = Phase::Reading(Box::pin(body.eventsource()));
+                            continue;
+                        }
+                        match wire::parse_response(&bytes, &self.req.tools) {
+                            Ok(response) => self
+                                .pending
+                                .extend(response.into_events().into_iter().map(Ok)),
+                            Err(e) => return Some(Err(e)),
+                        }
+                    } else {
+                        self.phase = Phase::Reading(Box::pin(resp.bytes_stream().eventsource()));
                     }
                 }
                 Phase::Reading(events) => match events.next().await {

@@ -524,6 +524,38 @@ async fn an_error_inside_a_stream_is_an_error() {
     assert_eq!(streamed_text(&events), "Hello!");
 }
 
+#[tokio::test]
+async fn a_server_that_answers_a_stream_request_in_one_piece_still_works() {
+    let server = MockServer::start().await;
+    serve(&server, json_reply("chat_tool_call.json")).await;
+    let (events, err) = stream_all(&model_for(&server), &ask("Boston?")).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(
+        streamed_calls(&events),
+        [(
+            "call_abc123".to_owned(),
+            "get_current_weather".to_owned(),
+            "{\n\"location\": \"Boston, MA\"\n}".to_owned()
+        )]
+    );
+    assert_eq!(done(&events).usage, Usage::new(82, 17));
+    validated_bodies(&server).await;
+
+    // And events under a JSON content type are still read as events.
+    let server = MockServer::start().await;
+    serve(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(fixture("stream_text.sse"), "application/json"),
+    )
+    .await;
+    let (events, err) = stream_all(&model_for(&server), &ask("Hello!")).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(
+        done(&events).message.text(),
+        "Hello! How can I assist you today?"
+    );
+}
+
 // ------------------------------------------------------------------------------------------
 // Faults
 
