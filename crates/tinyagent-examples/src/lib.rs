@@ -171,3 +171,8 @@ pub async fn run_agent_demo(
     writeln!(out, "========================================")?;
     Ok(answers)
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
