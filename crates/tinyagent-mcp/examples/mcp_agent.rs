@@ -8,19 +8,25 @@
 //!
 //! Without arguments it serves the seed's demo tools over streamable HTTP on 127.0.0.1 and
 //! connects to them, so the whole round trip runs in one process. It lists the tools it got
-//! from the server; to have an agent use them, plug a model into [`configured_model`].
+//! from the server; then, when a model is configured (`OPENAI_API_KEY`, or `OPENAI_BASE_URL`
+//! for Ollama, llama.cpp's server or any OpenAI-compatible server, with `OPENAI_MODEL`), an
+//! agent answers a question with them. See [`configured_model`].
 
 use std::sync::Arc;
 
 use tinyagent::{AgentExt, LlmAgent, Model, Session};
 use tinyagent_mcp::{McpServer, McpToolset};
+use tinyagent_openai::{ConfigError, OpenAiModel};
 
-/// The model the agent talks to, or `None` when none is configured.
-///
-/// This is the seam where a provider plugs in (an OpenAI-compatible provider with its API
-/// key, or a local model). Any type implementing `tinyagent::Model` works.
-fn configured_model() -> Option<Arc<dyn Model>> {
-    None
+/// The model the agent talks to, or `None` when none is configured: an OpenAI-compatible
+/// provider configured from the environment. Any type implementing `tinyagent::Model` works
+/// here.
+fn configured_model() -> Result<Option<Arc<dyn Model>>, ConfigError> {
+    match OpenAiModel::from_env() {
+        Ok(model) => Ok(Some(Arc::new(model))),
+        Err(ConfigError::NotConfigured) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 #[tokio::main]
@@ -50,11 +56,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {:<20} {}", tool.name(), tool.description());
     }
 
-    let Some(model) = configured_model() else {
+    let Some(model) = configured_model()? else {
         println!();
-        println!("No model is configured, so the agent cannot run. Make `configured_model()` in");
-        println!("crates/tinyagent-mcp/examples/mcp_agent.rs return a model (an OpenAI-compatible");
-        println!("provider or a local model); the agent then answers with these MCP tools.");
+        println!("No model is configured, so the agent does not run. Set OPENAI_API_KEY (OpenAI),");
+        println!("or OPENAI_BASE_URL=http://localhost:11434/v1 with OPENAI_MODEL (Ollama, or any");
+        println!("OpenAI-compatible server); the agent then answers with these MCP tools.");
         return Ok(());
     };
 

@@ -77,8 +77,3 @@ pub mod prelude {
         Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
     };
 }
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;

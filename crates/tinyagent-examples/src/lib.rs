@@ -1,0 +1,178 @@
+//! Runnable examples of tinyagent with a real model.
+//!
+//! [`run_agent_demo`] is the seed's smart assistant: an agent with the four demo tools
+//! (weather, calculator, current time, translator) that is asked about Beijing's weather and
+//! a calculation, printing every event of both runs. The `agent_demo` example runs it on the
+//! model the environment configures (see the README's "Use a real model"):
+//!
+//! ```text
+//! OPENAI_API_KEY=sk-... cargo run -p tinyagent-examples --example agent_demo
+//! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b \
+//!     cargo run -p tinyagent-examples --example agent_demo
+//! ```
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tinyagent::{Agent, AgentError, Event, Invocation, LlmAgent, Model, Session, demo};
+
+/// The questions the demo asks, in order.
+pub const DEMO_QUESTIONS: [&str; 2] = ["北京天气怎么样？", "帮我算一下 7 乘以 8 等于多少。"];
+
+/// The seed's agent instruction.
+pub const DEMO_INSTRUCTION: &str = "你是一个全能助手。你可以查询天气、进行数学计算、查询时间、\
+翻译文本。需要时请调用工具，然后用中文简洁地回答。";
+
+/// Why the demo failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// The agent failed (the model could not be reached, for example).
+    Agent(AgentError),
+    /// Writing the output failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for DemoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Agent(e) => write!(f, "{e}"),
+            Self::Io(e) => write!(f, "could not write the output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Agent(e) => Some(e),
+            Self::Io(e) => Some(e),
+        }
+    }
+}
+
+impl From<AgentError> for DemoError {
+    fn from(e: AgentError) -> Self {
+        Self::Agent(e)
+    }
+}
+
+impl From<io::Error> for DemoError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// Builds the seed's `smart-assistant` on `model`, with the four demo tools.
+pub fn smart_assistant(model: Arc<dyn Model>) -> Result<LlmAgent, AgentError> {
+    LlmAgent::builder("smart-assistant")
+        .description("一个全能助手")
+        .model(model)
+        .instruction(DEMO_INSTRUCTION)
+        .tools(demo::seed_tools())
+        .build()
+}
+
+/// Runs the demo: asks the smart assistant each of [`DEMO_QUESTIONS`] in one session,
+/// writing every event to `out`, and returns the answers.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::testing::{ScriptedModel, reply};
+///
+/// let model = Arc::new(ScriptedModel::new([reply::text("晴。"), reply::text("56。")]));
+/// let mut out = Vec::new();
+/// let answers = tokio_test::block_on(tinyagent_examples::run_agent_demo(model, &mut out))?;
+/// assert_eq!(answers, ["晴。", "56。"]);
+/// assert!(String::from_utf8(out)?.contains("北京天气怎么样？"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn run_agent_demo(
+    model: Arc<dyn Model>,
+    out: &mut impl Write,
+) -> Result<Vec<String>, DemoError> {
+    let agent = smart_assistant(model)?;
+    let session = Session::new();
+    let mut answers = Vec::new();
+    writeln!(out, "========================================")?;
+    writeln!(
+        out,
+        "TinyAgent 智能助手演示（模型：{}）",
+        agent.model().name()
+    )?;
+    writeln!(out, "========================================")?;
+    for question in DEMO_QUESTIONS {
+        writeln!(out, "\n用户: {question}")?;
+        let mut events = agent.run(Invocation::new(session.clone(), question));
+        let mut answer = None;
+        let mut streaming = false;
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if streaming && !matches!(event, Event::TextDelta(_)) {
+                writeln!(out)?;
+                streaming = false;
+            }
+            match event {
+                Event::TextDelta(text) => {
+                    if !streaming {
+                        write!(out, "助手（流式）: ")?;
+                        streaming = true;
+                    }
+                    write!(out, "{text}")?;
+                    out.flush()?;
+                }
+                Event::Usage {
+                    step,
+                    usage,
+                    finish_reason,
+                } => writeln!(
+                    out,
+                    "  [第 {step} 步] tokens: 输入 {} / 输出 {}，结束原因: {finish_reason:?}",
+                    usage.input_tokens, usage.output_tokens
+                )?,
+                Event::Message(_) => {}
+                Event::ToolCallStarted { call } => {
+                    writeln!(out, "  → 调用工具 {}({})", call.name, call.arguments)?
+                }
+                Event::ToolCallFinished {
+                    result, duration, ..
+                } => {
+                    let status = if result.is_error { "失败" } else { "结果" };
+                    writeln!(
+                        out,
+                        "  ← {} {status}（{:.1?}）: {}",
+                        result.name, duration, result.content
+                    )?
+                }
+                Event::Finished {
+                    answer: text,
+                    usage,
+                    steps,
+                } => {
+                    writeln!(out, "助手: {text}")?;
+                    writeln!(
+                        out,
+                        "  （共 {steps} 步，tokens: 输入 {} / 输出 {}）",
+                        usage.input_tokens, usage.output_tokens
+                    )?;
+                    answer = Some(text);
+                }
+                _ => {}
+            }
+        }
+        match answer {
+            Some(a) => answers.push(a),
+            None => return Err(AgentError::NoAnswer(agent.name().to_owned()).into()),
+        }
+    }
+    writeln!(out, "\n========================================")?;
+    writeln!(out, "演示完毕！")?;
+    writeln!(out, "========================================")?;
+    Ok(answers)
+}
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

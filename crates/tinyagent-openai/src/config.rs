@@ -1,0 +1,410 @@
+//! [`OpenAiConfig`]: where the server is, which model, and how requests are made.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// The environment variable holding the API key (optional for servers that need none).
+pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
+/// The environment variable holding the base URL, such as `http://localhost:11434/v1`.
+pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
+/// The environment variable holding the model name, such as `gpt-4o-mini` or `qwen2.5:7b`.
+pub const ENV_MODEL: &str = "OPENAI_MODEL";
+
+/// OpenAI's own base URL, the default.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The model used when none is configured.
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// Which request field carries the token limit of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` for OpenAI's own API (its newer models reject `max_tokens`),
+    /// `max_tokens` for every other server (what Ollama, llama.cpp and older vLLM read).
+    #[default]
+    Auto,
+    /// Always `max_tokens`.
+    MaxTokens,
+    /// Always `max_completion_tokens`.
+    MaxCompletionTokens,
+}
+
+/// Why a configuration could not be made into a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is set.
+    #[error(
+        "no model is configured: set OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL (for any \
+         compatible server, such as http://localhost:11434/v1 for Ollama), and optionally \
+         OPENAI_MODEL (default {DEFAULT_MODEL})"
+    )]
+    NotConfigured,
+    /// The base URL is not an `http://` or `https://` URL.
+    #[error(
+        "invalid base URL {0:?}: expected an http:// or https:// URL such as {DEFAULT_BASE_URL}"
+    )]
+    InvalidBaseUrl(String),
+    /// The model name is empty.
+    #[error("the model name is empty: set it with `model(..)` or OPENAI_MODEL")]
+    EmptyModel,
+    /// The HTTP client could not be built (a header value that is not valid, for example).
+    #[error("could not build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// How to reach an OpenAI-compatible Chat Completions server, and how to talk to it.
+///
+/// Build one in code ([`OpenAiConfig::new`] and the `with_*` methods) or from the environment
+/// ([`OpenAiConfig::from_env`]), then make the model with
+/// [`OpenAiModel::new`](crate::OpenAiModel::new). The API key is never printed by `Debug`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagent_openai::{OpenAiConfig, OpenAiModel};
+///
+/// let config = OpenAiConfig::new("qwen2.5:7b")
+///     .with_base_url("http://localhost:11434/v1")   // Ollama; no key needed
+///     .with_max_retries(3)
+///     .with_read_timeout(Duration::from_secs(120));
+/// let model = OpenAiModel::new(config)?;
+/// assert_eq!(tinyagent::Model::name(&model), "qwen2.5:7b");
+/// # Ok::<(), tinyagent_openai::ConfigError>(())
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct OpenAiConfig {
+    /// The base URL; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// The API key, sent as `Authorization: Bearer …` when set.
+    pub api_key: Option<String>,
+    /// The model name sent in every request.
+    pub model: String,
+    /// Send tool schemas in OpenAI's strict dialect (`"strict": true`, through
+    /// [`tinyagent::tools::strict_schema`]). A tool whose schema has a map in it cannot be
+    /// strict and is sent with `"strict": false`. Off by default: few other servers know it.
+    pub strict_tools: bool,
+    /// `parallel_tool_calls` sent with requests that offer tools; `None` leaves the server's
+    /// default (which, for OpenAI, is to allow them).
+    pub parallel_tool_calls: Option<bool>,
+    /// Ask for token usage at the end of a stream (`stream_options.include_usage`); on by
+    /// default.
+    pub stream_usage: bool,
+    /// Which field carries the token limit.
+    pub max_tokens_field: MaxTokensField,
+    /// How often a failed request (429, 5xx, a connection failure or timeout) is retried.
+    pub max_retries: u32,
+    /// The first retry's backoff; it doubles on each retry, with jitter.
+    pub initial_backoff: Duration,
+    /// The longest backoff between two attempts.
+    pub max_backoff: Duration,
+    /// The longest wait a server's `Retry-After` may ask for; a longer one is cut to this.
+    pub max_retry_after: Duration,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// How long the server may stay silent while a response is read (also between two
+    /// chunks of a stream).
+    pub read_timeout: Duration,
+    /// A deadline for a whole request, body included; `None` for none (streams can be long).
+    pub request_timeout: Option<Duration>,
+    /// Extra HTTP headers sent with every request (`OpenAI-Organization`, a gateway's key…).
+    pub headers: Vec<(String, String)>,
+    /// Extra top-level fields merged into every request body (`top_p`, `seed`, a server's
+    /// own options); they override the provider's fields of the same name.
+    pub extra_body: Map<String, Value>,
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("strict_tools", &self.strict_tools)
+            .field("parallel_tool_calls", &self.parallel_tool_calls)
+            .field("stream_usage", &self.stream_usage)
+            .field("max_tokens_field", &self.max_tokens_field)
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("extra_body", &self.extra_body)
+            .finish()
+    }
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self::new(DEFAULT_MODEL)
+    }
+}
+
+impl OpenAiConfig {
+    /// A configuration for this model on OpenAI's API, without a key, with the defaults:
+    /// 2 retries from 500 ms backoff (at most 30 s), `Retry-After` honoured up to 60 s,
+    /// 10 s to connect, 300 s of silence allowed while reading.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key: None,
+            model: model.into(),
+            strict_tools: false,
+            parallel_tool_calls: None,
+            stream_usage: true,
+            max_tokens_field: MaxTokensField::Auto,
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(300),
+            request_timeout: None,
+            headers: Vec::new(),
+            extra_body: Map::new(),
+        }
+    }
+
+    /// The configuration the environment gives: [`ENV_BASE_URL`] (default
+    /// [`DEFAULT_BASE_URL`]), [`ENV_API_KEY`] (optional) and [`ENV_MODEL`] (default
+    /// [`DEFAULT_MODEL`]). Empty variables count as unset.
+    ///
+    /// Fails with [`ConfigError::NotConfigured`] when neither the key nor the base URL is set,
+    /// so a program can tell the user what to set instead of calling OpenAI without a key.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
+    /// a configuration file).
+    ///
+    /// ```
+    /// use tinyagent_openai::OpenAiConfig;
+    ///
+    /// let config = OpenAiConfig::from_lookup(|name| match name {
+    ///     "OPENAI_BASE_URL" => Some("http://localhost:8080/v1".to_owned()),
+    ///     "OPENAI_MODEL" => Some("local".to_owned()),
+    ///     _ => None,
+    /// })?;
+    /// assert_eq!(config.base_url, "http://localhost:8080/v1");
+    /// assert_eq!(config.api_key, None);
+    /// assert!(OpenAiConfig::from_lookup(|_| None).is_err());
+    /// # Ok::<(), tinyagent_openai::ConfigError>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let api_key = get(ENV_API_KEY);
+        let base_url = get(ENV_BASE_URL);
+        if api_key.is_none() && base_url.is_none() {
+            return Err(ConfigError::NotConfigured);
+        }
+        let mut config = Self::new(get(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
+        if let Some(base_url) = base_url {
+            config.base_url = base_url;
+        }
+        config.api_key = api_key;
+        Ok(config)
+    }
+
+    /// Sets the base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`, …).
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the model name.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sends tool schemas in the strict dialect (see [`strict_tools`](Self::strict_tools)).
+    #[must_use]
+    pub fn with_strict_tools(mut self, strict: bool) -> Self {
+        self.strict_tools = strict;
+        self
+    }
+
+    /// Sets `parallel_tool_calls` for requests that offer tools.
+    #[must_use]
+    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Whether to ask for usage at the end of a stream.
+    #[must_use]
+    pub fn with_stream_usage(mut self, stream_usage: bool) -> Self {
+        self.stream_usage = stream_usage;
+        self
+    }
+
+    /// Chooses the field of the token limit.
+    #[must_use]
+    pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
+        self.max_tokens_field = field;
+        self
+    }
+
+    /// Sets how often a failed request is retried (0 for never).
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Sets the first and the longest backoff between attempts.
+    #[must_use]
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self
+    }
+
+    /// Sets the longest `Retry-After` wait honoured.
+    #[must_use]
+    pub fn with_max_retry_after(mut self, max: Duration) -> Self {
+        self.max_retry_after = max;
+        self
+    }
+
+    /// Sets the connect timeout.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the read timeout (the longest silence while reading).
+    #[must_use]
+    pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Sets a deadline for each whole request.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Adds a header sent with every request.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds a top-level field to every request body.
+    #[must_use]
+    pub fn with_extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra_body.insert(key.into(), value);
+        self
+    }
+
+    /// The URL requests are posted to: the base URL (without trailing slashes) and
+    /// `/chat/completions`.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    /// Whether the base URL is OpenAI's own API.
+    pub(crate) fn is_openai(&self) -> bool {
+        let rest = self
+            .base_url
+            .split_once("://")
+            .map_or(self.base_url.as_str(), |(_, r)| r);
+        let host = rest.split(['/', ':']).next().unwrap_or_default();
+        host.eq_ignore_ascii_case("api.openai.com")
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        let url = self.base_url.trim();
+        let rest = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"));
+        if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+            return Err(ConfigError::InvalidBaseUrl(self.base_url.clone()));
+        }
+        if self.model.trim().is_empty() {
+            return Err(ConfigError::EmptyModel);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_configuration() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(matches!(
+            OpenAiConfig::from_lookup(env(&[("OPENAI_MODEL", "x")])),
+            Err(ConfigError::NotConfigured)
+        ));
+        let c =
+            OpenAiConfig::from_lookup(env(&[("OPENAI_API_KEY", "sk-1"), ("OPENAI_BASE_URL", "")]))
+                .unwrap();
+        assert_eq!(c.base_url, DEFAULT_BASE_URL);
+        assert_eq!(c.model, DEFAULT_MODEL);
+        assert_eq!(c.api_key.as_deref(), Some("sk-1"));
+        assert!(c.is_openai());
+        assert!(!format!("{c:?}").contains("sk-1"));
+        let c = OpenAiConfig::from_lookup(env(&[
+            ("OPENAI_BASE_URL", "http://localhost:11434/v1/"),
+            ("OPENAI_MODEL", "qwen2.5"),
+        ]))
+        .unwrap();
+        assert_eq!(c.endpoint(), "http://localhost:11434/v1/chat/completions");
+        assert!(!c.is_openai());
+        assert_eq!(c.api_key, None);
+    }
+
+    #[test]
+    fn validation() {
+        assert!(OpenAiConfig::new("m").validate().is_ok());
+        for bad in ["localhost:8080", "ftp://x", "http://", ""] {
+            assert!(
+                matches!(
+                    OpenAiConfig::new("m").with_base_url(bad).validate(),
+                    Err(ConfigError::InvalidBaseUrl(_))
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            OpenAiConfig::new(" ").validate(),
+            Err(ConfigError::EmptyModel)
+        ));
+    }
+}

@@ -1,0 +1,58 @@
+//! # tinyagent-openai
+//!
+//! A [`tinyagent::Model`] for the OpenAI Chat Completions wire format over HTTP, which
+//! OpenAI, Ollama, vLLM, llama.cpp's server, DeepSeek and Qwen's compatible mode all speak:
+//! the seed's `openaiProvider`.
+//!
+//! Configure it in code ([`OpenAiConfig`]) or from the environment:
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `OPENAI_API_KEY` | the key, sent as `Authorization: Bearer …` | none (servers such as Ollama need none) |
+//! | `OPENAI_BASE_URL` | the server, up to `/v1` | `https://api.openai.com/v1` |
+//! | `OPENAI_MODEL` | the model name | `gpt-4o-mini` |
+//!
+//! ```
+//! use tinyagent::{LlmAgent, demo};
+//! use tinyagent_openai::{OpenAiConfig, OpenAiModel};
+//!
+//! // Ollama on this machine; for OpenAI, `OpenAiConfig::new("gpt-4o-mini").with_api_key(key)`.
+//! let model = OpenAiModel::new(
+//!     OpenAiConfig::new("qwen2.5:7b").with_base_url("http://localhost:11434/v1"),
+//! )?;
+//! let agent = LlmAgent::builder("smart-assistant")
+//!     .model(model)
+//!     .instruction("你是一个全能助手。")
+//!     .tools([demo::weather_tool(), demo::calculator_tool()])
+//!     .build()?;
+//! # let _ = agent;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What it does on the wire:
+//!
+//! - requests carry the instruction (as a `system` message), the history (text, assistant
+//!   tool calls with `"content": ""`, one `tool` message per result), tool definitions
+//!   (optionally strict, through [`tinyagent::tools::strict_schema`]), `tool_choice`,
+//!   `parallel_tool_calls`, `temperature` and the token limit;
+//! - [`Model::stream`](tinyagent::Model::stream) asks for `stream: true` with
+//!   `stream_options.include_usage`, reads server-sent events (comment lines such as
+//!   `: ping` skipped), and assembles tool-call arguments that arrive in pieces;
+//! - 429, 5xx, connection failures and timeouts are retried with exponential backoff and
+//!   jitter, honouring `Retry-After` (seconds or an HTTP date) and `retry-after-ms`; error
+//!   bodies become clear [`tinyagent::ModelError`]s (a 401 says the key is missing or wrong);
+//! - whatever the server sends, bad JSON, a cut stream or an odd shape is an error, never a
+//!   panic; `null`-filled deltas, the legacy `function_call` field and tool names with stray
+//!   punctuation (`get_weather.`) are accepted.
+
+mod config;
+mod error;
+mod model;
+mod stream;
+mod wire;
+
+pub use config::{
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    MaxTokensField, OpenAiConfig,
+};
+pub use model::OpenAiModel;

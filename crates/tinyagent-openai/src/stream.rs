@@ -1,0 +1,290 @@
+//! Assembling a streamed response from its chunks: text deltas, tool calls whose arguments
+//! arrive in pieces (keyed by `index`), the finish reason and the usage chunk.
+
+use serde_json::Value;
+use tinyagent::{
+    ModelError, ModelEvent, ModelResponse, ModelResponseBuilder, ToolDefinition, Usage, new_id,
+};
+
+use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text, snippet};
+
+/// A tool call being received.
+#[derive(Debug)]
+struct PendingCall {
+    /// The wire `index` (or a key for the legacy `function_call`).
+    key: u64,
+    id: String,
+    name: String,
+    arguments: String,
+    started: bool,
+}
+
+/// The key of the legacy `function_call` delta, apart from any `index`.
+const LEGACY_KEY: u64 = u64::MAX;
+
+/// The state of one streamed response.
+#[derive(Debug, Default)]
+pub(crate) struct Assembler {
+    text: String,
+    calls: Vec<PendingCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    saw_tool_calls_field: bool,
+    chunks: usize,
+}
+
+impl Assembler {
+    /// Reads one SSE `data` payload (not `[DONE]`), pushing the events it yields.
+    pub(crate) fn push_data(
+        &mut self,
+        data: &str,
+        offered: &[ToolDefinition],
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            ModelError::invalid_response(format!(
+                "a stream chunk is not JSON ({e}): {}",
+                snippet(data.as_bytes())
+            ))
+        })?;
+        if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(crate::error::error_in_body(err));
+        }
+        let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
+            ModelError::invalid_response(format!(
+                "a stream chunk has an unexpected shape ({e}): {}",
+                snippet(data.as_bytes())
+            ))
+        })?;
+        self.chunks += 1;
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.into());
+        }
+        // Only the first choice is followed (requests never ask for more than one).
+        let Some(choice) = chunk
+            .choices
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.index.unwrap_or(0) == 0)
+        else {
+            return Ok(());
+        };
+        if let Some(delta) = choice.delta {
+            let text = content_text(delta.content.as_ref());
+            if !text.is_empty() {
+                self.text.push_str(&text);
+                out.push(ModelEvent::TextDelta(text));
+            }
+            let tool_calls = delta.tool_calls.unwrap_or_default();
+            if !tool_calls.is_empty() {
+                self.saw_tool_calls_field = true;
+            }
+            let n = tool_calls.len();
+            for (position, call) in tool_calls.into_iter().enumerate() {
+                // A server that leaves out `index` sends one call per chunk, or all in order.
+                let key = match call.index {
+                    Some(i) => i,
+                    None if n == 1 => self.calls.last().map_or(0, |c| c.key),
+                    None => position as u64,
+                };
+                self.push_call(key, call.id, call.function, offered, out);
+            }
+            // The legacy field: only when the server does not also send `tool_calls` (some
+            // send both, with the same call).
+            if !self.saw_tool_calls_field {
+                if let Some(f) = delta.function_call {
+                    self.push_call(LEGACY_KEY, None, Some(f), offered, out);
+                }
+            }
+        }
+        if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+            self.finish_reason = Some(reason);
+        }
+        Ok(())
+    }
+
+    fn push_call(
+        &mut self,
+        key: u64,
+        id: Option<String>,
+        function: Option<WireFunction>,
+        offered: &[ToolDefinition],
+        out: &mut Vec<ModelEvent>,
+    ) {
+        let function = function.unwrap_or_default();
+        let id = id.filter(|id| !id.is_empty());
+        let name = function.name.filter(|n| !n.trim().is_empty());
+        let fragment = arguments_text(function.arguments.as_ref());
+        // The call with this key; a different id under the same key is a new call (servers
+        // that give every call index 0).
+        let existing = self.calls.iter().rposition(|c| c.key == key);
+        let index = match (existing, &id) {
+            (Some(i), Some(id)) if self.calls[i].id != *id && self.calls[i].started => None,
+            (found, _) => found,
+        };
+        let index = match index {
+            Some(i) => i,
+            None => {
+                self.calls.push(PendingCall {
+                    key,
+                    id: id.clone().unwrap_or_else(|| new_id("call")),
+                    name: String::new(),
+                    arguments: String::new(),
+                    started: false,
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[index];
+        if let Some(id) = id {
+            if !call.started {
+                call.id = id;
+            }
+        }
+        if call.name.is_empty() {
+            if let Some(name) = name {
+                call.name = wire::sanitize_tool_name(&name, offered);
+            }
+        }
+        if !call.started && !call.name.is_empty() {
+            call.started = true;
+            out.push(ModelEvent::ToolCallStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            // Fragments that came before the name.
+            if !call.arguments.is_empty() {
+                out.push(ModelEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    arguments_fragment: call.arguments.clone(),
+                });
+            }
+        }
+        if !fragment.is_empty() {
+            call.arguments.push_str(&fragment);
+            if call.started {
+                out.push(ModelEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    arguments_fragment: fragment,
+                });
+            }
+        }
+    }
+
+    /// Whether the server said why it stopped.
+    pub(crate) fn has_finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// What was cut, for the error of a stream that ended early.
+    pub(crate) fn truncation_error(&self, why: &str) -> ModelError {
+        let partial = self
+            .calls
+            .iter()
+            .map(|c| format!("{} ({} bytes of arguments)", c.name, c.arguments.len()))
+            .collect::<Vec<_>>();
+        let detail = if partial.is_empty() {
+            format!(
+                "after {} chunks and {} bytes of text",
+                self.chunks,
+                self.text.len()
+            )
+        } else {
+            format!(
+                "after {} chunks, in the middle of tool calls {}",
+                self.chunks,
+                partial.join(", ")
+            )
+        };
+        ModelError::invalid_response(format!(
+            "the stream {why} before the response was complete (no finish_reason), {detail}"
+        ))
+        .retryable(true)
+    }
+
+    /// The complete response.
+    pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
+        let mut builder = ModelResponseBuilder::new();
+        builder.push_text(&self.text);
+        for call in &self.calls {
+            if call.name.is_empty() {
+                return Err(ModelError::invalid_response(format!(
+                    "the stream sent a tool call ({}) without a name",
+                    call.id
+                )));
+            }
+            builder.start_tool_call(&call.id, &call.name);
+            builder.push_arguments(&call.id, &call.arguments);
+        }
+        builder.set_usage(self.usage.unwrap_or_default());
+        builder.set_finish_reason(wire::finish_reason(
+            self.finish_reason.as_deref(),
+            !self.calls.is_empty(),
+        ));
+        Ok(builder.build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinyagent::{FinishReason, ToolCall};
+
+    fn feed(chunks: &[&str]) -> (Vec<ModelEvent>, Result<ModelResponse, ModelError>) {
+        let mut a = Assembler::default();
+        let mut out = Vec::new();
+        for c in chunks {
+            a.push_data(c, &[], &mut out).unwrap();
+        }
+        (out, a.finish())
+    }
+
+    #[test]
+    fn arguments_arrive_in_pieces() {
+        let (events, resp) = feed(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let resp = resp.unwrap();
+        assert_eq!(
+            resp.message.tool_calls().next().unwrap(),
+            &ToolCall::new("c1", "f", r#"{"a":1}"#)
+        );
+        assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(events.len(), 3);
+    }
+
+    #[test]
+    fn same_index_different_id_is_a_new_call() {
+        let (_, resp) = feed(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let names: Vec<_> = resp
+            .unwrap()
+            .message
+            .tool_calls()
+            .map(|c| c.name.clone())
+            .collect();
+        assert_eq!(names, ["f", "g"]);
+    }
+
+    #[test]
+    fn bad_chunks_are_errors() {
+        let mut a = Assembler::default();
+        let mut out = Vec::new();
+        assert!(a.push_data("{not json", &[], &mut out).is_err());
+        assert!(a.push_data(r#"{"choices": 5}"#, &[], &mut out).is_err());
+        let e = a
+            .push_data(
+                r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+                &[],
+                &mut out,
+            )
+            .unwrap_err();
+        assert!(e.message().contains("overloaded"));
+    }
+}

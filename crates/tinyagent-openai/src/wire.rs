@@ -1,0 +1,471 @@
+//! The Chat Completions wire format: request bodies out, responses and stream chunks in.
+//!
+//! Requests are built as JSON values (so `extra_body` can be merged and tests can compare
+//! them); responses are read into lenient structs where every field may be missing or `null`,
+//! since compatible servers differ in what they send.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tinyagent::tools::strict_schema;
+use tinyagent::{
+    FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolChoice, ToolDefinition, Usage, new_id,
+};
+
+use crate::config::{MaxTokensField, OpenAiConfig};
+
+/// Builds the request body for `req`.
+pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bool) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(config.model.clone()));
+    body.insert("messages".into(), Value::Array(messages(req)));
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| tool(t, config.strict_tools))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        if let Some(parallel) = config.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), Value::Bool(parallel));
+        }
+    }
+    if let Some(choice) = &req.tool_choice {
+        // `tool_choice` without tools is rejected by OpenAI; "none" is what it means then.
+        if !req.tools.is_empty() {
+            body.insert("tool_choice".into(), tool_choice(choice));
+        }
+    }
+    if let Some(t) = req.temperature {
+        // Through f64 of the shortest decimal, so 0.7f32 is sent as 0.7, not 0.699999988.
+        let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
+        if let Some(n) = serde_json::Number::from_f64(t) {
+            body.insert("temperature".into(), Value::Number(n));
+        }
+    }
+    if let Some(max) = req.max_tokens {
+        let field = match config.max_tokens_field {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::Auto if config.is_openai() => "max_completion_tokens",
+            MaxTokensField::Auto => "max_tokens",
+        };
+        body.insert(field.into(), Value::from(max));
+    }
+    if stream {
+        body.insert("stream".into(), Value::Bool(true));
+        if config.stream_usage {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+    }
+    for (k, v) in &config.extra_body {
+        body.insert(k.clone(), v.clone());
+    }
+    Value::Object(body)
+}
+
+fn messages(req: &ModelRequest) -> Vec<Value> {
+    let mut out = Vec::with_capacity(req.messages.len() + 1);
+    if !req.instruction.is_empty() {
+        out.push(json!({"role": "system", "content": req.instruction}));
+    }
+    for m in &req.messages {
+        match m.role {
+            Role::System => out.push(json!({"role": "system", "content": m.text()})),
+            Role::User => out.push(json!({"role": "user", "content": m.text()})),
+            Role::Assistant => out.push(assistant_message(m)),
+            Role::Tool => {
+                // One message per result, each answering its call by id.
+                for r in m.tool_results() {
+                    let content = if r.is_error && !r.content.starts_with("Error") {
+                        format!("Error: {}", r.content)
+                    } else {
+                        r.content.clone()
+                    };
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
+                    );
+                }
+                // Text in a tool message (unusual) goes as a user message, so it is not lost.
+                let text = m.text();
+                if !text.is_empty() {
+                    out.push(json!({"role": "user", "content": text}));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn assistant_message(m: &Message) -> Value {
+    let calls: Vec<Value> = m
+        .tool_calls()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            })
+        })
+        .collect();
+    // `content` is always a string: some servers reject `null` or a missing content beside
+    // tool calls.
+    let mut msg = json!({"role": "assistant", "content": m.text()});
+    if !calls.is_empty() {
+        msg["tool_calls"] = Value::Array(calls);
+    }
+    msg
+}
+
+fn tool(def: &ToolDefinition, strict: bool) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), Value::String(def.name.clone()));
+    if !def.description.is_empty() {
+        function.insert("description".into(), Value::String(def.description.clone()));
+    }
+    let schema = if def.input_schema.is_object() {
+        def.input_schema.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    };
+    if strict {
+        if can_be_strict(&schema) {
+            function.insert("parameters".into(), strict_schema(&schema));
+            function.insert("strict".into(), Value::Bool(true));
+        } else {
+            function.insert("parameters".into(), schema);
+            function.insert("strict".into(), Value::Bool(false));
+        }
+    } else {
+        function.insert("parameters".into(), schema);
+    }
+    json!({"type": "function", "function": function})
+}
+
+/// Whether a schema can be expressed in the strict dialect: no maps (objects whose
+/// `additionalProperties` is a schema) anywhere in it.
+pub(crate) fn can_be_strict(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if map
+                .get("additionalProperties")
+                .is_some_and(|v| v.is_object())
+            {
+                return false;
+            }
+            map.values().all(can_be_strict)
+        }
+        Value::Array(items) => items.iter().all(can_be_strict),
+        _ => true,
+    }
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        // A choice this provider does not know yet: let the model decide.
+        _ => json!("auto"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Responses
+
+/// A non-streaming response.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatResponse {
+    #[serde(default)]
+    pub choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    pub usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Choice {
+    #[serde(default)]
+    pub message: Option<WireMessage>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireMessage {
+    #[serde(default)]
+    pub content: Option<Value>,
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<WireToolCall>>,
+    #[serde(default)]
+    pub function_call: Option<WireFunction>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireToolCall {
+    #[serde(default)]
+    pub index: Option<u64>,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<WireFunction>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireFunction {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A string by the spec; some servers send the object itself.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone, Copy)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage::new(
+            u.prompt_tokens.unwrap_or_default(),
+            u.completion_tokens.unwrap_or_default(),
+        )
+    }
+}
+
+/// One chunk of a stream.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatChunk {
+    #[serde(default)]
+    pub choices: Option<Vec<ChunkChoice>>,
+    #[serde(default)]
+    pub usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkChoice {
+    #[serde(default)]
+    pub index: Option<u64>,
+    #[serde(default)]
+    pub delta: Option<WireMessage>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// The text of a `content` field: a string, or an array of `{"type":"text","text":…}` parts.
+pub(crate) fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Arguments as the raw JSON text: strings as they are, anything else serialized.
+pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {
+    match arguments {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Maps a wire finish reason; `has_tool_calls` turns a missing or `stop` reason into
+/// [`FinishReason::ToolCalls`] (servers such as Ollama say `stop` beside tool calls).
+pub(crate) fn finish_reason(reason: Option<&str>, has_tool_calls: bool) -> FinishReason {
+    match reason {
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        _ if has_tool_calls => FinishReason::ToolCalls,
+        None | Some("stop" | "" | "eos" | "end_turn") => FinishReason::Stop,
+        Some("length" | "max_tokens") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// The name of a tool the server called, cleaned: whitespace and stray punctuation around
+/// it removed (`get_weather.`, `"get_weather"`), a `functions.` prefix dropped, and matched
+/// against the offered tools (exactly, then without case) when possible.
+pub(crate) fn sanitize_tool_name(raw: &str, offered: &[ToolDefinition]) -> String {
+    if offered.iter().any(|t| t.name == raw) {
+        return raw.to_owned();
+    }
+    let is_name_char = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let mut name = raw.trim_matches(|c: char| !is_name_char(c));
+    for prefix in ["functions.", "function.", "tools."] {
+        if let Some(rest) = raw.trim().strip_prefix(prefix) {
+            name = rest.trim_matches(|c: char| !is_name_char(c));
+        }
+    }
+    if let Some(t) = offered.iter().find(|t| t.name == name) {
+        return t.name.clone();
+    }
+    if let Some(t) = offered.iter().find(|t| t.name.eq_ignore_ascii_case(name)) {
+        return t.name.clone();
+    }
+    if name.is_empty() {
+        raw.to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// Turns a non-streaming response body into a [`ModelResponse`].
+pub(crate) fn parse_response(
+    body: &[u8],
+    offered: &[ToolDefinition],
+) -> Result<ModelResponse, ModelError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ModelError::invalid_response(format!("the response is not JSON ({e}): {}", snippet(body)))
+    })?;
+    if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
+        return Err(crate::error::error_in_body(err));
+    }
+    let resp: ChatResponse = serde_json::from_value(value).map_err(|e| {
+        ModelError::invalid_response(format!(
+            "the response has an unexpected shape ({e}): {}",
+            snippet(body)
+        ))
+    })?;
+    let choice = resp
+        .choices
+        .and_then(|c| c.into_iter().next())
+        .ok_or_else(|| {
+            ModelError::invalid_response(format!("the response has no choices: {}", snippet(body)))
+        })?;
+    let msg = choice.message.unwrap_or_default();
+    let mut parts = Vec::new();
+    let mut text = content_text(msg.content.as_ref());
+    if text.is_empty() {
+        text = msg.refusal.unwrap_or_default();
+    }
+    if !text.is_empty() {
+        parts.push(Part::text(text));
+    }
+    let mut calls: Vec<ToolCall> = msg
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| {
+            let f = c.function?;
+            let name = f.name.filter(|n| !n.trim().is_empty())?;
+            Some(ToolCall::new(
+                c.id.filter(|id| !id.is_empty())
+                    .unwrap_or_else(|| new_id("call")),
+                sanitize_tool_name(&name, offered),
+                arguments_text(f.arguments.as_ref()),
+            ))
+        })
+        .collect();
+    if calls.is_empty() {
+        // The legacy field, from servers that still send it instead of `tool_calls`.
+        if let Some(f) = msg.function_call {
+            if let Some(name) = f.name.filter(|n| !n.trim().is_empty()) {
+                calls.push(ToolCall::new(
+                    new_id("call"),
+                    sanitize_tool_name(&name, offered),
+                    arguments_text(f.arguments.as_ref()),
+                ));
+            }
+        }
+    }
+    let has_calls = !calls.is_empty();
+    parts.extend(calls.into_iter().map(Part::ToolCall));
+    Ok(ModelResponse::new(
+        Message::new(Role::Assistant, parts),
+        resp.usage.map(Usage::from).unwrap_or_default(),
+        finish_reason(choice.finish_reason.as_deref(), has_calls),
+    ))
+}
+
+/// The start of a body, for error messages: at most 300 characters, lossy UTF-8.
+pub(crate) fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(empty body)".to_owned();
+    }
+    match text.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defs(names: &[&str]) -> Vec<ToolDefinition> {
+        names
+            .iter()
+            .map(|n| ToolDefinition {
+                name: (*n).to_owned(),
+                description: String::new(),
+                input_schema: json!({"type": "object"}),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tool_names_are_cleaned() {
+        let offered = defs(&["get_weather", "calculator"]);
+        for raw in [
+            "get_weather",
+            "get_weather.",
+            " get_weather ",
+            "\"get_weather\"",
+            "functions.get_weather",
+            "Get_Weather",
+        ] {
+            assert_eq!(sanitize_tool_name(raw, &offered), "get_weather", "{raw}");
+        }
+        assert_eq!(sanitize_tool_name("other!", &offered), "other");
+        assert_eq!(sanitize_tool_name("...", &offered), "...");
+    }
+
+    #[test]
+    fn finish_reasons() {
+        assert_eq!(finish_reason(Some("stop"), false), FinishReason::Stop);
+        assert_eq!(finish_reason(Some("stop"), true), FinishReason::ToolCalls);
+        assert_eq!(finish_reason(Some("length"), false), FinishReason::Length);
+        assert_eq!(
+            finish_reason(Some("function_call"), false),
+            FinishReason::ToolCalls
+        );
+        assert_eq!(
+            finish_reason(Some("content_filter"), false),
+            FinishReason::ContentFilter
+        );
+        assert_eq!(
+            finish_reason(Some("weird"), false),
+            FinishReason::Other("weird".into())
+        );
+    }
+
+    #[test]
+    fn strictness() {
+        assert!(can_be_strict(
+            &json!({"type": "object", "properties": {"a": {"type": "string"}}})
+        ));
+        assert!(!can_be_strict(&json!({"type": "object", "properties": {
+            "m": {"type": "object", "additionalProperties": {"type": "string"}}
+        }})));
+    }
+
+    #[test]
+    fn snippets_are_short_and_safe() {
+        assert_eq!(snippet(b""), "(empty body)");
+        assert_eq!(snippet(&[0xff, b'a']), "\u{fffd}a");
+        let long = "北".repeat(400);
+        assert_eq!(snippet(long.as_bytes()).chars().count(), 301);
+    }
+}

