@@ -1,0 +1,38 @@
+//! # tinyagent-mcp
+//!
+//! [MCP](https://modelcontextprotocol.io) both ways for tinyagent, on rmcp (the official Rust
+//! MCP SDK):
+//!
+//! - [`McpToolset`]: the tools of an MCP server, over stdio (a child process) or streamable
+//!   HTTP, offered to an agent as a [`ToolResolver`](tinyagent::tools::ToolResolver);
+//! - [`McpServer`]: any set of tinyagent tools, agent tools included, served to MCP clients
+//!   over stdio or streamable HTTP.
+//!
+//! ```no_run
+//! use tinyagent::LlmAgent;
+//! use tinyagent::testing::ScriptedModel;
+//! use tinyagent_mcp::{McpServer, McpToolset};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // Serve the seed's demo tools over streamable HTTP...
+//! let handle = McpServer::new(tinyagent::demo::seed_tools()).serve_http("127.0.0.1:0").await?;
+//!
+//! // ...and give an agent the tools of that server.
+//! let toolset = McpToolset::http(handle.url()).prefix("demo_");
+//! let agent = LlmAgent::builder("assistant")
+//!     .model(ScriptedModel::new([]))
+//!     .tool_resolver(toolset)
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod content;
+mod server;
+
+pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
+pub use content::result_text;
+pub use server::{HttpServerHandle, MCP_HTTP_PATH, McpServeError, McpServer};
+
+/// rmcp, the MCP SDK this crate is built on, for its model types and transports.
+pub use rmcp;

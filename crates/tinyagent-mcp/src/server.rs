@@ -1,0 +1,452 @@
+//! tinyagent tools served over MCP: [`McpServer`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt as _;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, TextContent,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServiceExt};
+use serde_json::Value;
+use tinyagent::tools::SchemaValidator;
+use tinyagent::{Tool, ToolContext, ToolError};
+use tokio_util::sync::CancellationToken;
+
+/// The path [`McpServer::serve_http`] serves MCP under.
+pub const MCP_HTTP_PATH: &str = "/mcp";
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// Binding, accepting or reading and writing failed.
+    #[error("MCP server I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The MCP handshake with the client failed.
+    #[error("MCP handshake failed: {0}")]
+    Handshake(String),
+    /// The serving task ended abnormally.
+    #[error("the MCP server task failed: {0}")]
+    Task(String),
+}
+
+/// Serves a set of tinyagent tools, agent tools included, to MCP clients over stdio
+/// ([`serve_stdio`](Self::serve_stdio)) or streamable HTTP ([`serve_http`](Self::serve_http),
+/// [`http_service`](Self::http_service)).
+///
+/// Each tool is listed with its name, description and input schema as generated, and its
+/// [`ToolHints`](tinyagent::ToolHints) as MCP annotations. A call's arguments are checked
+/// against the schema first; invalid arguments and a tool's own error come back as a result
+/// flagged `isError` whose text is the error message, so the calling model can read it and
+/// correct itself. Only a call to an unknown tool is a protocol error. A tool that panics
+/// gives an `isError` result, not a dead server.
+///
+/// `McpServer` implements rmcp's [`ServerHandler`], so it can be served over any rmcp
+/// transport too. Nothing is written to standard output except MCP messages on stdio: logs
+/// go through `tracing`, and it is the program's subscriber that chooses where (stderr).
+///
+/// ```no_run
+/// use tinyagent_mcp::McpServer;
+///
+/// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
+/// McpServer::new(tinyagent::demo::seed_tools())
+///     .name("demo-tools")
+///     .serve_stdio()
+///     .await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<ServerInner>,
+}
+
+struct ServerInner {
+    implementation: Implementation,
+    instructions: Option<String>,
+    tools: Vec<ServedTool>,
+    by_name: HashMap<String, usize>,
+}
+
+struct ServedTool {
+    tool: Arc<dyn Tool>,
+    listed: rmcp::model::Tool,
+    validator: Option<SchemaValidator>,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.inner.implementation.name)
+            .field(
+                "tools",
+                &self
+                    .inner
+                    .tools
+                    .iter()
+                    .map(|t| t.tool.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server offering `tools`. When two tools share a name, the first one is served and the
+    /// other is skipped with a warning.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// let server = McpServer::new(tinyagent::demo::seed_tools());
+    /// assert_eq!(server.tool_names().count(), 4);
+    /// ```
+    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        let mut served = Vec::new();
+        let mut by_name = HashMap::new();
+        for tool in tools {
+            let name = tool.name().to_owned();
+            if by_name.contains_key(&name) {
+                tracing::warn!(tool = %name, "two tools share this name; serving the first");
+                continue;
+            }
+            let schema = match tool.input_schema() {
+                Value::Object(map) => map.clone(),
+                other => {
+                    tracing::warn!(tool = %name, schema = %other,
+                        "input schema is not an object; serving an empty object schema");
+                    serde_json::Map::from_iter([("type".to_owned(), Value::from("object"))])
+                }
+            };
+            let validator = match SchemaValidator::new(tool.input_schema()) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::warn!(tool = %name, error = %e,
+                        "input schema does not compile; arguments are passed unchecked");
+                    None
+                }
+            };
+            let hints = tool.hints();
+            let annotations = ToolAnnotations::new()
+                .read_only(hints.read_only)
+                .destructive(hints.destructive)
+                .idempotent(hints.idempotent)
+                .open_world(hints.open_world);
+            let listed = rmcp::model::Tool::new(
+                name.clone(),
+                tool.description().to_owned(),
+                Arc::new(schema),
+            )
+            .with_annotations(annotations);
+            by_name.insert(name, served.len());
+            served.push(ServedTool {
+                tool,
+                listed,
+                validator,
+            });
+        }
+        Self {
+            inner: Arc::new(ServerInner {
+                implementation: Implementation::new("tinyagent", env!("CARGO_PKG_VERSION")),
+                instructions: None,
+                tools: served,
+                by_name,
+            }),
+        }
+    }
+
+    fn configure(self, f: impl FnOnce(&mut ServerInner)) -> Self {
+        let mut inner = take_inner(self.inner);
+        f(&mut inner);
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The server's name as told to clients (default `tinyagent`).
+    #[must_use]
+    pub fn name(self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.configure(|inner| inner.implementation.name = name)
+    }
+
+    /// The server's version as told to clients (default: this crate's version).
+    #[must_use]
+    pub fn version(self, version: impl Into<String>) -> Self {
+        let version = version.into();
+        self.configure(|inner| inner.implementation.version = version)
+    }
+
+    /// Instructions a client may show its model.
+    #[must_use]
+    pub fn instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.configure(|inner| inner.instructions = Some(instructions))
+    }
+
+    /// The names of the served tools, in order.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.inner.tools.iter().map(|t| t.tool.name())
+    }
+
+    /// Calls a tool as an MCP client would, returning the MCP result: what `tools/call`
+    /// answers. An unknown tool is an error.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// # tokio_test::block_on(async {
+    /// let server = McpServer::new(tinyagent::demo::seed_tools());
+    /// let args = serde_json::json!({"operation": "divide", "a": 1, "b": 0});
+    /// let result = server.call("calculator", args.as_object().cloned()).await.unwrap();
+    /// assert_eq!(result.is_error, Some(true));
+    /// # });
+    /// ```
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_with(name, arguments, ToolContext::new()).await
+    }
+
+    async fn call_with(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        ctx: ToolContext,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(served) = self.inner.by_name.get(name).map(|&i| &self.inner.tools[i]) else {
+            let known: Vec<&str> = self.tool_names().collect();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`; the tools are: {}", known.join(", ")),
+                None,
+            ));
+        };
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        if let Some(validator) = &served.validator
+            && let Err(e) = validator.validate(&arguments)
+        {
+            return Ok(error_result(&e));
+        }
+        let input = arguments.to_string();
+        let outcome = AssertUnwindSafe(served.tool.handle(&ctx, &input))
+            .catch_unwind()
+            .await;
+        Ok(match outcome {
+            Ok(Ok(text)) => {
+                CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))])
+            }
+            Ok(Err(e)) => error_result(&e),
+            Err(_) => {
+                tracing::error!(tool = %name, "tool panicked while serving an MCP call");
+                error_result(&ToolError::failed(format!(
+                    "the tool `{name}` failed unexpectedly (it panicked)"
+                )))
+            }
+        })
+    }
+
+    /// Serves MCP over this process's standard input and output until the client closes the
+    /// connection. Write logs to standard error only: standard output carries MCP.
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| McpServeError::Handshake(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpServeError::Task(e.to_string()))?;
+        Ok(())
+    }
+
+    /// A tower service speaking MCP's streamable HTTP transport (with sessions), to mount in a
+    /// router of your own. Requests whose `Host` is not a loopback name are refused, as rmcp
+    /// does by default against DNS rebinding; use [`http_service_with`](Self::http_service_with)
+    /// to change that.
+    pub fn http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        self.http_service_with(StreamableHttpServerConfig::default())
+    }
+
+    /// Like [`http_service`](Self::http_service), with rmcp's configuration.
+    pub fn http_service_with(
+        &self,
+        config: StreamableHttpServerConfig,
+    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        let server = self.clone();
+        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config)
+    }
+
+    /// Binds `addr` and serves MCP over streamable HTTP at [`MCP_HTTP_PATH`] in a background
+    /// task, until the returned handle is shut down or dropped. Bind port 0 to get a free port,
+    /// then read it from [`HttpServerHandle::local_addr`].
+    ///
+    /// Only requests whose `Host` header names a loopback host are served (rmcp's default,
+    /// against DNS rebinding); to serve other hosts, mount
+    /// [`http_service_with`](Self::http_service_with) with your own `allowed_hosts`.
+    ///
+    /// ```no_run
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
+    /// let handle = McpServer::new(tinyagent::demo::seed_tools())
+    ///     .serve_http("127.0.0.1:0")
+    ///     .await?;
+    /// println!("serving at {}", handle.url());
+    /// handle.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> Result<HttpServerHandle, McpServeError> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        let cancel = CancellationToken::new();
+        let config =
+            StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+        let router =
+            axum::Router::new().nest_service(MCP_HTTP_PATH, self.http_service_with(config));
+        let shutdown = cancel.clone();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+                .await
+        });
+        tracing::info!(%local_addr, "serving MCP over streamable HTTP");
+        Ok(HttpServerHandle {
+            local_addr,
+            cancel,
+            task: Some(task),
+        })
+    }
+}
+
+/// The inner state, taken when not shared, rebuilt otherwise (a validator is not `Clone`).
+fn take_inner(this: Arc<ServerInner>) -> ServerInner {
+    {
+        match Arc::try_unwrap(this) {
+            Ok(inner) => inner,
+            Err(shared) => ServerInner {
+                implementation: shared.implementation.clone(),
+                instructions: shared.instructions.clone(),
+                tools: shared
+                    .tools
+                    .iter()
+                    .map(|t| ServedTool {
+                        tool: Arc::clone(&t.tool),
+                        listed: t.listed.clone(),
+                        validator: SchemaValidator::new(t.tool.input_schema()).ok(),
+                    })
+                    .collect(),
+                by_name: shared.by_name.clone(),
+            },
+        }
+    }
+}
+
+fn request_id_text(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+    }
+}
+
+fn error_result(error: &ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
+        error.message().to_owned(),
+    ))])
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.inner.implementation.clone());
+        match &self.inner.instructions {
+            Some(instructions) => config.with_instructions(instructions.clone()),
+            None => config,
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner.tools.iter().map(|t| t.listed.clone()).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.inner
+            .by_name
+            .get(name)
+            .map(|&i| self.inner.tools[i].listed.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The MCP request id is the call id; a cancelled request drops the tool's future.
+        let ctx = ToolContext::new().with_call_id(request_id_text(&context.id));
+        tokio::select! {
+            result = self.call_with(&request.name, request.arguments, ctx) => {
+                result.map(CallToolResponse::Complete)
+            }
+            () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                format!("the call to `{}` was cancelled", request.name),
+                None,
+            )),
+        }
+    }
+}
+
+/// A running streamable HTTP server from [`McpServer::serve_http`]; dropping it stops the
+/// server.
+#[derive(Debug)]
+pub struct HttpServerHandle {
+    local_addr: SocketAddr,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl HttpServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The URL of the MCP endpoint, such as `http://127.0.0.1:41234/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{MCP_HTTP_PATH}", self.local_addr)
+    }
+
+    /// Stops accepting connections, ends the sessions, and waits for the server task.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take()
+            && let Ok(Err(e)) = task.await
+        {
+            tracing::warn!(error = %e, "MCP HTTP server ended with an error");
+        }
+    }
+}
+
+impl Drop for HttpServerHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}

@@ -1,0 +1,340 @@
+//! tinyagent's toolset against the official MCP Python SDK's server, over stdio and streamable
+//! HTTP, and against tinyagent's own server; plus the fault cases.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{PythonHttpServer, eventually, fixture, require_python_mcp};
+use tinyagent::testing::{ScriptedModel, reply};
+use tinyagent::{AgentExt, LlmAgent, Session, Tool, ToolContext, ToolErrorKind};
+use tinyagent_mcp::{McpServer, McpToolset};
+
+fn stdio_toolset() -> McpToolset {
+    require_python_mcp();
+    McpToolset::stdio(&format!("python3 {}", fixture("fixture_server.py")))
+        .expect("valid command line")
+        .name("fixture")
+        .connect_timeout(Duration::from_secs(30))
+}
+
+fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    tools
+        .iter()
+        .find(|t| t.name() == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool `{name}` among {names:?}"))
+}
+
+async fn call(tool: &Arc<dyn Tool>, input: &str) -> Result<String, tinyagent::ToolError> {
+    tool.handle(&ToolContext::new(), input).await
+}
+
+/// The checks both transports share.
+async fn check_fixture_tools(toolset: &McpToolset) {
+    let tools = toolset.tools().await.expect("list the fixture's tools");
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    names.sort_unstable();
+    for expected in [
+        "add",
+        "add_tool",
+        "die",
+        "dotted_name",
+        "echo",
+        "fail",
+        "hang",
+        "picture",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+
+    let echo = find(&tools, "echo");
+    assert_eq!(echo.description(), "Echoes the text back");
+    assert_eq!(echo.input_schema()["properties"]["text"]["type"], "string");
+    assert_eq!(echo.input_schema()["required"][0], "text");
+    let hints = echo.hints();
+    assert!(hints.read_only && hints.idempotent && !hints.open_world);
+    assert!(
+        !find(&tools, "add").hints().read_only,
+        "no annotations: assume the worst"
+    );
+
+    assert_eq!(
+        call(&echo, r#"{"text": "你好"}"#).await.unwrap(),
+        "echo: 你好"
+    );
+    assert_eq!(
+        call(&find(&tools, "add"), r#"{"a": 2, "b": 40}"#)
+            .await
+            .unwrap(),
+        "42"
+    );
+    assert_eq!(
+        call(&find(&tools, "dotted_name"), "").await.unwrap(),
+        "dotted"
+    );
+
+    let err = call(&find(&tools, "fail"), r#"{"reason": "testing"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Failed);
+    assert!(
+        err.message().contains("failed on purpose: testing"),
+        "{err}"
+    );
+
+    let err = call(&find(&tools, "add"), r#"{"a": "x"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ToolErrorKind::Failed,
+        "the server's isError result: {err}"
+    );
+    assert!(!err.message().is_empty());
+
+    let err = call(&echo, "{not json").await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
+    assert!(err.message().contains("not valid JSON"), "{err}");
+
+    let picture = call(&find(&tools, "picture"), "{}").await.unwrap();
+    assert_eq!(picture, "a red dot\n[image: image/png, 8 bytes base64]");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolset_over_stdio_against_the_python_sdk() {
+    check_fixture_tools(&stdio_toolset()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolset_over_streamable_http_against_the_python_sdk() {
+    let server = PythonHttpServer::start();
+    let toolset = McpToolset::http(&server.url).name("fixture-http");
+    toolset
+        .connect()
+        .await
+        .expect("connect over streamable HTTP");
+    check_fixture_tools(&toolset).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefix_and_filter_shape_the_offered_tools() {
+    let toolset = stdio_toolset()
+        .prefix("py_")
+        .filter(|name| name == "echo" || name == "add");
+    let tools = toolset.tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["py_add", "py_echo"]);
+    let out = call(&find(&tools, "py_echo"), r#"{"text": "x"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "echo: x", "the call goes out under the server's name");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_calls_mcp_tools_through_its_resolver() {
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_call("c1", "echo", r#"{"text": "hi"}"#),
+        reply::text("done"),
+    ]));
+    let agent = LlmAgent::builder("mcp-user")
+        .model(model.clone())
+        .tool_resolver(stdio_toolset())
+        .build()
+        .unwrap();
+    assert_eq!(agent.ask(&Session::new(), "say hi").await.unwrap(), "done");
+    let requests = model.requests();
+    assert!(requests[0].tools.iter().any(|t| t.name == "echo"));
+    let result = requests[1]
+        .messages
+        .last()
+        .unwrap()
+        .tool_results()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(result.content, "echo: hi");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolset_against_tinyagents_own_server() {
+    let handle = McpServer::new(tinyagent::demo::seed_tools())
+        .serve_http("127.0.0.1:0")
+        .await
+        .unwrap();
+    let toolset = McpToolset::http(handle.url());
+    let tools = toolset.tools().await.unwrap();
+    assert_eq!(tools.len(), 4);
+    let weather = find(&tools, "get_weather");
+    assert_eq!(
+        weather.input_schema(),
+        tinyagent::demo::weather_tool().input_schema()
+    );
+    assert!(weather.hints().read_only);
+    let out = call(&weather, r#"{"city": "北京"}"#).await.unwrap();
+    let out: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        out,
+        serde_json::json!({"city":"北京","temperature":22.5,"condition":"晴","humidity":45})
+    );
+    let err = call(
+        &find(&tools, "calculator"),
+        r#"{"operation": "sqrt", "a": -1}"#,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Failed);
+    drop(toolset);
+    handle.shutdown().await;
+}
+
+// --- faults -------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_reconnects() {
+    let toolset = stdio_toolset();
+    let tools = toolset.tools().await.unwrap();
+    let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
+    assert!(
+        err.message()
+            .contains("MCP server `fixture` is not running"),
+        "{err}"
+    );
+    assert!(err.is_retryable());
+
+    // The old tools keep failing clearly, without hanging.
+    let err = call(&find(&tools, "echo"), r#"{"text": "x"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
+
+    // The next invocation starts the server again.
+    let tools = toolset.tools().await.expect("reconnect");
+    let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "echo: back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_reconnects() {
+    let server = PythonHttpServer::start();
+    let port = server.port();
+    let toolset = McpToolset::http(&server.url).name("fixture-http");
+    let tools = toolset.tools().await.unwrap();
+    let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
+    assert!(
+        err.message()
+            .contains("MCP server `fixture-http` is not running"),
+        "{err}"
+    );
+    drop(server);
+
+    let err = toolset.tools().await.unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ToolErrorKind::Unavailable,
+        "nothing listens now: {err}"
+    );
+
+    // The server comes back at the same address: the next invocation reconnects.
+    let _server = PythonHttpServer::start_on(port);
+    let tools = toolset.tools().await.expect("reconnect");
+    let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "echo: back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_times_out() {
+    let toolset = stdio_toolset().call_timeout(Duration::from_millis(300));
+    let tools = toolset.tools().await.unwrap();
+    let started = std::time::Instant::now();
+    let err = call(&find(&tools, "hang"), "{}").await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::TimedOut, "{err}");
+    assert!(err.message().contains("did not answer within"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The connection is still usable.
+    let out = call(&find(&tools, "echo"), r#"{"text": "still here"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "echo: still here");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_never_starts_times_out() {
+    // A "server" that reads its input and never answers the handshake.
+    let toolset = McpToolset::stdio("sleep 30")
+        .unwrap()
+        .connect_timeout(Duration::from_millis(300));
+    let err = toolset.tools().await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::TimedOut, "{err}");
+    let err = McpToolset::stdio("/nonexistent/mcp-server")
+        .unwrap()
+        .tools()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
+    assert!(err.message().contains("could not be started"), "{err}");
+}
+
+async fn check_list_changes(toolset: &McpToolset, added: &str) {
+    let tools = toolset.tools().await.unwrap();
+    assert!(tools.iter().all(|t| t.name() != added));
+    let out = call(
+        &find(&tools, "add_tool"),
+        &format!(r#"{{"name": "{added}"}}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, format!("added {added}"));
+    let seen = eventually(Duration::from_secs(10), || async {
+        let tools = toolset.tools().await.unwrap();
+        tools.iter().any(|t| t.name() == added)
+    })
+    .await;
+    assert!(seen, "the list was not refreshed after list_changed");
+    let tools = toolset.tools().await.unwrap();
+    assert_eq!(
+        call(&find(&tools, added), "{}").await.unwrap(),
+        format!("I am {added}")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_that_changes_between_invocations_over_stdio() {
+    check_list_changes(&stdio_toolset(), "late_tool").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_that_changes_between_invocations_over_http() {
+    let server = PythonHttpServer::start();
+    check_list_changes(&McpToolset::http(&server.url), "late_http_tool").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_list_is_cached_until_the_server_says_it_changed() {
+    let model = Arc::new(ScriptedModel::new([
+        reply::text("first"),
+        reply::text("second"),
+    ]));
+    let agent = LlmAgent::builder("cache")
+        .model(model.clone())
+        .tool_resolver(stdio_toolset())
+        .build()
+        .unwrap();
+    let session = Session::new();
+    agent.ask(&session, "one").await.unwrap();
+    agent.ask(&session, "two").await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests[0].tools.len(), requests[1].tools.len());
+}
