@@ -31,6 +31,26 @@ pub struct LlamaConfig {
     /// before it must answer in text (default 1). Very small models tend to call tools forever;
     /// a larger value lets bigger models chain calls.
     pub max_tool_rounds: u32,
+    /// How much of each tool's input schema the prompt spells out (default
+    /// [`ToolPrompt::Auto`]).
+    pub tool_prompt: ToolPrompt,
+}
+
+/// How tools are described to the model in its system message. Whatever the choice, the
+/// output grammar enforces each tool's full input schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolPrompt {
+    /// [`ToolPrompt::Terse`] for models under one billion parameters, [`ToolPrompt::Full`]
+    /// otherwise. Very small models tend to copy the examples in an argument's description
+    /// (asked about 北京, SmolLM2-135M fills in 上海 from "城市名称，如北京、上海、广州")
+    /// instead of the user's words.
+    #[default]
+    Auto,
+    /// Tool names and descriptions, argument names, types and whether they are required.
+    Terse,
+    /// As `Terse`, plus each argument's description.
+    Full,
 }
 
 impl Default for LlamaConfig {
@@ -44,6 +64,7 @@ impl Default for LlamaConfig {
             max_tokens: 256,
             context_size: 2048,
             max_tool_rounds: 1,
+            tool_prompt: ToolPrompt::Auto,
         }
     }
 }
@@ -85,6 +106,13 @@ impl LlamaConfig {
     #[must_use]
     pub fn context_size(mut self, context_size: u32) -> Self {
         self.context_size = context_size.max(64);
+        self
+    }
+
+    /// Sets how tools are described in the prompt.
+    #[must_use]
+    pub fn tool_prompt(mut self, tool_prompt: ToolPrompt) -> Self {
+        self.tool_prompt = tool_prompt;
         self
     }
 

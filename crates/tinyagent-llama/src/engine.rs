@@ -205,23 +205,31 @@ fn is_json(text: &str) -> bool {
 /// Takes the longest valid UTF-8 prefix out of `pending`; an incomplete character at the end
 /// waits for the next token, invalid bytes become U+FFFD.
 fn take_utf8(pending: &mut Vec<u8>) -> String {
-    match std::str::from_utf8(pending) {
-        Ok(s) => {
-            let s = s.to_owned();
-            pending.clear();
-            s
-        }
-        Err(e) => {
-            let valid = e.valid_up_to();
-            let cut = match e.error_len() {
-                // Invalid bytes: give them up now.
-                Some(len) => valid + len,
-                // An incomplete character at the end: keep it for later.
-                None => valid,
-            };
-            let s = String::from_utf8_lossy(&pending[..cut]).into_owned();
-            pending.drain(..cut);
-            s
+    let mut out = String::new();
+    loop {
+        match std::str::from_utf8(pending) {
+            Ok(s) => {
+                out.push_str(s);
+                pending.clear();
+                return out;
+            }
+            Err(e) => {
+                let valid = e.valid_up_to();
+                // The valid part is valid UTF-8 by construction.
+                out.push_str(&String::from_utf8_lossy(&pending[..valid]));
+                match e.error_len() {
+                    // Invalid bytes: give them up now and go on.
+                    Some(len) => {
+                        out.push(char::REPLACEMENT_CHARACTER);
+                        pending.drain(..valid + len);
+                    }
+                    // An incomplete character at the end: keep it for the next token.
+                    None => {
+                        pending.drain(..valid);
+                        return out;
+                    }
+                }
+            }
         }
     }
 }

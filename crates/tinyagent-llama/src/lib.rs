@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use tinyagent::ModelError;
 
-pub use config::LlamaConfig;
+pub use config::{LlamaConfig, ToolPrompt};
 pub use locate::{DEFAULT_MODEL_FILE, MODEL_ENV, find_default_model};
 pub use model::{Completion, LlamaModel};
 

@@ -21,7 +21,7 @@ use tinyagent::{
 use crate::engine::{self, Generated, Job, Stop};
 use crate::locate::{check_gguf, find_default_model};
 use crate::prompt::{self, ChatTurn, JsonOutput, Output};
-use crate::{LlamaConfig, backend};
+use crate::{LlamaConfig, ToolPrompt, backend};
 
 /// A [`Model`] that runs a GGUF model in-process through llama.cpp: no network, no API key.
 ///
@@ -243,7 +243,7 @@ impl LlamaModel {
     /// # Ok::<(), tinyagent::ModelError>(())
     /// ```
     pub fn prompt(&self, req: &ModelRequest) -> Result<String, ModelError> {
-        let plan = prompt::plan(req, &self.config)?;
+        let plan = prompt::plan(req, &self.config, self.terse())?;
         self.render(&plan.chat)
     }
 
@@ -384,13 +384,22 @@ impl LlamaModel {
         Ok((grammar, validators))
     }
 
+    /// Whether the tool list leaves argument descriptions out.
+    fn terse(&self) -> bool {
+        match self.config.tool_prompt {
+            ToolPrompt::Terse => true,
+            ToolPrompt::Full => false,
+            _ => self.weights.model.n_params() < 1_000_000_000,
+        }
+    }
+
     /// One step, on the worker thread: events go to `tx`; returns the final response.
     fn respond(
         &self,
         req: &ModelRequest,
         tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
     ) -> Result<ModelResponse, ModelError> {
-        let plan = prompt::plan(req, &self.config)?;
+        let plan = prompt::plan(req, &self.config, self.terse())?;
         let text = self.render(&plan.chat)?;
         let max_tokens = req.max_tokens.unwrap_or(self.config.max_tokens).max(1);
         let temperature = req
@@ -460,8 +469,8 @@ impl LlamaModel {
                             arguments_fragment: call.arguments.clone(),
                         }));
                     }
-                    other => {
-                        if let Some(text) = other.as_text() {
+                    part => {
+                        if let Some(text) = part.as_text() {
                             let _ = tx.unbounded_send(Ok(ModelEvent::TextDelta(text.to_owned())));
                         }
                     }

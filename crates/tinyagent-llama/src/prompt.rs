@@ -48,9 +48,15 @@ pub(crate) struct Plan {
 const DEFAULT_INSTRUCTION: &str = "You are a helpful assistant.";
 
 /// Decides the output contract and writes the chat for `req`.
-pub(crate) fn plan(req: &ModelRequest, config: &LlamaConfig) -> Result<Plan, ModelError> {
+///
+/// `terse` leaves the arguments' descriptions out of the tool list.
+pub(crate) fn plan(
+    req: &ModelRequest,
+    config: &LlamaConfig,
+    terse: bool,
+) -> Result<Plan, ModelError> {
     let output = output_for(req, config)?;
-    let chat = chat_for(req, &output);
+    let chat = chat_for(req, &output, terse);
     Ok(Plan { chat, output })
 }
 
@@ -155,7 +161,7 @@ pub(crate) fn one_of(mut branches: Vec<Value>) -> Value {
     }
 }
 
-fn system_prompt(req: &ModelRequest, output: &Output) -> String {
+fn system_prompt(req: &ModelRequest, output: &Output, terse: bool) -> String {
     let mut text = if req.instruction.trim().is_empty() {
         DEFAULT_INSTRUCTION.to_owned()
     } else {
@@ -165,10 +171,8 @@ fn system_prompt(req: &ModelRequest, output: &Output) -> String {
         Output::Json(out) => {
             text.push_str("\n\nYou can use these tools:\n");
             for tool in &out.tools {
-                text.push_str(&format!(
-                    "- {}: {}\n  arguments schema: {}\n",
-                    tool.name, tool.description, tool.input_schema
-                ));
+                text.push_str(&format!("- {}: {}\n", tool.name, tool.description));
+                describe_arguments(&mut text, &tool.input_schema, terse);
             }
             text.push_str(
                 "\nReply with one JSON object and nothing else. To call a tool: \
@@ -200,10 +204,10 @@ pub(crate) fn call_json(call: &ToolCall) -> String {
     Value::Object(object).to_string()
 }
 
-fn chat_for(req: &ModelRequest, output: &Output) -> Vec<ChatTurn> {
+fn chat_for(req: &ModelRequest, output: &Output, terse: bool) -> Vec<ChatTurn> {
     let mut chat = vec![ChatTurn {
         role: "system",
-        content: system_prompt(req, output),
+        content: system_prompt(req, output, terse),
     }];
     for message in &req.messages {
         let turn = match message.role {
@@ -221,7 +225,19 @@ fn chat_for(req: &ModelRequest, output: &Output) -> Vec<ChatTurn> {
                 if !text.is_empty() {
                     lines.push(text);
                 }
-                lines.extend(message.tool_calls().map(call_json));
+                // When the reply is to be plain text, earlier calls are told in words: shown as
+                // JSON, a small model answers with more JSON.
+                let in_words = matches!(output, Output::Text);
+                lines.extend(message.tool_calls().map(|call| {
+                    if in_words {
+                        format!(
+                            "I will call the tool {} with {}.",
+                            call.name, call.arguments
+                        )
+                    } else {
+                        call_json(call)
+                    }
+                }));
                 ChatTurn {
                     role: "assistant",
                     content: lines.join("\n"),
@@ -343,9 +359,12 @@ mod tests {
     fn text_without_tools_json_with_tools() {
         let config = LlamaConfig::default();
         let req = ModelRequest::new(vec![Message::user("hi")]);
-        assert!(matches!(plan(&req, &config).unwrap().output, Output::Text));
+        assert!(matches!(
+            plan(&req, &config, false).unwrap().output,
+            Output::Text
+        ));
         let req = req.with_tools(vec![weather()]);
-        let Output::Json(out) = plan(&req, &config).unwrap().output else {
+        let Output::Json(out) = plan(&req, &config, false).unwrap().output else {
             panic!("expected JSON output");
         };
         assert!(out.allow_answer);
@@ -362,22 +381,20 @@ mod tests {
             Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
         ])
         .with_tools(vec![weather()]);
-        let plan = plan(&req, &config).unwrap();
-        assert!(matches!(plan.output, Output::Text));
+        let first = plan(&req, &config, false).unwrap();
+        assert!(matches!(first.output, Output::Text));
         assert_eq!(
-            plan.chat[2].content,
+            first.chat[2].content,
+            r#"I will call the tool get_weather with {"city":"北京"}."#
+        );
+        assert_eq!(first.chat[3].content, "Tool get_weather returned: 22.5");
+        assert!(first.chat[0].content.contains("using the tool results"));
+        let more = plan(&req, &LlamaConfig::default().max_tool_rounds(2), false).unwrap();
+        assert!(matches!(more.output, Output::Json(_)));
+        assert_eq!(
+            more.chat[2].content,
             r#"{"name":"get_weather","arguments":{"city":"北京"}}"#
         );
-        assert_eq!(plan.chat[3].content, "Tool get_weather returned: 22.5");
-        assert!(plan.chat[0].content.contains("using the tool results"));
-        let more = plan_with_rounds(&req, 2);
-        assert!(matches!(more, Output::Json(_)));
-    }
-
-    fn plan_with_rounds(req: &ModelRequest, rounds: u32) -> Output {
-        plan(req, &LlamaConfig::default().max_tool_rounds(rounds))
-            .unwrap()
-            .output
     }
 
     #[test]
@@ -385,7 +402,7 @@ mod tests {
         let config = LlamaConfig::default();
         let req = ModelRequest::new(vec![Message::user("hi")]).with_tools(vec![weather()]);
         let forced = req.clone().with_tool_choice(ToolChoice::Required);
-        let Output::Json(out) = plan(&forced, &config).unwrap().output else {
+        let Output::Json(out) = plan(&forced, &config, false).unwrap().output else {
             panic!("expected JSON output");
         };
         assert!(!out.allow_answer);
@@ -393,10 +410,13 @@ mod tests {
         let unknown = req
             .clone()
             .with_tool_choice(ToolChoice::Tool("nope".into()));
-        let err = plan(&unknown, &config).unwrap_err();
+        let err = plan(&unknown, &config, false).unwrap_err();
         assert!(err.message().contains("get_weather"), "{err}");
         let none = req.with_tool_choice(ToolChoice::None);
-        assert!(matches!(plan(&none, &config).unwrap().output, Output::Text));
+        assert!(matches!(
+            plan(&none, &config, false).unwrap().output,
+            Output::Text
+        ));
     }
 
     #[test]
@@ -451,5 +471,34 @@ mod tests {
             Some("It is sunny \"to")
         );
         assert_eq!(salvage_answer(r#"{"name": "get_weather", "argu"#), None);
+    }
+}
+
+/// One line per top-level argument: name, type or allowed values, required or optional, and
+/// (unless `terse`) its description. The full schema is enforced by the grammar, not the prompt.
+fn describe_arguments(out: &mut String, schema: &Value, terse: bool) {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, property) in properties {
+        let kind = property
+            .get("enum")
+            .or_else(|| property.get("type"))
+            .map_or_else(|| "any".to_owned(), Value::to_string);
+        let need = if required.contains(&name.as_str()) {
+            "required"
+        } else {
+            "optional"
+        };
+        out.push_str(&format!("  - {name} ({kind}, {need})"));
+        match property.get("description").and_then(Value::as_str) {
+            Some(description) if !terse => out.push_str(&format!(": {description}\n")),
+            _ => out.push('\n'),
+        }
     }
 }

@@ -9,8 +9,8 @@ use futures::StreamExt;
 use serde_json::Value;
 use tinyagent::tools::SchemaValidator;
 use tinyagent::{
-    AgentExt, LlmAgent, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Part, Role,
-    Session, ToolCall, ToolChoice, ToolDefinition, demo,
+    AgentExt, LlmAgent, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Role, Session,
+    ToolCall, ToolChoice, ToolDefinition, demo,
 };
 use tinyagent_llama::{LlamaConfig, LlamaModel};
 
@@ -257,5 +257,4 @@ fn the_prompt_uses_the_models_template_and_lists_the_tools() {
     );
     assert!(prompt.contains("get_weather"), "{prompt}");
     assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
-    let _ = Part::text("");
 }
