@@ -332,6 +332,35 @@ pub(crate) fn salvage_answer(text: &str) -> Option<String> {
     None
 }
 
+/// One line per top-level argument: name, type or allowed values, required or optional, and
+/// (unless `terse`) its description. The full schema is enforced by the grammar, not the prompt.
+fn describe_arguments(out: &mut String, schema: &Value, terse: bool) {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, property) in properties {
+        let kind = property
+            .get("enum")
+            .or_else(|| property.get("type"))
+            .map_or_else(|| "any".to_owned(), Value::to_string);
+        let need = if required.contains(&name.as_str()) {
+            "required"
+        } else {
+            "optional"
+        };
+        out.push_str(&format!("  - {name} ({kind}, {need})"));
+        match property.get("description").and_then(Value::as_str) {
+            Some(description) if !terse => out.push_str(&format!(": {description}\n")),
+            _ => out.push('\n'),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,34 +500,5 @@ mod tests {
             Some("It is sunny \"to")
         );
         assert_eq!(salvage_answer(r#"{"name": "get_weather", "argu"#), None);
-    }
-}
-
-/// One line per top-level argument: name, type or allowed values, required or optional, and
-/// (unless `terse`) its description. The full schema is enforced by the grammar, not the prompt.
-fn describe_arguments(out: &mut String, schema: &Value, terse: bool) {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (name, property) in properties {
-        let kind = property
-            .get("enum")
-            .or_else(|| property.get("type"))
-            .map_or_else(|| "any".to_owned(), Value::to_string);
-        let need = if required.contains(&name.as_str()) {
-            "required"
-        } else {
-            "optional"
-        };
-        out.push_str(&format!("  - {name} ({kind}, {need})"));
-        match property.get("description").and_then(Value::as_str) {
-            Some(description) if !terse => out.push_str(&format!(": {description}\n")),
-            _ => out.push('\n'),
-        }
     }
 }
