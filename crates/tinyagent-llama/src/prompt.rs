@@ -494,6 +494,25 @@ mod tests {
     }
 
     #[test]
+    fn the_seed_tools_schemas_become_one_exact_grammar() {
+        // No fallback needed: every keyword of the seed's schemas has a grammar equivalent.
+        let tools: Vec<ToolDefinition> = tinyagent::demo::seed_tools()
+            .iter()
+            .map(|t| ToolDefinition::from_tool(t.as_ref()))
+            .collect();
+        for allow_answer in [true, false] {
+            let schema = output_schema(&tools, allow_answer).to_string();
+            let grammar = llama_cpp_2::json_schema_to_grammar(&schema).unwrap();
+            assert!(grammar.contains("get_weather"), "{grammar}");
+            assert!(grammar.contains("fahrenheit"), "{grammar}");
+        }
+        // A schema the converter cannot handle is an error (then the model falls back to
+        // "any object" arguments plus validation after decoding).
+        let bad = json!({"$ref": "#/$defs/missing"});
+        assert!(llama_cpp_2::json_schema_to_grammar(&call_schema("t", &bad).to_string()).is_err());
+    }
+
+    #[test]
     fn salvages_a_cut_off_answer() {
         assert_eq!(
             salvage_answer(r#"{"answer": "It is sunny \"to"#).as_deref(),
