@@ -1,50 +1,70 @@
 //! The seed's smart assistant on a real model: an agent with the weather, calculator, time
 //! and translator tools, asked about Beijing's weather and a calculation.
 //!
-//! Configure the model through the environment, then run:
+//! By default it runs offline on the embedded local model (SmolLM2-135M through llama.cpp;
+//! `bash scripts/fetch-model.sh` fetches it once, `TINYAGENT_MODEL` points at another GGUF
+//! file). An OpenAI-compatible server is used instead when the environment configures one:
 //!
 //! ```text
+//! # the local model
+//! cargo run -p tinyagent-examples --example agent_demo
 //! # OpenAI
 //! OPENAI_API_KEY=sk-... cargo run -p tinyagent-examples --example agent_demo
 //! # Ollama (or any OpenAI-compatible server)
 //! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b \
 //!     cargo run -p tinyagent-examples --example agent_demo
 //! ```
-//!
-//! With nothing configured it says what to set and exits successfully.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use tinyagent::{Model, Tool, demo};
+use tinyagent_llama::LlamaModel;
 use tinyagent_openai::{ConfigError, OpenAiModel};
+
+/// The model the environment asks for, and the tools to offer it: an OpenAI-compatible server
+/// (with the seed's four tools) when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, the
+/// embedded local model otherwise (without the translator, which draws a 135M-parameter
+/// model to it for any question in Chinese).
+fn configured_model() -> Result<(Arc<dyn Model>, Vec<Arc<dyn Tool>>), String> {
+    match OpenAiModel::from_env() {
+        Ok(model) => {
+            println!(
+                "model: {} at {} (OpenAI-compatible server)",
+                model.config().model,
+                model.config().base_url
+            );
+            Ok((Arc::new(model), demo::seed_tools()))
+        }
+        Err(ConfigError::NotConfigured) => {
+            let model = LlamaModel::default_model().map_err(|err| err.to_string())?;
+            println!(
+                "model: {} (local, {}; set OPENAI_API_KEY or OPENAI_BASE_URL to use a server)",
+                model.name(),
+                model.path().display()
+            );
+            let tools = vec![
+                demo::weather_tool(),
+                demo::calculator_tool(),
+                demo::time_tool(),
+            ];
+            Ok((Arc::new(model), tools))
+        }
+        Err(err) => Err(err.to_string()),
+    }
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let model = match OpenAiModel::from_env() {
-        Ok(model) => model,
-        Err(ConfigError::NotConfigured) => {
-            println!("agent_demo needs a model. Set one of:");
-            println!(
-                "  OPENAI_API_KEY=sk-...                        # OpenAI (model gpt-4o-mini unless OPENAI_MODEL says otherwise)"
-            );
-            println!(
-                "  OPENAI_BASE_URL=http://localhost:11434/v1    # Ollama, with OPENAI_MODEL=qwen2.5:7b (a model you pulled)"
-            );
-            println!(
-                "  OPENAI_BASE_URL=http://localhost:8080/v1     # llama.cpp's llama-server (started with --jinja), or any compatible server"
-            );
-            println!(
-                "and optionally OPENAI_MODEL=<model name>. See the README, \"Use a real model\"."
-            );
-            return ExitCode::SUCCESS;
-        }
+    let (model, tools) = match configured_model() {
+        Ok(chosen) => chosen,
         Err(err) => {
             eprintln!("agent_demo: {err}");
             return ExitCode::FAILURE;
         }
     };
     let mut out = std::io::stdout();
-    match tinyagent_examples::run_agent_demo(Arc::new(model), &mut out).await {
+    match tinyagent_examples::run_agent_demo_with_tools(model, tools, &mut out).await {
         Ok(_) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("\nagent_demo: {err}");
