@@ -22,11 +22,14 @@ use tinyagent::{Model, Tool, demo};
 use tinyagent_llama::LlamaModel;
 use tinyagent_openai::{ConfigError, OpenAiModel};
 
+/// A model and the tools to offer it.
+type ModelAndTools = (Arc<dyn Model>, Vec<Arc<dyn Tool>>);
+
 /// The model the environment asks for, and the tools to offer it: an OpenAI-compatible server
 /// (with the seed's four tools) when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, the
 /// embedded local model otherwise (without the translator, which draws a 135M-parameter
 /// model to it for any question in Chinese).
-fn configured_model() -> Result<(Arc<dyn Model>, Vec<Arc<dyn Tool>>), String> {
+fn configured_model() -> Result<ModelAndTools, String> {
     match OpenAiModel::from_env() {
         Ok(model) => {
             println!(
