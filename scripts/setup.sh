@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian/Ubuntu machine; safe to run again.
 #
-#   bash scripts/setup.sh
+#   bash scripts/setup.sh          # what building and running the demo needs
+#   bash scripts/setup.sh --test   # and what the tests need too
 #
 # 1. System packages: cmake, clang and libclang-dev build llama.cpp (crate tinyagent-llama).
 # 2. The default local model (scripts/fetch-model.sh).
+# 3. With --test: the Python packages of scripts/requirements-test.txt (the provider's request
+#    checks against OpenAI's OpenAPI spec, the MCP interop tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,3 +32,9 @@ fi
 
 # --- models ------------------------------------------------------------------------------------
 bash scripts/fetch-model.sh
+
+# --- python packages for the tests --------------------------------------------------------------
+if [ "${1:-}" = "--test" ]; then
+    echo "setup: installing the tests' Python packages (scripts/requirements-test.txt)"
+    python3 -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+fi
