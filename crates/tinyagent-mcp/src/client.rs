@@ -182,6 +182,12 @@ impl McpToolset {
     /// environment and working directory are taken from it; its stdio settings are not: the
     /// server's standard input and output carry MCP, and its standard error is inherited).
     ///
+    /// Only variables set on the command are taken: `env_clear()`, `env_remove()` and
+    /// Unix-specific settings (user, group, process group, `pre_exec`) cannot be read back
+    /// from a `Command`, so the server inherits this process's environment plus what was set.
+    /// Do not rely on `env_clear()` to keep secrets (API keys in the environment) from an
+    /// untrusted server: start it through a wrapper (`env -i ...`) instead.
+    ///
     /// ```
     /// use tinyagent_mcp::McpToolset;
     ///

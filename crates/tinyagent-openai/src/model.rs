@@ -74,8 +74,11 @@ impl OpenAiModel {
         for (name, value) in &config.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| ConfigError::Client(format!("header name {name:?}: {e}")))?;
-            let value = HeaderValue::from_str(value)
+            let mut value = HeaderValue::from_str(value)
                 .map_err(|e| ConfigError::Client(format!("header {name}: {e}")))?;
+            // Extra headers often carry keys (`api-key` for Azure, gateway tokens): never shown
+            // in Debug output.
+            value.set_sensitive(true);
             headers.insert(name, value);
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -329,6 +332,7 @@ impl<'a> StreamState<'a> {
                                 return Some(Err(transport_error(e, &self.model.inner.endpoint)));
                             }
                         };
+                        let bytes = strip_bom(bytes);
                         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
                         if first != Some(&b'{') {
                             // Events after all, under the wrong content type.
@@ -343,7 +347,9 @@ impl<'a> StreamState<'a> {
                             Err(e) => return Some(Err(e)),
                         }
                     } else {
-                        self.phase = Phase::Reading(Box::pin(resp.bytes_stream().eventsource()));
+                        self.phase = Phase::Reading(Box::pin(
+                            without_bom(resp.bytes_stream()).eventsource(),
+                        ));
                     }
                 }
                 Phase::Reading(events) => match events.next().await {
@@ -362,6 +368,12 @@ impl<'a> StreamState<'a> {
                             self.pending.push_back(Err(e));
                             self.phase = Phase::Over;
                         }
+                    }
+                    Some(Err(e)) if self.assembler.has_finished() => {
+                        // The reply was complete (it had its finish_reason); only the end of
+                        // the stream was lost.
+                        tracing::debug!("the event stream failed after the reply finished: {e}");
+                        return Some(self.done());
                     }
                     Some(Err(e)) => {
                         let err = match e {
@@ -405,6 +417,36 @@ impl<'a> StreamState<'a> {
         );
         Ok(ModelEvent::Done(response))
     }
+}
+
+/// The UTF-8 byte order mark some servers put before a body.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A body without a leading byte order mark.
+fn strip_bom(bytes: bytes::Bytes) -> bytes::Bytes {
+    if bytes.starts_with(BOM) {
+        bytes.slice(BOM.len()..)
+    } else {
+        bytes
+    }
+}
+
+/// A byte stream without a leading byte order mark (the SSE parser cannot take one). The mark
+/// is looked for in the first non-empty chunk.
+fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, E>>,
+{
+    let mut at_start = true;
+    chunks.map(move |chunk| {
+        chunk.map(|bytes| {
+            if !at_start || bytes.is_empty() {
+                return bytes;
+            }
+            at_start = false;
+            strip_bom(bytes)
+        })
+    })
 }
 
 #[cfg(test)]

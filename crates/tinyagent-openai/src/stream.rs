@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 use tinyagent::{
-    ModelError, ModelEvent, ModelResponse, ModelResponseBuilder, ToolDefinition, Usage, new_id,
+    Message, ModelError, ModelEvent, ModelResponse, Part, Role, ToolCall, ToolDefinition, Usage,
+    new_id,
 };
 
 use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text, snippet};
@@ -70,7 +71,11 @@ impl Assembler {
             return Ok(());
         };
         if let Some(delta) = choice.delta {
-            let text = content_text(delta.content.as_ref());
+            let mut text = content_text(delta.content.as_ref());
+            if text.is_empty() {
+                // A refusal is the reply's text, as in a complete response.
+                text = delta.refusal.unwrap_or_default();
+            }
             if !text.is_empty() {
                 self.text.push_str(&text);
                 out.push(ModelEvent::TextDelta(text));
@@ -202,26 +207,32 @@ impl Assembler {
         .retryable(true)
     }
 
-    /// The complete response.
+    /// The complete response. Calls are taken as they were keyed by the stream (their
+    /// `index`), so two calls that a server gave the same id stay two calls.
     pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
-        let mut builder = ModelResponseBuilder::new();
-        builder.push_text(&self.text);
-        for call in &self.calls {
+        let mut parts = Vec::with_capacity(1 + self.calls.len());
+        if !self.text.is_empty() {
+            parts.push(Part::text(self.text));
+        }
+        let has_calls = !self.calls.is_empty();
+        for call in self.calls {
             if call.name.is_empty() {
                 return Err(ModelError::invalid_response(format!(
                     "the stream sent a tool call ({}) without a name",
                     call.id
                 )));
             }
-            builder.start_tool_call(&call.id, &call.name);
-            builder.push_arguments(&call.id, &call.arguments);
+            parts.push(Part::ToolCall(ToolCall::new(
+                call.id,
+                call.name,
+                call.arguments,
+            )));
         }
-        builder.set_usage(self.usage.unwrap_or_default());
-        builder.set_finish_reason(wire::finish_reason(
-            self.finish_reason.as_deref(),
-            !self.calls.is_empty(),
-        ));
-        Ok(builder.build())
+        Ok(ModelResponse::new(
+            Message::new(Role::Assistant, parts),
+            self.usage.unwrap_or_default(),
+            wire::finish_reason(self.finish_reason.as_deref(), has_calls),
+        ))
     }
 }
 

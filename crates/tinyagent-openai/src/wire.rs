@@ -284,10 +284,12 @@ pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {
 pub(crate) fn finish_reason(reason: Option<&str>, has_tool_calls: bool) -> FinishReason {
     match reason {
         Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
-        _ if has_tool_calls => FinishReason::ToolCalls,
-        None | Some("stop" | "" | "eos" | "end_turn") => FinishReason::Stop,
+        // A cut-off or filtered reply stays so even with tool calls: their arguments may be
+        // incomplete.
         Some("length" | "max_tokens") => FinishReason::Length,
         Some("content_filter") => FinishReason::ContentFilter,
+        _ if has_tool_calls => FinishReason::ToolCalls,
+        None | Some("stop" | "" | "eos" | "end_turn") => FinishReason::Stop,
         Some(other) => FinishReason::Other(other.to_owned()),
     }
 }
@@ -437,6 +439,12 @@ mod tests {
         assert_eq!(finish_reason(Some("stop"), false), FinishReason::Stop);
         assert_eq!(finish_reason(Some("stop"), true), FinishReason::ToolCalls);
         assert_eq!(finish_reason(Some("length"), false), FinishReason::Length);
+        assert_eq!(finish_reason(Some("length"), true), FinishReason::Length);
+        assert_eq!(
+            finish_reason(Some("content_filter"), true),
+            FinishReason::ContentFilter
+        );
+        assert_eq!(finish_reason(Some("weird"), true), FinishReason::ToolCalls);
         assert_eq!(
             finish_reason(Some("function_call"), false),
             FinishReason::ToolCalls
