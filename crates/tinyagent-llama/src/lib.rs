@@ -1,0 +1,53 @@
+//! An embedded local model for [tinyagent](tinyagent): GGUF models run in-process through
+//! llama.cpp, so an agent works offline, with no API key and no network.
+//!
+//! * [`LlamaModel`] implements [`tinyagent::Model`]. It renders the chat with the model's own
+//!   template, decodes greedily by default, streams text, and — when tools are offered —
+//!   constrains the output with a grammar built from the tools' input schemas, so even a very
+//!   small model can only call an offered tool with schema-valid arguments.
+//! * [`LlamaModel::default_model`] loads the default model, SmolLM2-135M-Instruct (Q4_1, about
+//!   98 MB, Apache-2.0): from `TINYAGENT_MODEL`, or from `models/` in the repository, where
+//!   `bash scripts/fetch-model.sh` puts it.
+//! * [`LlamaConfig`] sets threads, seed, temperature and limits.
+//!
+//! ```no_run
+//! use tinyagent::{AgentExt, LlmAgent, Session};
+//! use tinyagent_llama::{LlamaConfig, LlamaModel};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = LlamaModel::default_model_with(LlamaConfig::default().threads(1))?;
+//! let agent = LlmAgent::builder("smart-assistant")
+//!     .model(model)
+//!     .tools([tinyagent::demo::weather_tool()])
+//!     .build()?;
+//! println!("{}", agent.ask(&Session::new(), "What is the weather in Beijing?").await?);
+//! # Ok(())
+//! # }
+//! ```
+
+mod config;
+mod engine;
+mod locate;
+mod model;
+mod prompt;
+
+use std::sync::OnceLock;
+
+use llama_cpp_2::llama_backend::LlamaBackend;
+use tinyagent::ModelError;
+
+pub use config::{LlamaConfig, ToolPrompt};
+pub use locate::{DEFAULT_MODEL_FILE, MODEL_ENV, find_default_model};
+pub use model::{Completion, LlamaModel};
+
+/// llama.cpp's process-wide backend, started once; its logs go to `tracing`.
+fn backend() -> Result<&'static LlamaBackend, ModelError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| ModelError::other(format!("cannot start llama.cpp: {e}")).retryable(false))
+}

@@ -1,0 +1,260 @@
+//! The embedded model end to end, with the real default model (SmolLM2-135M-Instruct), one
+//! thread and greedy decoding. The model is fetched by `bash scripts/setup.sh` (or
+//! `bash scripts/fetch-model.sh`); without it these tests fail and say so.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::Value;
+use tinyagent::tools::SchemaValidator;
+use tinyagent::{
+    AgentExt, LlmAgent, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Role, Session,
+    ToolCall, ToolChoice, ToolDefinition, demo,
+};
+use tinyagent_llama::{LlamaConfig, LlamaModel};
+
+fn model() -> LlamaModel {
+    static MODEL: OnceLock<LlamaModel> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            LlamaModel::default_model_with(LlamaConfig::default().threads(1))
+                .unwrap_or_else(|e| panic!("the default model is needed for these tests: {e}"))
+        })
+        .clone()
+}
+
+/// The calls and results of a finished agent run, from its session history.
+struct Run {
+    answer: String,
+    calls: Vec<ToolCall>,
+    results: Vec<String>,
+    history: Vec<Message>,
+}
+
+async fn ask(agent: &LlmAgent, question: &str) -> Run {
+    let session = Session::new();
+    let started = Instant::now();
+    let answer = agent
+        .ask(&session, question)
+        .await
+        .unwrap_or_else(|e| panic!("the run failed: {e}; history: {:#?}", session.messages()));
+    eprintln!(
+        "{question:?} answered in {:?}: {answer:?}",
+        started.elapsed()
+    );
+    let history = session.messages();
+    let calls = history
+        .iter()
+        .flat_map(|m| m.tool_calls().cloned().collect::<Vec<_>>())
+        .collect();
+    let results = history
+        .iter()
+        .flat_map(|m| {
+            m.tool_results()
+                .map(|r| r.content.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    Run {
+        answer,
+        calls,
+        results,
+        history,
+    }
+}
+
+fn weather_agent() -> LlmAgent {
+    LlmAgent::builder("smart-assistant")
+        .model(model())
+        .instruction("你是一个全能助手。")
+        .tools([demo::weather_tool()])
+        .build()
+        .unwrap()
+}
+
+fn city_of(call: &ToolCall) -> String {
+    let args: Value = serde_json::from_str(&call.arguments).unwrap();
+    args["city"].as_str().unwrap_or_default().to_owned()
+}
+
+fn assert_ends_in_text_after_the_tool(run: &Run) {
+    let last = run.history.last().unwrap();
+    assert_eq!(last.role, Role::Assistant, "{:#?}", run.history);
+    assert!(!last.has_tool_calls(), "{:#?}", run.history);
+    assert!(!run.answer.trim().is_empty(), "{:#?}", run.history);
+    let tool_at = run.history.iter().position(|m| m.role == Role::Tool);
+    assert!(
+        tool_at.is_some_and(|i| i < run.history.len() - 1),
+        "{:#?}",
+        run.history
+    );
+}
+
+#[tokio::test]
+async fn weather_agent_in_chinese_calls_get_weather_and_answers() {
+    let run = ask(&weather_agent(), "北京天气怎么样？").await;
+    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
+    assert_eq!(run.calls[0].name, "get_weather");
+    assert_eq!(city_of(&run.calls[0]), "北京", "{:#?}", run.history);
+    assert!(run.results[0].contains("22.5"), "{:#?}", run.results);
+    assert_ends_in_text_after_the_tool(&run);
+}
+
+#[tokio::test]
+async fn weather_agent_in_english_calls_get_weather_and_answers() {
+    let run = ask(&weather_agent(), "What is the weather in Beijing?").await;
+    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
+    assert_eq!(run.calls[0].name, "get_weather");
+    assert!(
+        !city_of(&run.calls[0]).trim().is_empty(),
+        "{:#?}",
+        run.history
+    );
+    assert_eq!(run.results.len(), 1, "{:#?}", run.history);
+    assert_ends_in_text_after_the_tool(&run);
+}
+
+#[tokio::test]
+async fn calculator_only_gets_schema_valid_arguments() {
+    let calculator = demo::calculator_tool();
+    let validator = SchemaValidator::new(calculator.input_schema()).unwrap();
+    let agent = LlmAgent::builder("calculator-assistant")
+        .model(model())
+        .instruction("You are a helpful assistant. Use the calculator for arithmetic.")
+        .tools([calculator])
+        .build()
+        .unwrap();
+    let run = ask(&agent, "What is 7 times 8?").await;
+    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
+    assert_eq!(run.calls[0].name, "calculator");
+    validator
+        .validate_str(&run.calls[0].arguments)
+        .unwrap_or_else(|e| panic!("{e}: {}", run.calls[0].arguments));
+    assert_ends_in_text_after_the_tool(&run);
+}
+
+#[tokio::test]
+async fn a_forced_tool_is_called_with_valid_arguments() {
+    let calculator = demo::calculator_tool();
+    let validator = SchemaValidator::new(calculator.input_schema()).unwrap();
+    let req = ModelRequest::new(vec![Message::user("Hello there!")])
+        .with_tools(vec![
+            ToolDefinition::from_tool(demo::weather_tool().as_ref()),
+            ToolDefinition::from_tool(calculator.as_ref()),
+        ])
+        .with_tool_choice(ToolChoice::Tool("calculator".into()));
+    let response = model().generate(&req).await.unwrap();
+    let calls: Vec<_> = response.message.tool_calls().collect();
+    assert_eq!(calls.len(), 1, "{response:?}");
+    assert_eq!(calls[0].name, "calculator");
+    validator.validate_str(&calls[0].arguments).unwrap();
+}
+
+#[tokio::test]
+async fn text_is_streamed_and_ends_with_one_done() {
+    let model = model().with_config(LlamaConfig::default().threads(1).max_tokens(24));
+    let req = ModelRequest::new(vec![Message::user("Say hello.")]);
+    let events: Vec<ModelEvent> = model.stream(&req).map(|e| e.unwrap()).collect().await;
+    let deltas: String = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let dones: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::Done(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dones.len(), 1);
+    assert!(matches!(events.last(), Some(ModelEvent::Done(_))));
+    assert!(!deltas.trim().is_empty());
+    assert_eq!(dones[0].message.text(), deltas.trim());
+    assert!(dones[0].usage.output_tokens <= 24);
+    assert!(dones[0].usage.input_tokens > 0);
+}
+
+#[tokio::test]
+async fn dropping_the_stream_stops_generation() {
+    let model = model().with_config(LlamaConfig::default().threads(1).max_tokens(2000));
+    let req = ModelRequest::new(vec![Message::user(
+        "Write a very long story about a dragon.",
+    )]);
+    {
+        let mut stream = model.stream(&req);
+        let first = stream.next().await.unwrap().unwrap();
+        assert!(matches!(first, ModelEvent::TextDelta(_)));
+    }
+    // The next request waits for the model; it must not wait for 2000 tokens.
+    let started = Instant::now();
+    let quick = model.with_config(LlamaConfig::default().threads(1).max_tokens(2));
+    quick
+        .generate(&ModelRequest::new(vec![Message::user("Hi")]))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn missing_model_file_says_how_to_get_one() {
+    let err = LlamaModel::load("/nonexistent/dir/model.gguf", LlamaConfig::default()).unwrap_err();
+    assert_eq!(err.kind(), ModelErrorKind::InvalidRequest);
+    assert!(err.message().contains("scripts/fetch-model.sh"), "{err}");
+    assert!(err.message().contains("TINYAGENT_MODEL"), "{err}");
+}
+
+#[test]
+fn malformed_model_files_give_clear_errors() {
+    let dir = std::env::temp_dir().join(format!("tinyagent-llama-it-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let text = dir.join("notes.gguf");
+    std::fs::write(&text, "this is not a model\n".repeat(100)).unwrap();
+    let err = LlamaModel::load(&text, LlamaConfig::default()).unwrap_err();
+    assert!(err.message().contains("not a GGUF model"), "{err}");
+
+    let empty = dir.join("empty.gguf");
+    std::fs::write(&empty, b"").unwrap();
+    let err = LlamaModel::load(&empty, LlamaConfig::default()).unwrap_err();
+    assert!(err.message().contains("not a GGUF model"), "{err}");
+
+    // A real header and the start of the tensors, cut off: llama.cpp must refuse it cleanly.
+    let real = std::fs::read(model().path()).unwrap();
+    let truncated = dir.join("truncated.gguf");
+    std::fs::write(&truncated, &real[..real.len() / 3]).unwrap();
+    let err = LlamaModel::load(&truncated, LlamaConfig::default()).unwrap_err();
+    assert!(err.message().contains("could not load"), "{err}");
+
+    let garbage_after_magic = dir.join("garbage.gguf");
+    let mut bytes = b"GGUF\x03\0\0\0".to_vec();
+    bytes.extend((0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    std::fs::write(&garbage_after_magic, &bytes).unwrap();
+    let err = LlamaModel::load(&garbage_after_magic, LlamaConfig::default()).unwrap_err();
+    assert!(err.message().contains("could not load"), "{err}");
+}
+
+#[test]
+fn the_prompt_uses_the_models_template_and_lists_the_tools() {
+    let model = model();
+    assert!(!model.uses_fallback_template());
+    let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
+        .with_instruction("你是一个全能助手。")
+        .with_tools(vec![ToolDefinition::from_tool(
+            demo::weather_tool().as_ref(),
+        )]);
+    let prompt = model.prompt(&req).unwrap();
+    assert!(
+        prompt.starts_with("<|im_start|>system\n你是一个全能助手。"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("get_weather"), "{prompt}");
+    assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
+}
