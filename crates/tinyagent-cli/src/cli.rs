@@ -6,8 +6,9 @@ use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
 Models (first match wins):
-  1. --local: the embedded model (the GGUF file named by TINYAGENT_MODEL, else
-     models/SmolLM2-135M-Instruct.Q4_1.gguf; get it with `bash scripts/fetch-model.sh`).
+  1. --local or --model-file: the embedded model (the file given, else the GGUF file named by
+     TINYAGENT_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf in the current folder or one
+     above it; get it with `bash scripts/fetch-model.sh`).
   2. --base-url, --api-key or --model given, or OPENAI_BASE_URL or OPENAI_API_KEY set: an
      OpenAI-compatible server. Each setting comes from its flag, else its variable
      (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL), else the default
@@ -85,11 +86,11 @@ pub struct AgentArgs {
     pub tools: ToolArgs,
     #[command(flatten)]
     pub output: OutputArgs,
-    /// The agent's instruction (system prompt), replacing the default.
-    #[arg(long, value_name = "TEXT")]
+    /// The agent's instruction (system prompt), replacing the default ("你是一个全能助手。").
+    #[arg(long, value_name = "TEXT", help_heading = "Agent")]
     pub instruction: Option<String>,
     /// The most model calls in one answer.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 8, help_heading = "Agent", value_parser = clap::value_parser!(u16).range(1..))]
     pub max_steps: u16,
 }
 

@@ -119,11 +119,7 @@ pub fn chat(runtime: &Runtime, args: &AgentArgs) -> Result<(), CliError> {
         Input::Lines(io::stdin().lock().lines())
     };
     let mut session = Session::new();
-    loop {
-        let line = match input.read_line()? {
-            Some(line) => line,
-            None => break,
-        };
+    while let Some(line) = input.read_line()? {
         let line = line.trim();
         if line.is_empty() {
             continue;
