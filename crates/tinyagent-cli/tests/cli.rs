@@ -277,6 +277,45 @@ async fn run_reads_the_question_from_standard_input() {
     assert_eq!(text(&out.stdout), format!("{WEATHER_ANSWER}\n"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_calls_a_tool_of_an_mcp_server() {
+    // The weather tool comes from `tinyagent serve-mcp`, started by `--mcp`; no built-in tools.
+    let server = model_server(&["1_weather_call.sse", "2_weather_answer.sse"]).await;
+    let mut cmd = tinyagent();
+    cmd.args([
+        "run",
+        "--json",
+        "--tools",
+        "none",
+        "--mcp",
+        &format!("'{BIN}' serve-mcp"),
+    ])
+    .args(on(&server))
+    .arg("北京天气怎么样？");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(finished["name"], "get_weather");
+    assert_eq!(finished["is_error"], false, "{finished}");
+    assert!(
+        finished["content"].as_str().unwrap().contains("22.5"),
+        "{finished}"
+    );
+    assert_eq!(events.last().unwrap()["answer"], WEATHER_ANSWER);
+    // The model was offered the server's four tools.
+    let body: Value = server.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    assert_eq!(body["tools"].as_array().unwrap().len(), 4);
+}
+
 // ---------------------------------------------------------------------------------------------
 // chat
 
