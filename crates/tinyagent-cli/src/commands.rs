@@ -280,7 +280,7 @@ pub async fn tools(args: &ToolArgs, as_json: bool) -> Result<(), CliError> {
     };
     written
         .and_then(|()| out.flush())
-        .map_err(|e| CliError::failure("output", format!("cannot write the output: {e}")))
+        .or_else(crate::error::output_error)
 }
 
 fn tool_table(tools: &[setup::SourcedTool], out: &mut impl Write) -> io::Result<()> {

@@ -133,6 +133,18 @@ impl fmt::Display for CliError {
     }
 }
 
+/// A failed write to standard output or error: an error, except for a closed pipe (the reader
+/// has what it wanted, as with `tinyagent tools | head -3`), which is not one.
+pub fn output_error(err: std::io::Error) -> Result<(), CliError> {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        return Ok(());
+    }
+    Err(CliError::failure(
+        "output",
+        format!("cannot write the output: {err}"),
+    ))
+}
+
 /// The text on one line: line breaks and runs of spaces become one space.
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")

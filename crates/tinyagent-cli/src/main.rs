@@ -89,10 +89,10 @@ fn install_panic_hook() {
     }));
 }
 
-/// Logs on standard error: with `--verbose` (info level), and for `serve-mcp` (warnings).
+/// Logs on standard error: with `--verbose` (debug level), and for `serve-mcp` (warnings).
 fn init_logs(verbose: bool, serving: bool) {
     let level = if verbose && !serving {
-        tracing::Level::INFO
+        tracing::Level::DEBUG
     } else if serving {
         std::env::var("TINYAGENT_LOG")
             .ok()
@@ -101,9 +101,19 @@ fn init_logs(verbose: bool, serving: bool) {
     } else {
         return;
     };
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // llama.cpp's own logs (through llama-cpp-2) only from warnings: its info is a dump of
+    // the model file's metadata.
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_target("llama-cpp-2", tracing::Level::WARN)
+        .with_target("llama_cpp_2", tracing::Level::WARN)
+        .with_default(level);
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .finish()
+        .with(targets)
         .try_init();
 }

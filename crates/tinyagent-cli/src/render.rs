@@ -103,7 +103,7 @@ impl Renderer {
             },
             Mode::Human => self.human(event),
         };
-        shown.map_err(|e| CliError::failure("output", format!("cannot write the output: {e}")))
+        shown.or_else(crate::error::output_error)
     }
 
     fn human(&mut self, event: &Event) -> io::Result<()> {
