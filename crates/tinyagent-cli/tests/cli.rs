@@ -64,18 +64,23 @@ fn text(bytes: &[u8]) -> String {
 /// A loopback model server that answers each request with the next fixture.
 async fn model_server(replies: &[&str]) -> MockServer {
     let server = MockServer::start().await;
-    for name in replies {
+    let bodies = replies
+        .iter()
+        .map(|name| read_fixture("tinyagent-examples", name));
+    mount_replies(&server, bodies).await;
+    server
+}
+
+/// Answers each request with the next of these server-sent-event bodies.
+async fn mount_replies(server: &MockServer, bodies: impl IntoIterator<Item = String>) {
+    for body in bodies {
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(
-                read_fixture("tinyagent-examples", name),
-                "text/event-stream",
-            ))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
             .up_to_n_times(1)
-            .mount(&server)
+            .mount(server)
             .await;
     }
-    server
 }
 
 fn on(server: &MockServer) -> Vec<String> {
@@ -275,6 +280,49 @@ async fn run_reads_the_question_from_standard_input() {
     let out = output(cmd).await;
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), format!("{WEATHER_ANSWER}\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_tool_call_is_shown_and_the_run_goes_on() {
+    // The recorded exchange, asking for a city the weather tool does not know.
+    let replies = || {
+        let call = read_fixture("tinyagent-examples", "1_weather_call.sse").replace("北京", "火星");
+        assert!(call.contains("火星"));
+        [
+            call,
+            read_fixture("tinyagent-examples", "2_weather_answer.sse"),
+        ]
+    };
+    let server = MockServer::start().await;
+    mount_replies(&server, replies()).await;
+    let mut cmd = tinyagent();
+    cmd.arg("run").args(on(&server)).arg("火星天气怎么样？");
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], r#"→ get_weather {"city":"火星"}"#, "{stderr}");
+    assert!(lines[1].starts_with("✗ get_weather ("), "{stderr}");
+    assert!(
+        lines[1].contains("error: ") && lines[1].contains("火星"),
+        "{stderr}"
+    );
+
+    server.reset().await;
+    mount_replies(&server, replies()).await;
+    let mut cmd = tinyagent();
+    cmd.args(["run", "--json"])
+        .args(on(&server))
+        .arg("火星天气怎么样？");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let finished: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(finished["is_error"], true, "{finished}");
+    assert!(finished["error_kind"].is_string(), "{finished}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
