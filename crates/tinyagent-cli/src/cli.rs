@@ -1,0 +1,194 @@
+//! The command line, as clap parses it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Models (first match wins):
+  1. --local or --model-file: the embedded model (the file given, else the GGUF file named by
+     TINYAGENT_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf in the current folder or one
+     above it; get it with `bash scripts/fetch-model.sh`).
+  2. --base-url, --api-key or --model given, or OPENAI_BASE_URL or OPENAI_API_KEY set: an
+     OpenAI-compatible server. Each setting comes from its flag, else its variable
+     (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL), else the default
+     (https://api.openai.com/v1, no key, gpt-4o-mini).
+  3. Otherwise: the embedded model.
+
+Tools: --tools demo (get_weather, calculator, get_current_time) when no tool option is
+given; --mcp and --mcp-url add the tools of MCP servers.
+
+Exit codes:
+  0  success
+  1  runtime failure: the model, a tool server or the agent failed
+  2  usage error: bad arguments
+  130  interrupted (Ctrl-C)
+
+Examples:
+  tinyagent run \"北京天气怎么样？\"
+  tinyagent run --base-url http://localhost:11434/v1 --model qwen2.5:7b \"7 乘以 8 等于多少？\"
+  tinyagent chat --mcp \"python3 server.py\"
+  tinyagent tools --json
+  tinyagent serve-mcp --http 127.0.0.1:8000";
+
+/// An agent in the terminal: the demo tools, MCP tools and any model.
+#[derive(Debug, Parser)]
+#[command(name = "tinyagent", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ask one question and print the answer (the question is read from standard input when
+    /// none is given).
+    #[command(after_help = AFTER_HELP)]
+    Run {
+        /// The question; several words are joined with spaces.
+        question: Vec<String>,
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+    /// A conversation in the terminal, with line editing and history; the session is kept
+    /// between turns. Type /help for the chat commands.
+    #[command(after_help = AFTER_HELP)]
+    Chat {
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+    /// List every tool the options give, with its arguments.
+    Tools {
+        #[command(flatten)]
+        tools: ToolArgs,
+        /// Print a JSON array of {name, description, input_schema, source} instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve the demo tools (weather, calculator, current time, translator) over MCP: on
+    /// standard input and output, or over streamable HTTP with --http.
+    ServeMcp {
+        /// Serve streamable HTTP at this address (such as 127.0.0.1:8000) instead of stdio;
+        /// the endpoint is http://ADDRESS/mcp.
+        #[arg(long, value_name = "ADDRESS")]
+        http: Option<String>,
+    },
+}
+
+/// Options of the commands that run the agent.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// The agent's instruction (system prompt), replacing the default ("你是一个全能助手。").
+    #[arg(long, value_name = "TEXT", help_heading = "Agent")]
+    pub instruction: Option<String>,
+    /// The most model calls in one answer.
+    #[arg(long, value_name = "N", default_value_t = 8, help_heading = "Agent", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_steps: u16,
+}
+
+/// Which model answers.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Model")]
+pub struct ModelArgs {
+    /// Use the embedded local model even when OPENAI_BASE_URL or OPENAI_API_KEY is set.
+    #[arg(long, conflicts_with_all = ["base_url", "api_key", "model"])]
+    pub local: bool,
+    /// The base URL of an OpenAI-compatible server, up to /v1 [env: OPENAI_BASE_URL].
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The model name on that server [env: OPENAI_MODEL; default: gpt-4o-mini].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The API key for that server [env: OPENAI_API_KEY].
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// CPU threads for the embedded model [default: half the cores, 1 to 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: Option<u32>,
+    /// The GGUF file of the embedded model [env: TINYAGENT_MODEL].
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["base_url", "api_key", "model"])]
+    pub model_file: Option<PathBuf>,
+}
+
+/// Which tools the agent gets.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Tools")]
+pub struct ToolArgs {
+    /// Built-in tools, comma-separated or repeated: demo (get_weather, calculator,
+    /// get_current_time), all (demo and translator), none, or tool names. Default: demo, when
+    /// no tool option is given.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// The tools of an MCP server started from this command line (repeatable), such as
+    /// "python3 server.py".
+    #[arg(long, value_name = "COMMAND")]
+    pub mcp: Vec<String>,
+    /// The tools of an MCP server at this streamable HTTP URL (repeatable), such as
+    /// http://127.0.0.1:8000/mcp.
+    #[arg(long, value_name = "URL")]
+    pub mcp_url: Vec<String>,
+}
+
+/// How the run is shown.
+#[derive(Debug, Args, Clone, Copy)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Print every event as one JSON line on standard output (for scripts).
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print the answer only.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Log what happens inside (model requests, tool calls) on standard error.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_the_question_and_options() {
+        let cli = Cli::try_parse_from([
+            "tinyagent",
+            "run",
+            "--tools",
+            "demo,translator",
+            "--mcp",
+            "python3 s.py",
+            "--json",
+            "北京天气怎么样？",
+        ])
+        .unwrap();
+        let Command::Run { question, agent } = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(question, ["北京天气怎么样？"]);
+        assert_eq!(agent.tools.tools, ["demo", "translator"]);
+        assert_eq!(agent.tools.mcp, ["python3 s.py"]);
+        assert!(agent.output.json);
+    }
+
+    #[test]
+    fn local_conflicts_with_a_server() {
+        assert!(
+            Cli::try_parse_from(["tinyagent", "run", "--local", "--base-url", "x", "q"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["tinyagent", "run", "--json", "--quiet", "q"]).is_err());
+    }
+}

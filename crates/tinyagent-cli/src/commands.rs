@@ -1,0 +1,352 @@
+//! The subcommands: `run`, `chat`, `tools`, `serve-mcp`.
+
+use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+use anstyle::Style;
+use futures::StreamExt;
+use serde_json::json;
+use tinyagent::{Agent, Invocation, Session, demo};
+use tinyagent_mcp::McpServer;
+use tokio::runtime::Runtime;
+
+use crate::cli::{AgentArgs, ToolArgs};
+use crate::error::CliError;
+use crate::render::{Mode, Renderer};
+use crate::setup::{self, Assembled};
+
+/// `tinyagent run`: one question, one answer.
+pub fn run(runtime: &Runtime, question: Vec<String>, args: &AgentArgs) -> Result<(), CliError> {
+    let mut question = question.join(" ");
+    if question.trim().is_empty() && !io::stdin().is_terminal() {
+        io::stdin().read_to_string(&mut question).map_err(|e| {
+            CliError::failure(
+                "input",
+                format!("cannot read the question from standard input: {e}"),
+            )
+        })?;
+    }
+    let question = question.trim().to_owned();
+    if question.is_empty() {
+        return Err(CliError::usage("no question given").with_hint(
+            "tinyagent run \"北京天气怎么样？\" (or pipe the question into tinyagent run)",
+        ));
+    }
+    let mut renderer = Renderer::new(Mode::from_args(&args.output));
+    let result = runtime.block_on(async {
+        let assembled = tokio::select! {
+            assembled = setup::assemble(args) => assembled?,
+            _ = tokio::signal::ctrl_c() => return Err(CliError::interrupted()),
+        };
+        let session = Session::new();
+        tokio::select! {
+            result = turn(&assembled, &session, &question, &mut renderer) => result,
+            _ = tokio::signal::ctrl_c() => Err(CliError::interrupted()),
+        }
+    });
+    if let Err(error) = &result {
+        renderer.failed(error);
+    }
+    result
+}
+
+/// One user message through the agent, every event shown.
+async fn turn(
+    assembled: &Assembled,
+    session: &Session,
+    message: &str,
+    renderer: &mut Renderer,
+) -> Result<(), CliError> {
+    renderer.thinking("thinking");
+    let mut events = assembled
+        .agent
+        .run(Invocation::new(session.clone(), message));
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => renderer.event(&event)?,
+            Err(err) => {
+                renderer.stop();
+                return Err(CliError::from_agent(err, assembled.server.as_deref()));
+            }
+        }
+    }
+    renderer.stop();
+    Ok(())
+}
+
+const CHAT_HELP: &str = "\
+/help   this help
+/tools  the tools the agent has
+/clear  forget the conversation
+/exit   leave (or Ctrl-D)
+Ctrl-C stops the answer being written.";
+
+/// `tinyagent chat`: a conversation in one session.
+pub fn chat(runtime: &Runtime, args: &AgentArgs) -> Result<(), CliError> {
+    let mode = Mode::from_args(&args.output);
+    let assembled = runtime.block_on(async {
+        tokio::select! {
+            assembled = setup::assemble(args) => assembled,
+            _ = tokio::signal::ctrl_c() => Err(CliError::interrupted()),
+        }
+    });
+    let mut renderer = Renderer::new(mode);
+    let assembled = match assembled {
+        Ok(assembled) => assembled,
+        Err(error) => {
+            renderer.failed(&error);
+            return Err(error);
+        }
+    };
+    let interactive = io::stdin().is_terminal();
+    if mode == Mode::Human {
+        let dim = Style::new().dimmed();
+        let mut err = anstream::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{dim}tinyagent chat · model {} · tools: {} · /help for commands, Ctrl-D to leave{dim:#}",
+            assembled.agent.model().name(),
+            if assembled.tool_names.is_empty() {
+                "none".to_owned()
+            } else {
+                assembled.tool_names.join(", ")
+            }
+        );
+    }
+    let mut input = if interactive {
+        Input::editor()?
+    } else {
+        Input::Lines(io::stdin().lock().lines())
+    };
+    let mut session = Session::new();
+    while let Some(line) = input.read_line()? {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match line {
+            "/exit" | "/quit" => break,
+            "/help" => {
+                eprintln!("{CHAT_HELP}");
+                continue;
+            }
+            "/clear" => {
+                session = Session::new();
+                eprintln!("(conversation cleared)");
+                continue;
+            }
+            "/tools" => {
+                eprintln!("{}", assembled.tool_names.join(", "));
+                continue;
+            }
+            _ => {}
+        }
+        let result = runtime.block_on(async {
+            tokio::select! {
+                result = turn(&assembled, &session, line, &mut renderer) => result,
+                _ = tokio::signal::ctrl_c() => Err(CliError::interrupted()),
+            }
+        });
+        if let Err(error) = result {
+            renderer.failed(&error);
+            if !interactive {
+                input.save();
+                return Err(error);
+            }
+            if error.code == crate::error::EXIT_INTERRUPTED {
+                eprintln!("(interrupted)");
+            } else {
+                error.print();
+            }
+        }
+    }
+    input.save();
+    Ok(())
+}
+
+/// Where chat lines come from: a line editor with history, or plain lines.
+enum Input {
+    Editor {
+        editor: Box<rustyline::DefaultEditor>,
+        history: Option<PathBuf>,
+    },
+    Lines(io::Lines<io::StdinLock<'static>>),
+}
+
+impl Input {
+    fn editor() -> Result<Self, CliError> {
+        let mut editor = rustyline::DefaultEditor::new().map_err(|e| {
+            CliError::failure("terminal", format!("cannot start the line editor: {e}"))
+        })?;
+        let history = history_path();
+        if let Some(path) = &history {
+            let _ = editor.load_history(path);
+        }
+        Ok(Self::Editor {
+            editor: Box::new(editor),
+            history,
+        })
+    }
+
+    /// The next line; `None` at the end of input.
+    fn read_line(&mut self) -> Result<Option<String>, CliError> {
+        match self {
+            Self::Editor { editor, .. } => loop {
+                match editor.readline("› ") {
+                    Ok(line) => {
+                        if !line.trim().is_empty() {
+                            let _ = editor.add_history_entry(line.as_str());
+                        }
+                        return Ok(Some(line));
+                    }
+                    Err(rustyline::error::ReadlineError::Interrupted) => continue,
+                    Err(rustyline::error::ReadlineError::Eof) => return Ok(None),
+                    Err(e) => {
+                        return Err(CliError::failure(
+                            "terminal",
+                            format!("cannot read a line: {e}"),
+                        ));
+                    }
+                }
+            },
+            Self::Lines(lines) => match lines.next() {
+                Some(Ok(line)) => Ok(Some(line)),
+                Some(Err(e)) => Err(CliError::failure(
+                    "input",
+                    format!("cannot read standard input: {e}"),
+                )),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Saves the history, if there is one.
+    fn save(&mut self) {
+        if let Self::Editor {
+            editor,
+            history: Some(path),
+        } = self
+        {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = editor.save_history(path);
+        }
+    }
+}
+
+/// The chat history file: `TINYAGENT_HISTORY` (empty: none), else `tinyagent/history.txt` in
+/// the user's data folder.
+fn history_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TINYAGENT_HISTORY") {
+        return (!path.is_empty()).then(|| PathBuf::from(path));
+    }
+    let non_empty = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let data = if cfg!(windows) {
+        non_empty("APPDATA")
+    } else if cfg!(target_os = "macos") {
+        non_empty("HOME").map(|h| h.join("Library/Application Support"))
+    } else {
+        non_empty("XDG_DATA_HOME").or_else(|| non_empty("HOME").map(|h| h.join(".local/share")))
+    }?;
+    Some(data.join("tinyagent").join("history.txt"))
+}
+
+/// `tinyagent tools`: every tool the options give.
+pub async fn tools(args: &ToolArgs, as_json: bool) -> Result<(), CliError> {
+    let tools = setup::all_tools(args).await?;
+    let mut out = anstream::stdout().lock();
+    let written = if as_json {
+        let list: Vec<_> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.tool.name(),
+                    "description": t.tool.description(),
+                    "input_schema": t.tool.input_schema(),
+                    "source": t.source,
+                })
+            })
+            .collect();
+        serde_json::to_string_pretty(&list)
+            .map_err(io::Error::other)
+            .and_then(|text| writeln!(out, "{text}"))
+    } else {
+        tool_table(&tools, &mut out)
+    };
+    written
+        .and_then(|()| out.flush())
+        .or_else(crate::error::output_error)
+}
+
+fn tool_table(tools: &[setup::SourcedTool], out: &mut impl Write) -> io::Result<()> {
+    if tools.is_empty() {
+        return writeln!(out, "no tools (see --tools, --mcp and --mcp-url)");
+    }
+    let rows: Vec<[String; 4]> = tools
+        .iter()
+        .map(|t| {
+            [
+                t.tool.name().to_owned(),
+                setup::argument_summary(t.tool.input_schema()),
+                t.source.clone(),
+                crate::error::one_line(t.tool.description()),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "ARGUMENTS (* required)", "SOURCE", "DESCRIPTION"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2)];
+    let bold = Style::new().bold();
+    let line = |cells: [&str; 4]| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().take(3).enumerate() {
+            text.push_str(cell);
+            text.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+        }
+        text.push_str(cells[3]);
+        text
+    };
+    writeln!(out, "{bold}{}{bold:#}", line(header))?;
+    for row in &rows {
+        writeln!(out, "{}", line([&row[0], &row[1], &row[2], &row[3]]))?;
+    }
+    Ok(())
+}
+
+/// `tinyagent serve-mcp`: the demo tools over MCP.
+pub async fn serve_mcp(http: Option<String>) -> Result<(), CliError> {
+    let server = McpServer::new(demo::seed_tools())
+        .name("tinyagent")
+        .version(env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "The demo tools of tinyagent: weather, calculator, current time, translator.",
+        );
+    let failed = |e: tinyagent_mcp::McpServeError| CliError::failure("mcp", e);
+    match http {
+        None => server.serve_stdio().await.map_err(failed),
+        Some(addr) => {
+            let handle = server.serve_http(addr.as_str()).await.map_err(|e| {
+                CliError::failure("mcp", format!("cannot serve MCP at {addr}: {e}"))
+                    .with_hint("is the address free? use HOST:PORT, such as 127.0.0.1:8000")
+            })?;
+            eprintln!(
+                "serving the demo tools over MCP at {} (Ctrl-C to stop)",
+                handle.url()
+            );
+            let _ = tokio::signal::ctrl_c().await;
+            handle.shutdown().await;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `tinyagent`: an agent in the terminal, with the demo tools, MCP tools and any model.
+//!
+//! ```text
+//! tinyagent run "北京天气怎么样？"       # one question, one answer
+//! tinyagent chat                        # a conversation, with line editing and history
+//! tinyagent tools [--json]              # the tools the options give, with their arguments
+//! tinyagent serve-mcp [--http ADDRESS]  # the demo tools over MCP
+//! ```
+//!
+//! Exit codes: 0 success, 1 runtime failure, 2 usage error, 130 interrupted. Failures print
+//! one `error: …` line (and maybe a `hint: …` line) on standard error, never a backtrace.
+
+mod cli;
+mod commands;
+mod error;
+mod render;
+mod setup;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = Cli::parse();
+    let verbose = match &cli.command {
+        Command::Run { agent, .. } | Command::Chat { agent } => agent.output.verbose,
+        Command::Tools { .. } | Command::ServeMcp { .. } => false,
+    };
+    init_logs(verbose, matches!(cli.command, Command::ServeMcp { .. }));
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return report(&CliError::failure(
+                "runtime",
+                format!("cannot start the async runtime: {e}"),
+            ));
+        }
+    };
+    let result = match cli.command {
+        Command::Run { question, agent } => commands::run(&runtime, question, &agent),
+        Command::Chat { agent } => commands::chat(&runtime, &agent),
+        Command::Tools { tools, json } => runtime.block_on(commands::tools(&tools, json)),
+        Command::ServeMcp { http } => runtime.block_on(commands::serve_mcp(http)),
+    };
+    // Tasks still blocked on standard input or a child process must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // In JSON mode the renderer has also printed the error as an event on standard output.
+        Err(error) => report(&error),
+    }
+}
+
+/// Prints `error: …` (and `hint: …`) on standard error; returns the error's exit code.
+fn report(error: &CliError) -> ExitCode {
+    error.print();
+    ExitCode::from(error.code)
+}
+
+/// A panic prints one line, never a backtrace. (Panics in tools are caught by the agent and
+/// become error results; this line says where one happened.)
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "tinyagent: internal error: {}{place}",
+            error::one_line(&payload)
+        );
+    }));
+}
+
+/// Logs on standard error: with `--verbose` (debug level), and for `serve-mcp` (warnings).
+fn init_logs(verbose: bool, serving: bool) {
+    let level = if verbose && !serving {
+        tracing::Level::DEBUG
+    } else if serving {
+        std::env::var("TINYAGENT_LOG")
+            .ok()
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(tracing::Level::WARN)
+    } else {
+        return;
+    };
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // llama.cpp's own logs (through llama-cpp-2) only from warnings: its info is a dump of
+    // the model file's metadata.
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_target("llama-cpp-2", tracing::Level::WARN)
+        .with_target("llama_cpp_2", tracing::Level::WARN)
+        .with_default(level);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .finish()
+        .with(targets)
+        .try_init();
+}

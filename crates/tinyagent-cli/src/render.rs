@@ -1,0 +1,352 @@
+//! Showing an agent run: a spinner and tool calls on standard error and the streamed answer
+//! on standard output; or JSON lines; or the answer only.
+
+use std::io::{self, IsTerminal, Write};
+use std::time::Duration;
+
+use anstyle::{AnsiColor, Style};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+use tinyagent::{Event, FinishReason};
+
+use crate::cli::OutputArgs;
+use crate::error::CliError;
+
+/// How a run is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Spinner, tool calls, streamed answer.
+    Human,
+    /// One JSON object per event, on standard output.
+    Json,
+    /// The answer only.
+    Quiet,
+}
+
+impl Mode {
+    /// The mode the output options ask for.
+    pub fn from_args(args: &OutputArgs) -> Self {
+        if args.json {
+            Self::Json
+        } else if args.quiet {
+            Self::Quiet
+        } else {
+            Self::Human
+        }
+    }
+}
+
+/// The most characters of a tool's arguments or result shown on one line.
+const SHOWN_CHARS: usize = 160;
+
+const DIM: Style = Style::new().dimmed();
+const NAME: Style = AnsiColor::Cyan.on_default().bold();
+const OK: Style = AnsiColor::Green.on_default();
+const FAILED: Style = AnsiColor::Red.on_default().bold();
+
+/// Shows the events of runs, one run after another.
+pub struct Renderer {
+    mode: Mode,
+    spinner_enabled: bool,
+    spinner: Option<ProgressBar>,
+    /// Text of the current step was streamed to standard output.
+    streamed: bool,
+    /// Standard output is at the start of a line.
+    at_line_start: bool,
+}
+
+impl Renderer {
+    /// A renderer; the spinner is shown only in human mode when standard error is a terminal.
+    pub fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            spinner_enabled: mode == Mode::Human && io::stderr().is_terminal(),
+            spinner: None,
+            streamed: false,
+            at_line_start: true,
+        }
+    }
+
+    /// Shows that the model is thinking (a spinner), until the next event.
+    pub fn thinking(&mut self, what: &str) {
+        if !self.spinner_enabled {
+            return;
+        }
+        self.stop();
+        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner:.cyan} {msg:.dim}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        spinner.set_message(what.to_owned());
+        spinner.enable_steady_tick(Duration::from_millis(100));
+        self.spinner = Some(spinner);
+    }
+
+    /// Removes the spinner.
+    pub fn stop(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
+        }
+    }
+
+    /// Shows one event.
+    pub fn event(&mut self, event: &Event) -> Result<(), CliError> {
+        let shown = match self.mode {
+            Mode::Json => match event_json(event) {
+                Some(line) => write_line(&mut anstream::stdout(), &line.to_string()),
+                None => Ok(()),
+            },
+            Mode::Quiet => match event {
+                Event::Finished { answer, .. } => write_line(&mut io::stdout(), answer.trim_end()),
+                _ => Ok(()),
+            },
+            Mode::Human => self.human(event),
+        };
+        shown.or_else(crate::error::output_error)
+    }
+
+    fn human(&mut self, event: &Event) -> io::Result<()> {
+        match event {
+            Event::TextDelta(text) => {
+                self.stop();
+                if text.is_empty() {
+                    return Ok(());
+                }
+                let mut out = anstream::stdout().lock();
+                write!(out, "{text}")?;
+                out.flush()?;
+                self.streamed = true;
+                self.at_line_start = text.ends_with('\n');
+            }
+            Event::Message(message) if message.has_tool_calls() => {
+                self.end_line()?;
+                self.streamed = false;
+            }
+            Event::ToolCallStarted { call } => {
+                self.stop();
+                self.end_line()?;
+                let mut err = anstream::stderr().lock();
+                writeln!(
+                    err,
+                    "{DIM}→{DIM:#} {NAME}{}{NAME:#} {DIM}{}{DIM:#}",
+                    call.name,
+                    shorten(&call.arguments)
+                )?;
+                drop(err);
+                self.thinking(&format!("running {}", call.name));
+            }
+            Event::ToolCallFinished {
+                result, duration, ..
+            } => {
+                self.stop();
+                let mut err = anstream::stderr().lock();
+                let took = format_duration(*duration);
+                if result.is_error {
+                    writeln!(
+                        err,
+                        "{FAILED}✗{FAILED:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {FAILED}error:{FAILED:#} {}",
+                        result.name,
+                        shorten(&result.content)
+                    )?;
+                } else {
+                    writeln!(
+                        err,
+                        "{OK}✓{OK:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {}",
+                        result.name,
+                        shorten(&result.content)
+                    )?;
+                }
+                drop(err);
+                self.thinking("thinking");
+            }
+            Event::Finished { answer, .. } => {
+                self.stop();
+                if !self.streamed && !answer.is_empty() {
+                    let mut out = anstream::stdout().lock();
+                    write!(out, "{answer}")?;
+                    self.at_line_start = answer.ends_with('\n');
+                }
+                self.end_line()?;
+                self.streamed = false;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the current line of standard output, if one is open.
+    fn end_line(&mut self) -> io::Result<()> {
+        if !self.at_line_start {
+            let mut out = anstream::stdout().lock();
+            writeln!(out)?;
+            out.flush()?;
+            self.at_line_start = true;
+        }
+        Ok(())
+    }
+
+    /// Shows a failure of the run: in JSON mode as an `error` event on standard output too;
+    /// the caller prints the `error:` line.
+    pub fn failed(&mut self, error: &CliError) {
+        self.stop();
+        let _ = self.end_line();
+        if self.mode == Mode::Json {
+            let _ = write_line(&mut anstream::stdout(), &error.to_json().to_string());
+        }
+    }
+}
+
+impl Drop for Renderer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn write_line(out: &mut impl Write, line: &str) -> io::Result<()> {
+    writeln!(out, "{line}")?;
+    out.flush()
+}
+
+/// The JSON line of an event, or `None` for events not shown (the assembled message).
+///
+/// ```text
+/// {"type":"text_delta","text":"北京"}
+/// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
+/// {"type":"tool_call_finished","id":"call_1","name":"get_weather","is_error":false,
+///  "content":"{…}","duration_ms":0.4,"error_kind":null}
+/// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
+/// {"type":"finished","answer":"…","steps":2,"input_tokens":160,"output_tokens":40}
+/// ```
+pub fn event_json(event: &Event) -> Option<Value> {
+    Some(match event {
+        Event::TextDelta(text) => json!({"type": "text_delta", "text": text}),
+        Event::ToolCallStarted { call } => json!({
+            "type": "tool_call_started",
+            "id": call.id,
+            "name": call.name,
+            "arguments": serde_json::from_str::<Value>(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+        }),
+        Event::ToolCallFinished {
+            result,
+            duration,
+            error_kind,
+        } => json!({
+            "type": "tool_call_finished",
+            "id": result.call_id,
+            "name": result.name,
+            "is_error": result.is_error,
+            "content": result.content,
+            "duration_ms": duration.as_secs_f64() * 1000.0,
+            "error_kind": error_kind.map(|k| k.to_string()),
+        }),
+        Event::Usage {
+            step,
+            usage,
+            finish_reason,
+        } => json!({
+            "type": "usage",
+            "step": step,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "finish_reason": finish_reason_name(finish_reason),
+        }),
+        Event::Finished {
+            answer,
+            usage,
+            steps,
+        } => json!({
+            "type": "finished",
+            "answer": answer,
+            "steps": steps,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+        }),
+        _ => return None,
+    })
+}
+
+fn finish_reason_name(reason: &FinishReason) -> String {
+    match reason {
+        FinishReason::Stop => "stop".to_owned(),
+        FinishReason::ToolCalls => "tool_calls".to_owned(),
+        FinishReason::Length => "length".to_owned(),
+        FinishReason::ContentFilter => "content_filter".to_owned(),
+        FinishReason::Other(other) => other.clone(),
+        _ => "other".to_owned(),
+    }
+}
+
+/// Text on one line, cut to [`SHOWN_CHARS`] characters with an ellipsis.
+pub fn shorten(text: &str) -> String {
+    let flat = crate::error::one_line(text);
+    if flat.chars().count() <= SHOWN_CHARS {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(SHOWN_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn format_duration(duration: Duration) -> String {
+    if duration < Duration::from_millis(1) {
+        format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
+    } else if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinyagent::{ToolCall, ToolErrorKind, ToolResult, Usage};
+
+    #[test]
+    fn events_have_a_stable_json_shape() {
+        let started = event_json(&Event::ToolCallStarted {
+            call: ToolCall::new("call_1", "get_weather", r#"{"city":"北京"}"#),
+        })
+        .unwrap();
+        assert_eq!(
+            started,
+            json!({"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}})
+        );
+        let bad_args = event_json(&Event::ToolCallStarted {
+            call: ToolCall::new("c", "x", "{not json"),
+        })
+        .unwrap();
+        assert_eq!(bad_args["arguments"], "{not json");
+        let finished = event_json(&Event::ToolCallFinished {
+            result: ToolResult::error("call_1", "get_weather", "unknown city"),
+            duration: Duration::from_millis(3),
+            error_kind: Some(ToolErrorKind::InvalidInput),
+        })
+        .unwrap();
+        assert_eq!(finished["is_error"], true);
+        assert_eq!(finished["duration_ms"], 3.0);
+        assert!(finished["error_kind"].is_string());
+        let done = event_json(&Event::Finished {
+            answer: "晴".into(),
+            usage: Usage::new(10, 2),
+            steps: 2,
+        })
+        .unwrap();
+        assert_eq!(
+            done,
+            json!({"type":"finished","answer":"晴","steps":2,"input_tokens":10,"output_tokens":2})
+        );
+    }
+
+    #[test]
+    fn long_text_is_shortened_on_one_line() {
+        let long = "x\n".repeat(500);
+        let short = shorten(&long);
+        assert_eq!(short.chars().count(), SHOWN_CHARS);
+        assert!(short.ends_with('…'));
+        assert!(!short.contains('\n'));
+        assert_eq!(shorten("a\nb"), "a b");
+    }
+}

@@ -1,0 +1,451 @@
+//! From options to a model, tools and an agent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tinyagent::{LlmAgent, Model, Tool, demo};
+use tinyagent_llama::{LlamaConfig, LlamaModel};
+use tinyagent_mcp::{McpClientError, McpToolset};
+use tinyagent_openai::{
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    OpenAiConfig, OpenAiModel,
+};
+
+use crate::cli::{AgentArgs, ModelArgs, ToolArgs};
+use crate::error::CliError;
+
+/// The agent's name, the seed's.
+pub const AGENT_NAME: &str = "smart-assistant";
+
+/// The default instruction: the seed's. (Kept short: the embedded model is very small, and
+/// a longer instruction steers it away from the right tool.)
+pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
+
+/// Which model answers, decided from the options and the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelChoice {
+    /// The embedded model: a GGUF file (`None`: the default search) and a thread count
+    /// (`None`: the default).
+    Local {
+        /// The file given with `--model-file`.
+        file: Option<PathBuf>,
+        /// The threads given with `--threads`.
+        threads: Option<u32>,
+    },
+    /// An OpenAI-compatible server.
+    Server {
+        /// The base URL.
+        base_url: String,
+        /// The API key.
+        api_key: Option<String>,
+        /// The model name.
+        model: String,
+    },
+}
+
+/// Decides the model: `--local` (or `--model-file`) first, then a server when any server
+/// option or `OPENAI_BASE_URL`/`OPENAI_API_KEY` is set, else the embedded model. Empty
+/// variables count as unset.
+pub fn choose_model(args: &ModelArgs, env: impl Fn(&str) -> Option<String>) -> ModelChoice {
+    let env = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let local = ModelChoice::Local {
+        file: args.model_file.clone(),
+        threads: args.threads,
+    };
+    if args.local || args.model_file.is_some() {
+        return local;
+    }
+    let base_url = args.base_url.clone().or_else(|| env(ENV_BASE_URL));
+    let api_key = args.api_key.clone().or_else(|| env(ENV_API_KEY));
+    if base_url.is_none() && api_key.is_none() && args.model.is_none() {
+        return local;
+    }
+    ModelChoice::Server {
+        base_url: base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+        api_key,
+        model: args
+            .model
+            .clone()
+            .or_else(|| env(ENV_MODEL))
+            .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+    }
+}
+
+/// Makes the chosen model; loading the embedded one reads its file.
+pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
+    match choice {
+        ModelChoice::Local { file, threads } => {
+            let mut config = LlamaConfig::default();
+            if let Some(threads) = threads {
+                config = config.threads(*threads);
+            }
+            let loaded = match file {
+                Some(file) => LlamaModel::load(file, config),
+                None => LlamaModel::default_model_with(config),
+            };
+            let model = loaded.map_err(|e| {
+                CliError::failure(
+                    "model_file",
+                    format!("cannot load the local model: {}", e.message()),
+                )
+                .with_hint(
+                    "or use an OpenAI-compatible server: --base-url URL (or OPENAI_BASE_URL)",
+                )
+            })?;
+            Ok(Arc::new(model))
+        }
+        ModelChoice::Server {
+            base_url,
+            api_key,
+            model,
+        } => {
+            let mut config = OpenAiConfig::new(model.as_str()).with_base_url(base_url.as_str());
+            if let Some(key) = api_key {
+                config = config.with_api_key(key.as_str());
+            }
+            let model = OpenAiModel::new(config).map_err(|e| match e {
+                ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel => CliError::usage(e),
+                other => CliError::failure("config", other),
+            })?;
+            Ok(Arc::new(model))
+        }
+    }
+}
+
+/// The names `--tools demo` stands for.
+pub const DEMO_TOOLS: [&str; 3] = ["get_weather", "calculator", "get_current_time"];
+
+/// The built-in tools the options ask for: `--tools` values, or the demo tools when no tool
+/// option is given at all.
+pub fn builtin_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
+    let mut names: Vec<&str> = Vec::new();
+    let requested: Vec<&str> =
+        if args.tools.is_empty() && args.mcp.is_empty() && args.mcp_url.is_empty() {
+            vec!["demo"]
+        } else {
+            args.tools
+                .iter()
+                .map(|t| t.trim())
+                .filter(|t| !t.is_empty())
+                .collect()
+        };
+    for item in requested {
+        match item {
+            "none" => {}
+            "demo" => names.extend(DEMO_TOOLS),
+            "all" => names.extend(DEMO_TOOLS.into_iter().chain(["translator"])),
+            "get_weather" | "weather" => names.push("get_weather"),
+            "calculator" => names.push("calculator"),
+            "get_current_time" | "time" => names.push("get_current_time"),
+            "translator" => names.push("translator"),
+            other => {
+                return Err(CliError::usage(format!("unknown tool {other:?} in --tools")).with_hint(
+                    "use demo, all, none, get_weather, calculator, get_current_time or translator",
+                ));
+            }
+        }
+    }
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for name in names {
+        if tools.iter().any(|t| t.name() == name) {
+            continue;
+        }
+        tools.push(match name {
+            "get_weather" => demo::weather_tool(),
+            "calculator" => demo::calculator_tool(),
+            "get_current_time" => demo::time_tool(),
+            _ => demo::translator_tool(),
+        });
+    }
+    Ok(tools)
+}
+
+/// The MCP toolsets the options give, connected (a server that fails to start fails here).
+pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliError> {
+    let mut toolsets = Vec::new();
+    for command in &args.mcp {
+        let toolset = McpToolset::stdio(command)
+            .map(|t| t.name(command.as_str()))
+            .map_err(|e| {
+                CliError::usage(e)
+                    .with_hint("--mcp takes a command line such as \"python3 server.py\"")
+            })?;
+        toolsets.push(toolset);
+    }
+    for url in &args.mcp_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(CliError::usage(format!(
+                "invalid MCP server URL {url:?}: expected http:// or https://, such as http://127.0.0.1:8000/mcp"
+            )));
+        }
+        toolsets.push(McpToolset::http(url.as_str()));
+    }
+    let connected = futures::future::join_all(
+        toolsets
+            .iter()
+            .map(|t| async move { (t, t.connect().await) }),
+    )
+    .await;
+    for (toolset, result) in connected {
+        if let Err(e) = result {
+            let is_url = args.mcp_url.iter().any(|u| u == toolset.server_name());
+            let message = match &e {
+                McpClientError::Connect(e) => e.message().to_owned(),
+                other => other.to_string(),
+            };
+            let hint = if is_url {
+                "check that an MCP server listens at that URL (streamable HTTP, usually ending in /mcp)"
+            } else {
+                "check that the command runs an MCP server on its standard input and output"
+            };
+            return Err(CliError::failure("mcp", message).with_hint(hint));
+        }
+    }
+    Ok(toolsets)
+}
+
+/// A tool and where it comes from (`demo`, or an MCP server's name).
+pub struct SourcedTool {
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+    /// Where it comes from.
+    pub source: String,
+}
+
+/// Every tool the options give, in order: built-in tools, then each server's.
+pub async fn all_tools(args: &ToolArgs) -> Result<Vec<SourcedTool>, CliError> {
+    let mut out: Vec<SourcedTool> = builtin_tools(args)?
+        .into_iter()
+        .map(|tool| SourcedTool {
+            tool,
+            source: "demo".to_owned(),
+        })
+        .collect();
+    for toolset in connect_toolsets(args).await? {
+        let tools = toolset.tools().await.map_err(|e| {
+            CliError::failure(
+                "mcp",
+                format!(
+                    "MCP server {} failed: {}",
+                    toolset.server_name(),
+                    e.message()
+                ),
+            )
+        })?;
+        out.extend(tools.into_iter().map(|tool| SourcedTool {
+            tool,
+            source: toolset.server_name().to_owned(),
+        }));
+    }
+    Ok(out)
+}
+
+/// The agent the options describe, with its model's server URL (when it is one).
+pub struct Assembled {
+    /// The agent.
+    pub agent: LlmAgent,
+    /// The model server's base URL, for error messages; `None` for the embedded model.
+    pub server: Option<String>,
+    /// The names of the static tools (MCP tools are resolved per run).
+    pub tool_names: Vec<String>,
+}
+
+/// Builds the agent: model, built-in tools, MCP toolsets as resolvers.
+pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
+    let tools = builtin_tools(&args.tools)?;
+    let choice = choose_model(&args.model, |name| std::env::var(name).ok());
+    // Tool servers first: a broken one fails before a model is loaded.
+    let toolsets = connect_toolsets(&args.tools).await?;
+    let model = match &choice {
+        // Loading a GGUF file blocks; keep the runtime free meanwhile.
+        ModelChoice::Local { .. } => {
+            let choice = choice.clone();
+            tokio::task::spawn_blocking(move || make_model(&choice))
+                .await
+                .map_err(|e| {
+                    CliError::failure("model_file", format!("loading the model failed: {e}"))
+                })??
+        }
+        ModelChoice::Server { .. } => make_model(&choice)?,
+    };
+    let server = match &choice {
+        ModelChoice::Server { base_url, .. } => Some(base_url.clone()),
+        ModelChoice::Local { .. } => None,
+    };
+    let mut tool_names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+    for toolset in &toolsets {
+        if let Ok(listed) = toolset.tools().await {
+            tool_names.extend(listed.iter().map(|t| t.name().to_owned()));
+        }
+    }
+    let mut builder = LlmAgent::builder(AGENT_NAME)
+        .description("一个全能助手")
+        .model(model)
+        .instruction(args.instruction.as_deref().unwrap_or(DEFAULT_INSTRUCTION))
+        .tools(tools)
+        .max_steps(usize::from(args.max_steps));
+    for toolset in toolsets {
+        builder = builder.tool_resolver(toolset);
+    }
+    let agent = builder.build().map_err(|e| CliError::failure("agent", e))?;
+    Ok(Assembled {
+        agent,
+        server,
+        tool_names,
+    })
+}
+
+/// The names of a schema's arguments, required ones marked with `*`.
+pub fn argument_summary(schema: &Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else {
+        return String::new();
+    };
+    properties
+        .keys()
+        .map(|name| {
+            if required.contains(&name.as_str()) {
+                format!("{name}*")
+            } else {
+                name.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model_args(argv: &[&str]) -> ModelArgs {
+        use clap::Parser;
+        let mut full = vec!["tinyagent", "run"];
+        full.extend(argv);
+        full.push("q");
+        match crate::cli::Cli::parse_from(full).command {
+            crate::cli::Command::Run { agent, .. } => agent.model,
+            _ => unreachable!(),
+        }
+    }
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn nothing_set_means_the_embedded_model() {
+        let choice = choose_model(&model_args(&[]), env(&[("OPENAI_MODEL", "x")]));
+        assert_eq!(
+            choice,
+            ModelChoice::Local {
+                file: None,
+                threads: None
+            }
+        );
+    }
+
+    #[test]
+    fn flags_override_the_environment() {
+        let choice = choose_model(
+            &model_args(&["--base-url", "http://a/v1", "--model", "m"]),
+            env(&[
+                ("OPENAI_BASE_URL", "http://b/v1"),
+                ("OPENAI_API_KEY", "k"),
+                ("OPENAI_MODEL", "e"),
+            ]),
+        );
+        assert_eq!(
+            choice,
+            ModelChoice::Server {
+                base_url: "http://a/v1".into(),
+                api_key: Some("k".into()),
+                model: "m".into()
+            }
+        );
+    }
+
+    #[test]
+    fn the_environment_alone_chooses_a_server() {
+        let choice = choose_model(
+            &model_args(&[]),
+            env(&[("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", " ")]),
+        );
+        assert_eq!(
+            choice,
+            ModelChoice::Server {
+                base_url: DEFAULT_BASE_URL.into(),
+                api_key: Some("k".into()),
+                model: DEFAULT_MODEL.into()
+            }
+        );
+    }
+
+    #[test]
+    fn local_wins_over_the_environment() {
+        let choice = choose_model(
+            &model_args(&["--local", "--threads", "1"]),
+            env(&[("OPENAI_API_KEY", "k")]),
+        );
+        assert_eq!(
+            choice,
+            ModelChoice::Local {
+                file: None,
+                threads: Some(1)
+            }
+        );
+    }
+
+    #[test]
+    fn tool_options_pick_tools() {
+        let names = |args: ToolArgs| -> Vec<String> {
+            builtin_tools(&args)
+                .unwrap()
+                .iter()
+                .map(|t| t.name().to_owned())
+                .collect()
+        };
+        assert_eq!(names(ToolArgs::default()), DEMO_TOOLS);
+        let mcp_only = ToolArgs {
+            mcp: vec!["python3 s.py".into()],
+            ..ToolArgs::default()
+        };
+        assert!(names(mcp_only).is_empty());
+        let some = ToolArgs {
+            tools: vec!["calculator".into(), "all".into()],
+            ..ToolArgs::default()
+        };
+        assert_eq!(
+            names(some),
+            [
+                "calculator",
+                "get_weather",
+                "get_current_time",
+                "translator"
+            ]
+        );
+        let bad = ToolArgs {
+            tools: vec!["nope".into()],
+            ..ToolArgs::default()
+        };
+        assert_eq!(builtin_tools(&bad).err().unwrap().code, 2);
+    }
+
+    #[test]
+    fn arguments_are_summarized() {
+        let weather = demo::weather_tool();
+        assert_eq!(argument_summary(weather.input_schema()), "city*, unit");
+    }
+}

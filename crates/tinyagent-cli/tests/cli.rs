@@ -1,0 +1,830 @@
+//! The `tinyagent` binary end to end: against a loopback server replaying recorded Chat
+//! Completions responses, the MCP Python SDK's server and client fixtures, and (when the model
+//! file is there, as `scripts/setup.sh` makes sure) the embedded default model.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_tinyagent");
+
+const WEATHER_ANSWER: &str = "北京现在晴，气温 22.5°C，湿度 45%。";
+const CALC_ANSWER: &str = "7 × 8 = 56。";
+
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fixture(krate: &str, name: &str) -> PathBuf {
+    crates_dir().join(krate).join("tests/fixtures").join(name)
+}
+
+fn read_fixture(krate: &str, name: &str) -> String {
+    let path = fixture(krate, name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// The binary, with an environment that cannot leak in a real model or colours.
+fn tinyagent() -> Command {
+    let mut cmd = Command::new(BIN);
+    for var in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_MODEL",
+        "RUST_BACKTRACE",
+        "RUST_LIB_BACKTRACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .env("TINYAGENT_HISTORY", "")
+        .timeout(Duration::from_secs(120));
+    cmd
+}
+
+/// Runs a command off the async runtime (the mock server lives on it).
+async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run tinyagent"))
+        .await
+        .expect("join")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A loopback model server that answers each request with the next fixture.
+async fn model_server(replies: &[&str]) -> MockServer {
+    let server = MockServer::start().await;
+    let bodies = replies
+        .iter()
+        .map(|name| read_fixture("tinyagent-examples", name));
+    mount_replies(&server, bodies).await;
+    server
+}
+
+/// Answers each request with the next of these server-sent-event bodies.
+async fn mount_replies(server: &MockServer, bodies: impl IntoIterator<Item = String>) {
+    for body in bodies {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .up_to_n_times(1)
+            .mount(server)
+            .await;
+    }
+}
+
+fn on(server: &MockServer) -> Vec<String> {
+    vec![
+        "--base-url".into(),
+        format!("{}/v1", server.uri()),
+        "--api-key".into(),
+        "sk-test".into(),
+    ]
+}
+
+/// A failure as the issue wants it: non-zero, exactly one `error:` line, no backtrace.
+fn assert_one_error_line(out: &Output, code: i32) -> String {
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stderr: {stderr}\nstdout: {}",
+        text(&out.stdout)
+    );
+    let errors = stderr.lines().filter(|l| l.starts_with("error: ")).count();
+    assert_eq!(errors, 1, "one error line expected:\n{stderr}");
+    for noise in ["panicked", "backtrace", "RUST_BACKTRACE", "internal error"] {
+        assert!(!stderr.contains(noise), "{noise} in:\n{stderr}");
+    }
+    let extra = stderr
+        .lines()
+        .filter(|l| !l.starts_with("error: ") && !l.starts_with("hint: "))
+        .count();
+    assert_eq!(extra, 0, "only error and hint lines expected:\n{stderr}");
+    stderr
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn require_python_mcp() {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import mcp, mcp.server.mcpserver, mcp.client.stdio"])
+        .output();
+    match out {
+        Ok(out) if out.status.success() => {}
+        _ => panic!("python3 with the MCP Python SDK is needed: python3 -m pip install mcp==2.3.0"),
+    }
+}
+
+fn python_server_command() -> String {
+    format!(
+        "python3 {}",
+        fixture("tinyagent-mcp", "fixture_server.py").display()
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_answers_with_a_tool_call() {
+    let server = model_server(&["1_weather_call.sse", "2_weather_answer.sse"]).await;
+    let mut cmd = tinyagent();
+    cmd.arg("run").args(on(&server)).arg("北京天气怎么样？");
+    let out = output(cmd).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert_eq!(stdout, format!("{WEATHER_ANSWER}\n"));
+    // The tool call with its arguments, then its result and duration, on standard error.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines[0], r#"→ get_weather {"city":"北京"}"#);
+    assert!(lines[1].starts_with("✓ get_weather ("), "{stderr}");
+    assert!(lines[1].contains(" ms) "), "{stderr}");
+    assert!(lines[1].contains(r#""temperature":22.5"#), "{stderr}");
+
+    // The model got the three demo tools and, in the second request, the tool's result.
+    let bodies: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json().unwrap())
+        .collect();
+    assert_eq!(bodies.len(), 2);
+    let names: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["get_weather", "calculator", "get_current_time"]);
+    let last = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "tool");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"temperature\":22.5")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_prints_one_event_per_line() {
+    let server = model_server(&["1_weather_call.sse", "2_weather_answer.sse"]).await;
+    let mut cmd = tinyagent();
+    cmd.args(["run", "--json"])
+        .args(on(&server))
+        .arg("北京天气怎么样？");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| **t != "text_delta")
+            .copied()
+            .collect::<Vec<_>>(),
+        [
+            "usage",
+            "tool_call_started",
+            "tool_call_finished",
+            "usage",
+            "finished"
+        ],
+        "{events:#?}"
+    );
+    let started = &events[types
+        .iter()
+        .position(|t| *t == "tool_call_started")
+        .unwrap()];
+    assert_eq!(
+        started,
+        &json!({"type": "tool_call_started", "id": "call_weather_bj", "name": "get_weather",
+                "arguments": {"city": "北京"}})
+    );
+    let finished = &events[types
+        .iter()
+        .position(|t| *t == "tool_call_finished")
+        .unwrap()];
+    assert_eq!(finished["id"], "call_weather_bj");
+    assert_eq!(finished["is_error"], false);
+    assert_eq!(finished["error_kind"], Value::Null);
+    assert!(finished["duration_ms"].as_f64().unwrap() >= 0.0);
+    let result: Value = serde_json::from_str(finished["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result["temperature"], 22.5);
+    let deltas: String = events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, WEATHER_ANSWER);
+    let last = events.last().unwrap();
+    assert_eq!(last["answer"], WEATHER_ANSWER);
+    assert_eq!(last["steps"], 2);
+    assert_eq!(events[0]["type"], "usage");
+    assert_eq!(events[0]["finish_reason"], "tool_calls");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_quiet_prints_the_answer_only() {
+    let server = model_server(&["1_weather_call.sse", "2_weather_answer.sse"]).await;
+    let mut cmd = tinyagent();
+    cmd.args(["run", "--quiet"])
+        .args(on(&server))
+        .args(["北京天气", "怎么样？"]);
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{WEATHER_ANSWER}\n"));
+    assert_eq!(text(&out.stderr), "");
+    // Several words make one question.
+    let body: Value = server.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    assert_eq!(body["messages"][1]["content"], "北京天气 怎么样？");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_reads_the_question_from_standard_input() {
+    let server = model_server(&["1_weather_call.sse", "2_weather_answer.sse"]).await;
+    let mut cmd = tinyagent();
+    cmd.args(["run", "-q"])
+        .args(on(&server))
+        .write_stdin("北京天气怎么样？\n");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{WEATHER_ANSWER}\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_tool_call_is_shown_and_the_run_goes_on() {
+    // The recorded exchange, asking for a city the weather tool does not know.
+    let replies = || {
+        let call = read_fixture("tinyagent-examples", "1_weather_call.sse").replace("北京", "火星");
+        assert!(call.contains("火星"));
+        [
+            call,
+            read_fixture("tinyagent-examples", "2_weather_answer.sse"),
+        ]
+    };
+    let server = MockServer::start().await;
+    mount_replies(&server, replies()).await;
+    let mut cmd = tinyagent();
+    cmd.arg("run").args(on(&server)).arg("火星天气怎么样？");
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], r#"→ get_weather {"city":"火星"}"#, "{stderr}");
+    assert!(lines[1].starts_with("✗ get_weather ("), "{stderr}");
+    assert!(
+        lines[1].contains("error: ") && lines[1].contains("火星"),
+        "{stderr}"
+    );
+
+    server.reset().await;
+    mount_replies(&server, replies()).await;
+    let mut cmd = tinyagent();
+    cmd.args(["run", "--json"])
+        .args(on(&server))
+        .arg("火星天气怎么样？");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let finished: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(finished["is_error"], true, "{finished}");
+    assert!(finished["error_kind"].is_string(), "{finished}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_calls_a_tool_of_an_mcp_server() {
+    // The weather tool comes from `tinyagent serve-mcp`, started by `--mcp`; no built-in tools.
+    let server = model_server(&["1_weather_call.sse", "2_weather_answer.sse"]).await;
+    let mut cmd = tinyagent();
+    cmd.args([
+        "run",
+        "--json",
+        "--tools",
+        "none",
+        "--mcp",
+        &format!("'{BIN}' serve-mcp"),
+    ])
+    .args(on(&server))
+    .arg("北京天气怎么样？");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(finished["name"], "get_weather");
+    assert_eq!(finished["is_error"], false, "{finished}");
+    assert!(
+        finished["content"].as_str().unwrap().contains("22.5"),
+        "{finished}"
+    );
+    assert_eq!(events.last().unwrap()["answer"], WEATHER_ANSWER);
+    // The model was offered the server's four tools.
+    let body: Value = server.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    assert_eq!(body["tools"].as_array().unwrap().len(), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// chat
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_keeps_the_session_between_turns() {
+    let server = model_server(&[
+        "1_weather_call.sse",
+        "2_weather_answer.sse",
+        "3_calc_call.sse",
+        "4_calc_answer.sse",
+    ])
+    .await;
+    let mut cmd = tinyagent();
+    cmd.args(["chat", "--quiet"])
+        .args(on(&server))
+        .write_stdin("北京天气怎么样？\n\n帮我算一下 7 乘以 8 等于多少。\n/exit\nnot sent\n");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{WEATHER_ANSWER}\n{CALC_ANSWER}\n")
+    );
+    let bodies: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json().unwrap())
+        .collect();
+    assert_eq!(bodies.len(), 4, "/exit ends the chat");
+    // The second question carries the first turn: question, tool call, result, answer.
+    let history = bodies[2]["messages"].as_array().unwrap();
+    let texts: Vec<&str> = history
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(texts.contains(&"北京天气怎么样？"), "{history:#?}");
+    assert!(texts.contains(&WEATHER_ANSWER), "{history:#?}");
+    assert_eq!(
+        history.last().unwrap()["content"],
+        "帮我算一下 7 乘以 8 等于多少。"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_stops_with_an_error_when_not_interactive() {
+    let port = free_port();
+    let mut cmd = tinyagent();
+    cmd.args(["chat", "--base-url", &format!("http://127.0.0.1:{port}/v1")])
+        .write_stdin("北京天气怎么样？\n");
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot reach the model server"),
+        "{stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// tools
+
+#[test]
+fn tools_lists_the_demo_tools_as_a_table() {
+    let out = tinyagent()
+        .args(["tools", "--tools", "demo"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert!(lines[0].starts_with("NAME"), "{stdout}");
+    assert!(lines[0].contains("DESCRIPTION"), "{stdout}");
+    assert!(lines[1].starts_with("get_weather"), "{stdout}");
+    assert!(lines[1].contains("city*, unit"), "{stdout}");
+    assert!(lines[1].contains("获取指定城市的实时天气信息"), "{stdout}");
+    assert!(lines[2].starts_with("calculator"), "{stdout}");
+    assert!(lines[2].contains("operation*, a*, b"), "{stdout}");
+    assert!(lines[3].starts_with("get_current_time"), "{stdout}");
+}
+
+#[test]
+fn tools_json_gives_names_descriptions_and_schemas() {
+    let out = tinyagent()
+        .args(["tools", "--json", "--tools", "all"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "get_weather",
+            "calculator",
+            "get_current_time",
+            "translator"
+        ]
+    );
+    // The seed's schema of get_weather, as the spec gives it.
+    assert_eq!(
+        tools[0]["input_schema"],
+        json!({"type":"object","properties":{
+            "city":{"type":"string","description":"城市名称，如北京、上海、广州"},
+            "unit":{"type":"string","description":"温度单位","enum":["celsius","fahrenheit"]}},
+            "required":["city"]})
+    );
+    assert_eq!(tools[0]["source"], "demo");
+    assert!(tools[3]["description"].as_str().unwrap().contains("翻译"));
+}
+
+#[test]
+fn tools_lists_the_tools_of_an_mcp_server() {
+    require_python_mcp();
+    let out = tinyagent()
+        .args(["tools", "--json", "--mcp", &python_server_command()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = tools.as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    // With --mcp and no --tools, only the server's tools.
+    assert!(
+        names.contains(&"echo") && names.contains(&"add"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"get_weather"), "{names:?}");
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    assert_eq!(echo["description"], "Echoes the text back");
+    assert_eq!(echo["input_schema"]["required"], json!(["text"]));
+    assert!(echo["source"].as_str().unwrap().starts_with("python3"));
+
+    // With --tools demo too, the demo tools come first, and the table shows both.
+    let out = tinyagent()
+        .args([
+            "tools",
+            "--tools",
+            "demo",
+            "--mcp",
+            &python_server_command(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.lines().nth(1).unwrap().starts_with("get_weather"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("echo ") && l.contains("text*")),
+        "{stdout}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// serve-mcp
+
+#[test]
+fn serve_mcp_answers_the_python_client_over_stdio() {
+    require_python_mcp();
+    let out = std::process::Command::new("python3")
+        .arg(fixture("tinyagent-mcp", "fixture_client.py"))
+        .arg("stdio")
+        .arg(BIN)
+        .arg("serve-mcp")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    check_client_report(&serde_json::from_slice(&out.stdout).unwrap());
+}
+
+/// The binary serving over HTTP, killed on drop.
+struct HttpServe(Child, String);
+
+impl HttpServe {
+    fn start() -> Self {
+        let port = free_port();
+        let mut child = std::process::Command::new(BIN)
+            .args(["serve-mcp", "--http", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // It says where it serves once it listens.
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let started = Instant::now();
+        let first = lines.next().expect("a line").expect("read");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        assert!(first.contains(&url), "{first}");
+        Self(child, url)
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_mcp_answers_the_python_client_over_http_and_tinyagent_itself() {
+    require_python_mcp();
+    let server = HttpServe::start();
+    let out = std::process::Command::new("python3")
+        .arg(fixture("tinyagent-mcp", "fixture_client.py"))
+        .args(["http", &server.1])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    check_client_report(&serde_json::from_slice(&out.stdout).unwrap());
+
+    // And `tinyagent tools --mcp-url` reads them back.
+    let out = tinyagent()
+        .args(["tools", "--json", "--tools", "none", "--mcp-url", &server.1])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "get_weather",
+            "calculator",
+            "get_current_time",
+            "translator"
+        ]
+    );
+    assert_eq!(tools[0]["source"], server.1);
+}
+
+fn check_client_report(report: &Value) {
+    let names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "get_weather",
+            "calculator",
+            "get_current_time",
+            "translator"
+        ]
+    );
+    assert_eq!(report["ok"]["isError"], false);
+    let ok: Value = serde_json::from_str(report["ok"]["text"][0].as_str().unwrap()).unwrap();
+    assert_eq!(ok["expression"], "10.00 + 3.00 = 13.00");
+    assert_eq!(report["failing"]["isError"], true);
+    assert_eq!(report["invalid"]["isError"], true);
+    assert_eq!(report["translator"]["isError"], false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// errors: one readable line, a non-zero exit, no backtrace
+
+#[test]
+fn an_unreachable_server_is_one_error_line() {
+    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    let out = tinyagent()
+        .args(["run", "--base-url", &url, "北京天气怎么样？"])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(
+        stderr.starts_with(&format!("error: cannot reach the model server at {url}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: "), "{stderr}");
+    assert_eq!(text(&out.stdout), "");
+}
+
+#[test]
+fn an_unreachable_server_is_an_error_event_in_json() {
+    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    let out = tinyagent()
+        .args(["run", "--json", "--base-url", &url, "北京天气怎么样？"])
+        .output()
+        .unwrap();
+    assert_one_error_line(&out, 1);
+    let stdout = text(&out.stdout);
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "error");
+    assert_eq!(last["kind"], "unavailable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_key_is_one_error_line() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(401).set_body_raw(
+            read_fixture("tinyagent-openai", "error_401.json"),
+            "application/json",
+        ))
+        .mount(&server)
+        .await;
+    let mut cmd = tinyagent();
+    cmd.args(["run", "--base-url", &format!("{}/v1", server.uri())])
+        .args(["--api-key", "sk-wrong", "北京天气怎么样？"]);
+    let out = output(cmd).await;
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(stderr.contains("Incorrect API key provided"), "{stderr}");
+    assert!(stderr.contains("hint: check the API key"), "{stderr}");
+    // The key is sent; a 401 is not retried.
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].headers["authorization"], "Bearer sk-wrong");
+}
+
+#[test]
+fn an_mcp_command_that_fails_to_start_is_one_error_line() {
+    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    for command in [
+        "/nonexistent/mcp-server --stdio",
+        "python3 -c 'import sys; sys.exit(3)'",
+    ] {
+        let out = tinyagent()
+            .args([
+                "run",
+                "--base-url",
+                &url,
+                "--mcp",
+                command,
+                "北京天气怎么样？",
+            ])
+            .output()
+            .unwrap();
+        let stderr = assert_one_error_line(&out, 1);
+        assert!(stderr.contains("MCP server"), "{stderr}");
+        let out = tinyagent()
+            .args(["tools", "--mcp", command])
+            .output()
+            .unwrap();
+        assert_one_error_line(&out, 1);
+    }
+}
+
+#[test]
+fn a_missing_model_file_is_one_error_line() {
+    let out = tinyagent()
+        .env("TINYAGENT_MODEL", "/nonexistent.gguf")
+        .args(["run", "北京天气怎么样？"])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(
+        stderr.starts_with("error: cannot load the local model"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/nonexistent.gguf"), "{stderr}");
+    assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+    let out = tinyagent()
+        .args([
+            "run",
+            "--model-file",
+            "/nonexistent.gguf",
+            "北京天气怎么样？",
+        ])
+        .output()
+        .unwrap();
+    assert_one_error_line(&out, 1);
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    let out = tinyagent()
+        .args(["run", "--tools", "nope", "q"])
+        .output()
+        .unwrap();
+    assert_one_error_line(&out, 2);
+    let out = tinyagent().args(["run"]).write_stdin("").output().unwrap();
+    assert_one_error_line(&out, 2);
+    let out = tinyagent()
+        .args(["run", "--base-url", "localhost:8080", "q"])
+        .output()
+        .unwrap();
+    assert_one_error_line(&out, 2);
+    // clap's own errors.
+    let out = tinyagent()
+        .args(["run", "--no-such-flag", "q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = tinyagent().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    assert!(
+        help.contains("Exit codes:") && help.contains("OPENAI_BASE_URL"),
+        "{help}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// the embedded model
+
+#[test]
+fn the_local_model_answers_with_a_weather_tool_call() {
+    let model = crates_dir().join("../models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        model.is_file(),
+        "the default model is needed: run `bash scripts/fetch-model.sh` ({} is missing)",
+        model.display()
+    );
+    let started = Instant::now();
+    let out = tinyagent()
+        .env_remove("TINYAGENT_MODEL")
+        .args(["run", "--json", "--threads", "1", "北京天气怎么样？"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    eprintln!("local run took {:?}", started.elapsed());
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_started")
+        .unwrap_or_else(|| panic!("no tool call: {events:#?}"));
+    assert_eq!(call["name"], "get_weather", "{events:#?}");
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(result["is_error"], false, "{events:#?}");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "finished", "{events:#?}");
+    assert!(
+        !last["answer"].as_str().unwrap().trim().is_empty(),
+        "{events:#?}"
+    );
+}
