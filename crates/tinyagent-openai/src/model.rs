@@ -133,8 +133,19 @@ impl OpenAiModel {
 
     /// Posts `body`, retrying failures that may pass; returns the successful response.
     async fn send(&self, body: &[u8], stream: bool) -> Result<reqwest::Response, ModelError> {
+        let mut attempt = 0;
+        self.send_counting(body, stream, &mut attempt).await
+    }
+
+    /// [`send`](Self::send), counting retries in `attempt` so that a caller that also retries
+    /// (a body cut while it was read) shares one budget of `max_retries`.
+    async fn send_counting(
+        &self,
+        body: &[u8],
+        stream: bool,
+        attempt: &mut u32,
+    ) -> Result<reqwest::Response, ModelError> {
         let config = &self.inner.config;
-        let mut attempt: u32 = 0;
         loop {
             let mut request = self
                 .inner
@@ -160,17 +171,17 @@ impl OpenAiModel {
                 }
                 Err(e) => (transport_error(e, &self.inner.endpoint), None),
             };
-            if !err.is_retryable() || attempt >= config.max_retries {
+            if !err.is_retryable() || *attempt >= config.max_retries {
                 return Err(err);
             }
             let delay = match wait {
                 Some(wait) => wait.min(config.max_retry_after),
-                None => backoff(config, attempt),
+                None => backoff(config, *attempt),
             };
-            attempt += 1;
+            *attempt += 1;
             tracing::warn!(
                 gen_ai.request.model = %config.model,
-                attempt,
+                attempt = *attempt,
                 max_retries = config.max_retries,
                 delay_ms = delay.as_millis() as u64,
                 error = %err,
@@ -185,7 +196,7 @@ impl OpenAiModel {
         let body = serialize(&wire::request_body(config, req, false))?;
         let mut attempt: u32 = 0;
         loop {
-            let resp = self.send(&body, false).await?;
+            let resp = self.send_counting(&body, false, &mut attempt).await?;
             // A body cut while it was read is retried like a failed request.
             let err = match resp.bytes().await {
                 Ok(bytes) => {

@@ -174,3 +174,61 @@ fn debug_output_hides_extra_headers_and_the_key() {
     assert!(!debug.contains("AZURESECRET42"), "{debug}");
     assert!(!debug.contains("sk-AUTHSECRET"), "{debug}");
 }
+
+/// A raw server answering the i-th request with `replies[i % len]`, then closing; returns its
+/// address and the number of requests it took.
+async fn raw_server(
+    replies: Vec<Vec<u8>>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let i = counter.fetch_add(1, Ordering::SeqCst);
+            let reply = replies[i % replies.len()].clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let _ = socket.write_all(&reply).await;
+                let _ = socket.flush().await;
+            });
+        }
+    });
+    (format!("http://{addr}"), count)
+}
+
+#[tokio::test]
+async fn retries_of_a_failed_request_and_of_a_cut_body_share_one_budget() {
+    let error = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".to_vec();
+    let cut = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n{\"choi".to_vec();
+    let (base, requests) = raw_server(vec![error, cut]).await;
+    let model = OpenAiModel::new(config(&base).with_max_retries(1)).unwrap();
+    let req = ModelRequest::new(vec![Message::user("hi")]);
+    assert!(model.generate(&req).await.is_err());
+    assert_eq!(
+        requests.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one try and one retry in all"
+    );
+}
