@@ -124,39 +124,12 @@ async fn a_streamed_refusal_is_the_replys_text() {
 
 #[tokio::test]
 async fn a_stream_lost_after_the_reply_finished_still_gives_the_reply() {
-    // A raw server: the event with the finish reason, then the connection drops mid-body.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let mut request = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = socket.read(&mut buf).await.unwrap_or(0);
-            if n == 0 {
-                return;
-            }
-            request.extend_from_slice(&buf[..n]);
-            if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(0);
-                if request.len() >= end + 4 + length {
-                    break;
-                }
-            }
-        }
-        let event = format!("data: {TEXT_CHUNK}\n\n");
-        let mut reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
-        reply.extend_from_slice(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes());
-        let _ = socket.write_all(&reply).await;
-        let _ = socket.flush().await;
-        // Dropped here without the final chunk: the body is cut.
-    });
-    let model = OpenAiModel::new(config(&format!("http://{addr}")).with_max_retries(0)).unwrap();
+    // The event with the finish reason, then the connection drops mid-body.
+    let event = format!("data: {TEXT_CHUNK}\n\n");
+    let mut reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+    reply.extend_from_slice(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes());
+    let (base, _) = raw_server(vec![reply]).await;
+    let model = OpenAiModel::new(config(&base).with_max_retries(0)).unwrap();
     let response = streamed(&model).await.unwrap();
     assert_eq!(response.message.text(), "hi");
     assert_eq!(response.finish_reason, FinishReason::Stop);
@@ -175,8 +148,8 @@ fn debug_output_hides_extra_headers_and_the_key() {
     assert!(!debug.contains("sk-AUTHSECRET"), "{debug}");
 }
 
-/// A raw server answering the i-th request with `replies[i % len]`, then closing; returns its
-/// address and the number of requests it took.
+/// A raw server answering the i-th request with `replies[i % len]`, then closing (without
+/// ending a chunked body: the body is cut); returns its address and the number of requests.
 async fn raw_server(
     replies: Vec<Vec<u8>>,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
