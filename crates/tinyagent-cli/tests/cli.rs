@@ -454,12 +454,7 @@ fn tools_json_gives_names_descriptions_and_schemas() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&tools);
     assert_eq!(
         names,
         [
@@ -606,12 +601,7 @@ fn serve_mcp_answers_the_python_client_over_http_and_tinyagent_itself() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&tools);
     assert_eq!(
         names,
         [
@@ -827,4 +817,14 @@ fn the_local_model_answers_with_a_weather_tool_call() {
         !last["answer"].as_str().unwrap().trim().is_empty(),
         "{events:#?}"
     );
+}
+
+/// The `name` of each tool in `tinyagent tools --json` output.
+fn tool_names(tools: &Value) -> Vec<&str> {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
 }
