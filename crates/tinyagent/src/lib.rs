@@ -49,6 +49,7 @@
 //! - [`testing`]: a scripted model for tests.
 
 pub mod agent;
+mod budget;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod error;
@@ -60,6 +61,10 @@ mod tool;
 pub mod tools;
 
 pub use agent::{Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, LlmAgentBuilder};
+pub use budget::{
+    Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
+    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
+};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{
@@ -73,7 +78,7 @@ pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
 pub mod prelude {
     pub use crate::tools;
     pub use crate::{
-        Agent, AgentExt, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model, Session,
-        Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
+        Agent, AgentExt, Budget, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model,
+        Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
     };
 }
