@@ -166,6 +166,24 @@ fn value_end(rest: &str) -> (usize, &'static str) {
             (rest.len(), "\"")
         }
         Some(b'\'') => (rest[1..].find('\'').map_or(rest.len(), |i| i + 2), "'"),
+        Some(b'[' | b'{') => {
+            // A structured value: up to its closing bracket (brackets inside strings count
+            // too, which can only make the redaction longer).
+            let mut depth = 0usize;
+            for (i, b) in bytes.iter().enumerate() {
+                match b {
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return (i + 1, "");
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (rest.len(), "")
+        }
         _ => (
             rest.find(|c: char| {
                 c.is_whitespace()
@@ -409,6 +427,11 @@ mod tests {
                 "BEGIN RSA PRIVATE KEY",
             ),
             ("pin: 1234, otp=987654; city: 北京", "1234", "city: 北京"),
+            (
+                r#"/password: ["S3CR3T", {"a": "]"}] is not of type "string"; /city: 1"#,
+                "S3CR3T",
+                "is not of type",
+            ),
         ] {
             let out = redact_text(text);
             assert!(!out.contains(secret), "{text} -> {out}");
