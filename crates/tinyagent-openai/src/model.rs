@@ -434,7 +434,7 @@ impl<'a> StreamState<'a> {
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// A body without a leading byte order mark.
-fn strip_bom(bytes: bytes::Bytes) -> bytes::Bytes {
+pub(crate) fn strip_bom(bytes: bytes::Bytes) -> bytes::Bytes {
     if bytes.starts_with(BOM) {
         bytes.slice(BOM.len()..)
     } else {
@@ -444,7 +444,7 @@ fn strip_bom(bytes: bytes::Bytes) -> bytes::Bytes {
 
 /// A byte stream without a leading byte order mark (the SSE parser cannot take one). The mark
 /// is looked for in the first non-empty chunk.
-fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
+pub(crate) fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
 where
     S: futures::Stream<Item = Result<bytes::Bytes, E>>,
 {

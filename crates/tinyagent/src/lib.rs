@@ -57,6 +57,10 @@ mod message;
 mod model;
 mod session;
 pub mod testing;
+
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
 mod tool;
 pub mod tools;
 
