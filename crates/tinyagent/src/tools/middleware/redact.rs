@@ -148,9 +148,9 @@ static KEY: LazyLock<Regex> = LazyLock::new(|| {
 /// Where the value starting at the beginning of `rest` ends, and how it is quoted.
 fn value_end(rest: &str) -> (usize, &'static str) {
     let bytes = rest.as_bytes();
-    if rest.starts_with("\\\"") {
+    if let Some(inner) = rest.strip_prefix("\\\"") {
         // An escaped quote inside a quoted string: up to the next escaped quote.
-        let end = rest[2..].find("\\\"").map_or(rest.len(), |i| i + 4);
+        let end = inner.find("\\\"").map_or(rest.len(), |i| i + 4);
         return (end, "\\\"");
     }
     match bytes.first() {
