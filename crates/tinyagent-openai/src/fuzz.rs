@@ -28,7 +28,11 @@ fn offered() -> Vec<ToolDefinition> {
 
 fn check_error(err: &ModelError) {
     let text = err.to_string();
-    assert!(text.len() <= MAX_MESSAGE, "an error of {} bytes", text.len());
+    assert!(
+        text.len() <= MAX_MESSAGE,
+        "an error of {} bytes",
+        text.len()
+    );
 }
 
 fn check_response(response: &ModelResponse) {

@@ -88,7 +88,9 @@ pub fn tool_input(data: &[u8]) {
     let checked = tools::wrap_tool(typed, [tools::with_validation()]);
     match ready(checked.handle(&ctx, input)) {
         Ok(_) => {
-            let value = strict.as_ref().expect("a tool ran on arguments that are not strict JSON");
+            let value = strict
+                .as_ref()
+                .expect("a tool ran on arguments that are not strict JSON");
             assert!(
                 validator.is_valid(value),
                 "a tool ran on arguments its schema refuses: {input:?}"
@@ -147,7 +149,10 @@ pub fn tool_input(data: &[u8]) {
         let canonical = tools::canonical_json(input).expect("strict JSON has a canonical form");
         let again: Value = serde_json::from_str(&canonical).expect("canonical text is JSON");
         assert!(same_json(value, &again), "{input:?} -> {canonical}");
-        assert_eq!(tools::canonical_json(&canonical).as_deref(), Some(&*canonical));
+        assert_eq!(
+            tools::canonical_json(&canonical).as_deref(),
+            Some(&*canonical)
+        );
     }
 
     // Redaction never panics, and a password is never printed.
@@ -214,7 +219,10 @@ pub fn strict_schema(data: &[u8]) {
         }
         if let Some(Value::Array(before)) = schema.get("required") {
             for name in before.iter().filter_map(Value::as_str) {
-                assert!(required.contains(&name), "{name} was required and is no more");
+                assert!(
+                    required.contains(&name),
+                    "{name} was required and is no more"
+                );
             }
         }
     }
@@ -239,7 +247,10 @@ pub fn schema_validator(data: &[u8]) {
         Err(err) => {
             check_message("arguments", err.message());
             if let Ok(value) = tools::parse_arguments(input) {
-                assert!(!validator.is_valid(&value), "validate and is_valid disagree");
+                assert!(
+                    !validator.is_valid(&value),
+                    "validate and is_valid disagree"
+                );
             }
         }
     }
