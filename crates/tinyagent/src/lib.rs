@@ -49,6 +49,7 @@
 //! - [`testing`]: a scripted model for tests.
 
 pub mod agent;
+mod budget;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -56,10 +57,18 @@ mod error;
 mod message;
 mod model;
 pub mod testing;
+
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
 pub mod tools;
 mod util;
 
 pub use agent::{Agent, AgentError, AgentExt, Event, LlmAgent, LlmAgentBuilder};
+pub use budget::{
+    Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
+    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
+};
 pub use context::{Invocation, Session, State, ToolContext};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
@@ -74,7 +83,7 @@ pub use util::BoxFuture;
 pub mod prelude {
     pub use crate::tools;
     pub use crate::{
-        Agent, AgentExt, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model, Session,
-        Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
+        Agent, AgentExt, Budget, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model,
+        Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
     };
 }

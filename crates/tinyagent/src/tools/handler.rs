@@ -185,6 +185,16 @@ pub struct ToolHints {
     pub idempotent: bool,
     /// The tool interacts with an open world of external entities (the web, other services).
     pub open_world: bool,
+    /// Besides the JSON object its schema describes, the tool takes plain text as its input
+    /// (agent tools take it as the message). Only such a tool is handed arguments that are
+    /// not a JSON object; any other tool's arguments must be JSON that passes its schema, or
+    /// the tool does not run. Not an MCP annotation.
+    pub plain_text: bool,
+    /// The tool blocks the thread it runs on (synchronous I/O, heavy computation,
+    /// `std::thread::sleep`). An agent runs its calls on Tokio's blocking thread pool, so that
+    /// a timeout returns on time and the other calls of the step go on; see
+    /// [`tools::with_spawn_blocking`](crate::tools::with_spawn_blocking). Not an MCP annotation.
+    pub blocking: bool,
 }
 
 impl Default for ToolHints {
@@ -194,6 +204,8 @@ impl Default for ToolHints {
             destructive: true,
             idempotent: false,
             open_world: true,
+            plain_text: false,
+            blocking: false,
         }
     }
 }
@@ -206,6 +218,8 @@ impl ToolHints {
             destructive: false,
             idempotent: true,
             open_world: true,
+            plain_text: false,
+            blocking: false,
         }
     }
 
@@ -234,6 +248,20 @@ impl ToolHints {
     #[must_use]
     pub const fn with_open_world(mut self, value: bool) -> Self {
         self.open_world = value;
+        self
+    }
+
+    /// Sets [`plain_text`](Self::plain_text).
+    #[must_use]
+    pub const fn with_plain_text(mut self, value: bool) -> Self {
+        self.plain_text = value;
+        self
+    }
+
+    /// Sets [`blocking`](Self::blocking).
+    #[must_use]
+    pub const fn with_blocking(mut self, value: bool) -> Self {
+        self.blocking = value;
         self
     }
 

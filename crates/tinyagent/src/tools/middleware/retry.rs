@@ -199,7 +199,7 @@ impl Handler for RetryHandler {
                 tracing::warn!(
                     gen_ai.tool.name = &*self.tool_name,
                     attempt = attempts,
-                    error = %err,
+                    error = %super::redact::for_log(err.message()),
                     error.type = err.kind().as_str(),
                     retry_in_ms = delay.as_secs_f64() * 1000.0,
                     "tool call failed, retrying"
