@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::{Value, json};
-use tinyagent::{Event, FinishReason};
+use serde_json::Value;
+use tinyagent::Event;
 
 use crate::cli::OutputArgs;
 use crate::error::CliError;
@@ -208,74 +208,13 @@ fn write_line(out: &mut impl Write, line: &str) -> io::Result<()> {
     out.flush()
 }
 
-/// The JSON line of an event, or `None` for events not shown (the assembled message).
-///
-/// ```text
-/// {"type":"text_delta","text":"北京"}
-/// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
-/// {"type":"tool_call_finished","id":"call_1","name":"get_weather","is_error":false,
-///  "content":"{…}","duration_ms":0.4,"error_kind":null}
-/// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
-/// {"type":"finished","answer":"…","steps":2,"input_tokens":160,"output_tokens":40}
-/// ```
+/// The JSON line of an event, in the event's own serde shape (see [`Event`]), or `None` for
+/// the events not shown: the assembled message, which repeats the text deltas and tool calls.
 pub fn event_json(event: &Event) -> Option<Value> {
-    Some(match event {
-        Event::TextDelta(text) => json!({"type": "text_delta", "text": text}),
-        Event::ToolCallStarted { call } => json!({
-            "type": "tool_call_started",
-            "id": call.id,
-            "name": call.name,
-            "arguments": serde_json::from_str::<Value>(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
-        }),
-        Event::ToolCallFinished {
-            result,
-            duration,
-            error_kind,
-        } => json!({
-            "type": "tool_call_finished",
-            "id": result.call_id,
-            "name": result.name,
-            "is_error": result.is_error,
-            "content": result.content,
-            "duration_ms": duration.as_secs_f64() * 1000.0,
-            "error_kind": error_kind.map(|k| k.to_string()),
-        }),
-        Event::Usage {
-            step,
-            usage,
-            finish_reason,
-        } => json!({
-            "type": "usage",
-            "step": step,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "finish_reason": finish_reason_name(finish_reason),
-        }),
-        Event::Finished {
-            answer,
-            usage,
-            steps,
-        } => json!({
-            "type": "finished",
-            "answer": answer,
-            "steps": steps,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-        }),
-        _ => return None,
-    })
-}
-
-fn finish_reason_name(reason: &FinishReason) -> String {
-    match reason {
-        FinishReason::Stop => "stop".to_owned(),
-        FinishReason::ToolCalls => "tool_calls".to_owned(),
-        FinishReason::Length => "length".to_owned(),
-        FinishReason::ContentFilter => "content_filter".to_owned(),
-        FinishReason::Other(other) => other.clone(),
-        _ => "other".to_owned(),
+    if matches!(event, Event::Message(_)) {
+        return None;
     }
+    serde_json::to_value(event).ok()
 }
 
 /// Text on one line, cut to [`SHOWN_CHARS`] characters with an ellipsis.
@@ -302,7 +241,8 @@ fn format_duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tinyagent::{ToolCall, ToolErrorKind, ToolResult, Usage};
+    use serde_json::json;
+    use tinyagent::{Message, ToolCall, ToolErrorKind, ToolResult, Usage};
 
     #[test]
     fn events_have_a_stable_json_shape() {
@@ -338,6 +278,7 @@ mod tests {
             done,
             json!({"type":"finished","answer":"晴","steps":2,"input_tokens":10,"output_tokens":2})
         );
+        assert_eq!(event_json(&Event::Message(Message::assistant("晴"))), None);
     }
 
     #[test]

@@ -143,7 +143,8 @@ pub async fn run_agent_demo_with_tools(
                 } => writeln!(
                     out,
                     "  [第 {step} 步] tokens: 输入 {} / 输出 {}，结束原因: {finish_reason:?}",
-                    usage.input_tokens, usage.output_tokens
+                    usage.input_tokens.unwrap_or(0),
+                    usage.output_tokens.unwrap_or(0)
                 )?,
                 Event::Message(_) => {}
                 Event::ToolCallStarted { call } => {
@@ -168,7 +169,8 @@ pub async fn run_agent_demo_with_tools(
                     writeln!(
                         out,
                         "  （共 {steps} 步，tokens: 输入 {} / 输出 {}）",
-                        usage.input_tokens, usage.output_tokens
+                        usage.input_tokens.unwrap_or(0),
+                        usage.output_tokens.unwrap_or(0)
                     )?;
                     answer = Some(text);
                 }

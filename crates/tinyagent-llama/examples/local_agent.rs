@@ -48,7 +48,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("assistant: {answer}");
                 println!(
                     "({} prompt tokens, {} generated)",
-                    usage.input_tokens, usage.output_tokens
+                    usage.input_tokens.unwrap_or(0),
+                    usage.output_tokens.unwrap_or(0)
                 );
             }
             _ => {}

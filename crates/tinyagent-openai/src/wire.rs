@@ -228,14 +228,34 @@ pub(crate) struct WireUsage {
     pub prompt_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<WirePromptDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<WireCompletionDetails>,
+}
+
+/// `usage.prompt_tokens_details`: the cached part of the prompt.
+#[derive(Debug, Default, Deserialize, Clone, Copy)]
+pub(crate) struct WirePromptDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// `usage.completion_tokens_details`: the reasoning part of the completion.
+#[derive(Debug, Default, Deserialize, Clone, Copy)]
+pub(crate) struct WireCompletionDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for Usage {
     fn from(u: WireUsage) -> Self {
-        Usage::new(
-            u.prompt_tokens.unwrap_or_default(),
-            u.completion_tokens.unwrap_or_default(),
-        )
+        let mut usage = Usage::default();
+        usage.input_tokens = u.prompt_tokens;
+        usage.output_tokens = u.completion_tokens;
+        usage.cached_input_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        usage.reasoning_tokens = u.completion_tokens_details.and_then(|d| d.reasoning_tokens);
+        usage
     }
 }
 

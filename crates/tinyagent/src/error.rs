@@ -7,7 +7,8 @@ use std::fmt;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What went wrong in a tool call, in broad classes that middleware and the agent loop act on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolErrorKind {
     /// The input was not what the tool accepts (bad JSON, wrong types, missing fields, schema

@@ -967,3 +967,41 @@ mod tower_interop {
         assert_eq!(seen.load(Ordering::SeqCst), 3);
     }
 }
+
+#[tokio::test]
+async fn inside_an_agent_a_logged_call_has_one_span() {
+    use tinyagent::testing::{ScriptedModel, reply};
+    use tinyagent::{AgentExt, LlmAgent, Session};
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let tool = probe(ToolHints::read_only(), |_ctx, _input| async move {
+        Ok("sunny".to_owned())
+    });
+    let agent = LlmAgent::builder("logged")
+        .model(ScriptedModel::new([
+            reply::tool_call("call_7", "probe", "{}"),
+            reply::text("done"),
+        ]))
+        .tool(tools::wrap_tool(tool, [tools::with_logging()]))
+        .build()
+        .unwrap();
+    assert_eq!(agent.ask(&Session::new(), "go").await.unwrap(), "done");
+    let out = captured.text();
+    let closes: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("close") && l.contains("execute_tool"))
+        .collect();
+    assert_eq!(closes.len(), 1, "one execute_tool span per call:\n{out}");
+    // The logging middleware filled in the agent's span.
+    assert!(closes[0].contains(r#"gen_ai.tool.call.id="call_7""#), "{out}");
+    assert!(out.contains("output_len=5"), "{out}");
+    assert!(out.contains("tool call succeeded"), "{out}");
+}

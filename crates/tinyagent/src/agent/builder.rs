@@ -243,8 +243,8 @@ impl Agent for LlmAgent {
         &self.config.description
     }
 
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
-        super::run::run(&self.config, inv)
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
+        super::run::run(self.config.clone(), inv)
     }
 }
 

@@ -125,7 +125,51 @@ pub trait Agent: Send + Sync {
 
     /// Runs one invocation. The stream ends after [`Event::Finished`] or an error; dropping it
     /// cancels the run, including tools still running.
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>>;
+    ///
+    /// The stream is `'static`: it owns what it needs (an agent is a cheap handle to shared
+    /// configuration), so it can be returned from a web handler, stored, or moved into a task
+    /// without keeping the agent borrowed.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use futures::StreamExt;
+    /// use tinyagent::{Agent, Event, Invocation, LlmAgent, Session};
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    ///
+    /// fn events(question: &str) -> futures::stream::BoxStream<'static, Result<Event, tinyagent::AgentError>> {
+    ///     let model = ScriptedModel::new([
+    ///         reply::tool_call("call_1", "add", r#"{"a": 7, "b": 8}"#),
+    ///         reply::text("7 + 8 = 15"),
+    ///     ]);
+    ///     let add = tinyagent::tools::new_tool(
+    ///         "add",
+    ///         "Adds two numbers",
+    ///         serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+    ///         |_ctx, input: String| async move {
+    ///             let v: serde_json::Value = serde_json::from_str(&input)?;
+    ///             Ok::<_, tinyagent::ToolError>((v["a"].as_f64().unwrap_or(0.0) + v["b"].as_f64().unwrap_or(0.0)).to_string())
+    ///         },
+    ///     );
+    ///     let agent = LlmAgent::builder("calc").model(model).tool(add).build().unwrap();
+    ///     // The agent goes out of scope here; its stream lives on.
+    ///     agent.run(Invocation::new(Session::new(), question))
+    /// }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let mut lines = Vec::new();
+    /// let mut stream = events("7 + 8?");
+    /// while let Some(event) = stream.next().await {
+    ///     match event.unwrap() {
+    ///         Event::ToolCallStarted { call } => lines.push(format!("→ {} {}", call.name, call.arguments)),
+    ///         Event::ToolCallFinished { result, .. } => lines.push(format!("← {}", result.content)),
+    ///         Event::Finished { answer, .. } => lines.push(answer),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// assert_eq!(lines, [r#"→ add {"a": 7, "b": 8}"#, "← 15", "7 + 8 = 15"]);
+    /// # });
+    /// ```
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>>;
 }
 
 impl<A: Agent + ?Sized> Agent for Arc<A> {
@@ -137,7 +181,7 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
         (**self).description()
     }
 
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
         (**self).run(inv)
     }
 }
@@ -151,7 +195,7 @@ impl<A: Agent + ?Sized> Agent for Box<A> {
         (**self).description()
     }
 
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
         (**self).run(inv)
     }
 }

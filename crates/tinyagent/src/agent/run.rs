@@ -50,13 +50,13 @@ impl Queue {
 }
 
 /// The event stream of a run: drains the queue, polling the driver when it is empty.
-struct RunStream<'a> {
+struct RunStream {
     queue: Queue,
-    driver: Option<BoxFuture<'a, Result<(), AgentError>>>,
+    driver: Option<BoxFuture<'static, Result<(), AgentError>>>,
     error: Option<AgentError>,
 }
 
-impl Stream for RunStream<'_> {
+impl Stream for RunStream {
     type Item = Result<Event, AgentError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -80,7 +80,10 @@ impl Stream for RunStream<'_> {
     }
 }
 
-pub(super) fn run(config: &Config, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+pub(super) fn run(
+    config: Arc<Config>,
+    inv: Invocation,
+) -> BoxStream<'static, Result<Event, AgentError>> {
     let queue = Queue::default();
     let span = tracing::info_span!(
         "invoke_agent",
@@ -89,7 +92,8 @@ pub(super) fn run(config: &Config, inv: Invocation) -> BoxStream<'_, Result<Even
         gen_ai.conversation.id = %inv.session().id(),
         invocation.id = %inv.id(),
     );
-    let driver = Box::pin(drive(config, inv, queue.clone()).instrument(span));
+    let out = queue.clone();
+    let driver = Box::pin(async move { drive(&config, inv, out).await }.instrument(span));
     Box::pin(RunStream {
         queue,
         driver: Some(driver),
@@ -189,7 +193,7 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
         } = within(&budget, call_model(config.model.as_ref(), &req, &out))
             .await
             .map_err(over)??;
-        budget.add_tokens(usage.input_tokens.saturating_add(usage.output_tokens));
+        budget.add_tokens(usage.total_tokens().unwrap_or(0));
         total += usage;
         out.push(Event::Usage {
             step,
@@ -381,11 +385,20 @@ async fn run_call(
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
         (None, Some(entry)) => {
+            // The call's one span: logging middleware records into it rather than nesting
+            // another, so it declares the fields that middleware fills in.
             let span = tracing::info_span!(
                 "execute_tool",
+                otel.name = format!("execute_tool {}", call.name),
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = %call.name,
                 gen_ai.tool.call.id = %call.id,
+                gen_ai.tool.call.arguments = tracing::field::Empty,
+                gen_ai.tool.call.result = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
+                output_len = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
             );
             invoke(entry, ctx, call).instrument(span).await
         }
@@ -427,7 +440,7 @@ async fn invoke(
     ctx: &ToolContext,
     call: &ToolCall,
 ) -> Result<String, ToolError> {
-    let ctx = ctx.clone().with_call_id(call.id.as_str());
+    let ctx = ctx.clone().with_call_id(call.id.as_str()).in_tool_span();
     // The handler is called inside the guard too: a panic before its future exists (in a
     // hand-written tool or a middleware) is caught like one while it runs.
     let outcome = AssertUnwindSafe(async { entry.tool.handle(&ctx, &call.arguments).await })

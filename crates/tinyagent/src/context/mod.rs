@@ -33,6 +33,8 @@ pub use session::{Session, State};
 pub struct ToolContext {
     call_id: Option<Arc<str>>,
     extensions: Option<Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+    /// The caller already runs this call inside its `execute_tool` span.
+    in_tool_span: bool,
 }
 
 impl fmt::Debug for ToolContext {
@@ -63,6 +65,18 @@ impl ToolContext {
     pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
         self.call_id = Some(call_id.into());
         self
+    }
+
+    /// Marks the call as running inside an `execute_tool` span that the caller opened (agents
+    /// do), so that logging middleware records into that span instead of nesting another.
+    pub(crate) fn in_tool_span(mut self) -> Self {
+        self.in_tool_span = true;
+        self
+    }
+
+    /// Whether the caller opened the call's `execute_tool` span.
+    pub(crate) fn is_in_tool_span(&self) -> bool {
+        self.in_tool_span
     }
 
     /// Returns the context with a typed value attached, replacing any value of the same type.

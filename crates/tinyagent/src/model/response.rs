@@ -8,27 +8,94 @@ use serde::{Deserialize, Serialize};
 use super::ModelEvent;
 use crate::message::{Message, Part};
 
-/// Tokens used, as the provider reports them (zero when it does not).
+/// Tokens used, as the provider reports them.
+///
+/// A count the provider did not report is `None`, never a made-up zero; sums keep what was
+/// reported (`None + Some(3)` is `Some(3)`). Serialized, unreported counts are left out:
+///
+/// ```
+/// use tinyagent::Usage;
+///
+/// let step = Usage::new(80, 17).with_cached_input_tokens(64);
+/// assert_eq!(step.total_tokens(), Some(97));
+/// assert_eq!(
+///     serde_json::to_string(&step).unwrap(),
+///     r#"{"input_tokens":80,"output_tokens":17,"cached_input_tokens":64}"#
+/// );
+/// let run = step + Usage::default();
+/// assert_eq!(run.input_tokens, Some(80));
+/// assert_eq!(Usage::default().total_tokens(), None);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
-    /// Tokens of the prompt (instruction, history, tool definitions).
-    pub input_tokens: u64,
-    /// Tokens the model produced.
-    pub output_tokens: u64,
+    /// Tokens of the prompt (instruction, history, tool definitions), cached ones included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Tokens the model produced, reasoning included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Of the output tokens, those spent on reasoning the reply does not show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Usage {
-    /// A usage.
+    /// A usage with input and output counts reported.
     pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
         Self {
-            input_tokens,
-            output_tokens,
+            input_tokens: Some(input_tokens),
+            output_tokens: Some(output_tokens),
+            cached_input_tokens: None,
+            reasoning_tokens: None,
         }
     }
 
-    /// Input plus output tokens.
-    pub const fn total_tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
+    /// Returns the usage with the cached input tokens set.
+    #[must_use]
+    pub const fn with_cached_input_tokens(mut self, tokens: u64) -> Self {
+        self.cached_input_tokens = Some(tokens);
+        self
+    }
+
+    /// Returns the usage with the reasoning tokens set.
+    #[must_use]
+    pub const fn with_reasoning_tokens(mut self, tokens: u64) -> Self {
+        self.reasoning_tokens = Some(tokens);
+        self
+    }
+
+    /// Input plus output tokens, as far as reported; `None` when neither was.
+    pub const fn total_tokens(&self) -> Option<u64> {
+        match (self.input_tokens, self.output_tokens) {
+            (None, None) => None,
+            (input, output) => Some(or_zero(input).saturating_add(or_zero(output))),
+        }
+    }
+
+    /// Whether the provider reported nothing.
+    pub const fn is_unreported(&self) -> bool {
+        self.input_tokens.is_none()
+            && self.output_tokens.is_none()
+            && self.cached_input_tokens.is_none()
+            && self.reasoning_tokens.is_none()
+    }
+}
+
+const fn or_zero(count: Option<u64>) -> u64 {
+    match count {
+        Some(n) => n,
+        None => 0,
+    }
+}
+
+fn add_counts(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(or_zero(a).saturating_add(or_zero(b))),
     }
 }
 
@@ -37,8 +104,10 @@ impl Add for Usage {
 
     fn add(self, rhs: Usage) -> Usage {
         Usage {
-            input_tokens: self.input_tokens.saturating_add(rhs.input_tokens),
-            output_tokens: self.output_tokens.saturating_add(rhs.output_tokens),
+            input_tokens: add_counts(self.input_tokens, rhs.input_tokens),
+            output_tokens: add_counts(self.output_tokens, rhs.output_tokens),
+            cached_input_tokens: add_counts(self.cached_input_tokens, rhs.cached_input_tokens),
+            reasoning_tokens: add_counts(self.reasoning_tokens, rhs.reasoning_tokens),
         }
     }
 }
@@ -50,8 +119,20 @@ impl AddAssign for Usage {
 }
 
 /// Why the model stopped producing output in a step.
+///
+/// Serialized as a string: `"stop"`, `"tool_calls"`, `"length"`, `"content_filter"`, or the
+/// provider's own name for anything else.
+///
+/// ```
+/// use tinyagent::FinishReason;
+///
+/// assert_eq!(serde_json::to_string(&FinishReason::ToolCalls).unwrap(), r#""tool_calls""#);
+/// let other: FinishReason = serde_json::from_str(r#""pause_turn""#).unwrap();
+/// assert_eq!(other, FinishReason::Other("pause_turn".into()));
+/// assert_eq!(other.as_str(), "pause_turn");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(from = "String", into = "String")]
 #[non_exhaustive]
 pub enum FinishReason {
     /// It finished its answer.
@@ -64,6 +145,41 @@ pub enum FinishReason {
     ContentFilter,
     /// Something else, as the provider named it.
     Other(String),
+}
+
+impl FinishReason {
+    /// The reason's name: `"stop"`, `"tool_calls"`, `"length"`, `"content_filter"`, or the
+    /// provider's own name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+            Self::ContentFilter => "content_filter",
+            Self::Other(other) => other,
+        }
+    }
+}
+
+impl From<String> for FinishReason {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "stop" => Self::Stop,
+            "tool_calls" => Self::ToolCalls,
+            "length" => Self::Length,
+            "content_filter" => Self::ContentFilter,
+            _ => Self::Other(name),
+        }
+    }
+}
+
+impl From<FinishReason> for String {
+    fn from(reason: FinishReason) -> Self {
+        match reason {
+            FinishReason::Other(other) => other,
+            known => known.as_str().to_owned(),
+        }
+    }
 }
 
 /// A model's answer to one request: the assistant message (text and/or tool calls), token

@@ -157,19 +157,24 @@ impl Handler for LoggingHandler {
         ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = &*self.span_name,
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = &*self.tool_name,
-            gen_ai.tool.call.id = Empty,
-            gen_ai.tool.call.arguments = Empty,
-            gen_ai.tool.call.result = Empty,
-            duration_ms = Empty,
-            output_len = Empty,
-            error.type = Empty,
-            otel.status_code = Empty,
-        );
+        // Inside an agent the call already has its `execute_tool` span: record into it.
+        let span = if ctx.is_in_tool_span() {
+            tracing::Span::current()
+        } else {
+            tracing::info_span!(
+                "execute_tool",
+                otel.name = &*self.span_name,
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = &*self.tool_name,
+                gen_ai.tool.call.id = Empty,
+                gen_ai.tool.call.arguments = Empty,
+                gen_ai.tool.call.result = Empty,
+                duration_ms = Empty,
+                output_len = Empty,
+                error.type = Empty,
+                otel.status_code = Empty,
+            )
+        };
         let enabled = !span.is_disabled() || tracing::enabled!(tracing::Level::WARN);
         if !enabled {
             return self.next.handle(ctx, input);
