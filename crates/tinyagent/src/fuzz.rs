@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::tool::ToolContext;
+use crate::context::ToolContext;
 use crate::tools::schema::allow_null_optionals;
 use crate::tools::{self, SchemaValidator};
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 
 use super::{Agent, AgentError, Event, Invocation};
-use crate::budget::Budget;
+use crate::context::Budget;
 use crate::model::{Model, ToolChoice, ToolDefinition};
-use crate::tool::Tool;
+use crate::tools::Tool;
 use crate::tools::{
     ToolMiddleware, ToolResolver, Validation, with_spawn_blocking, with_timeout, wrap_tool,
 };

@@ -8,8 +8,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::arguments::{MAX_PROBLEM_CHARS, ValidatedArguments, cut};
+use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError};
-use crate::tool::{BoxFuture, Handler, ToolContext};
+use crate::tools::Handler;
+use crate::util::BoxFuture;
 
 /// How much of a bad input an error message quotes.
 const QUOTE_LIMIT: usize = 200;

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Runs each call of the tool on Tokio's blocking thread pool
 /// ([`tokio::task::spawn_blocking`]), driving the tool's future there to completion.

@@ -8,8 +8,10 @@ use tracing::field::Empty;
 
 use super::redact::{normalize_key, redact_with};
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Logs every call through `tracing`: the seed's `WithLogging`, done with spans.
 ///

@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 use crate::tools::SchemaValidator;
 use crate::tools::arguments::{ValidatedArguments, parse_arguments};
 use crate::tools::schema::allow_null_optionals;
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 use serde_json::{Map, Value};
 

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::budget::SharedBudget;
+use super::Session;
+use super::budget::SharedBudget;
 use crate::message::{Message, new_id};
-use crate::session::Session;
 
 /// One run of an agent on one user message: an id, the message, the session it belongs to,
 /// and the chain of agents above it when it runs as another agent's tool.

@@ -12,14 +12,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::func::{FuncTool, validate_tool_name};
-use super::schema::generate_schema;
-use crate::agent::{Agent, AgentError, Event, Invocation};
+use super::{Agent, AgentError, Event};
+use crate::context::{Invocation, Session, ToolContext};
 use crate::error::{BoxError, ToolError, ToolErrorKind};
 use crate::message::Role;
 use crate::model::ModelErrorKind;
-use crate::session::Session;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{FuncTool, Handler, Tool, ToolHints, generate_schema, validate_tool_name};
+use crate::util::BoxFuture;
 
 /// The input of an agent used as a tool: one natural-language message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -52,13 +51,16 @@ pub fn agent_tool_schema() -> Value {
 /// ```
 pub fn parse_agent_message(input: &str) -> Result<String, ToolError> {
     let trimmed = input.trim();
-    match super::parse_arguments(trimmed) {
+    match crate::tools::parse_arguments(trimmed) {
         Ok(Value::Object(map)) => serde_json::from_value::<AgentToolInput>(Value::Object(map))
             .map(|i| i.message)
             .map_err(|e| {
                 ToolError::invalid_input(format!(
                     "invalid arguments: {}; expected {{\"message\": \"...\"}}",
-                    super::arguments::cut(&e.to_string(), super::arguments::MAX_PROBLEM_CHARS)
+                    crate::tools::arguments::cut(
+                        &e.to_string(),
+                        crate::tools::arguments::MAX_PROBLEM_CHARS
+                    )
                 ))
             }),
         Ok(Value::String(s)) => Ok(s),
