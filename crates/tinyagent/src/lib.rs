@@ -49,6 +49,7 @@
 //! - [`testing`]: a scripted model for tests.
 
 pub mod agent;
+mod budget;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -64,11 +65,11 @@ pub mod tools;
 mod util;
 
 pub use agent::{Agent, AgentError, AgentExt, Event, LlmAgent, LlmAgentBuilder};
-pub use context::{
+pub use budget::{
     Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
-    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, Invocation, Session,
-    SharedBudget, State, ToolContext,
+    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
 };
+pub use context::{Invocation, Session, State, ToolContext};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{

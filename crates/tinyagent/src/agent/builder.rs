@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 
 use super::{Agent, AgentError, Event, Invocation};
-use crate::context::Budget;
+use crate::budget::Budget;
 use crate::model::{Model, ToolChoice, ToolDefinition};
 use crate::tools::Tool;
 use crate::tools::{

@@ -22,7 +22,7 @@ pub use builder::{
 };
 pub use events::Event;
 
-use crate::context::BudgetResource;
+use crate::budget::BudgetResource;
 use crate::context::Session;
 use crate::error::ToolError;
 use crate::message::Message;
@@ -101,7 +101,7 @@ fn resource_unit(resource: BudgetResource) -> &'static str {
 }
 
 impl AgentError {
-    pub(crate) fn budget(agent: &str, exceeded: crate::context::BudgetExceeded) -> Self {
+    pub(crate) fn budget(agent: &str, exceeded: crate::budget::BudgetExceeded) -> Self {
         Self::BudgetExhausted {
             agent: agent.to_owned(),
             resource: exceeded.resource,

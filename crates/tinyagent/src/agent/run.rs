@@ -15,7 +15,8 @@ use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
 use super::{AgentError, Event, Invocation};
-use crate::context::{BudgetExceeded, SharedBudget, ToolContext};
+use crate::budget::{BudgetExceeded, SharedBudget};
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{

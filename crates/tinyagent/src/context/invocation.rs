@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Session;
-use super::budget::SharedBudget;
+use crate::budget::SharedBudget;
 use crate::message::{Message, new_id};
 
 /// One run of an agent on one user message: an id, the message, the session it belongs to,

@@ -1,10 +1,8 @@
 //! The bottom layer: what every call may read. [`ToolContext`] is handed to every tool call;
-//! [`Invocation`] is one run of an agent; [`Session`] is the conversation and its state;
-//! [`SharedBudget`] is what an invocation tree may still spend.
+//! [`Invocation`] is one run of an agent; [`Session`] is the conversation and its state.
 //!
 //! This module knows nothing of tools, models or agents; they all read it.
 
-mod budget;
 mod invocation;
 mod session;
 
@@ -13,10 +11,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-pub use budget::{
-    Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
-    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
-};
 pub use invocation::Invocation;
 pub use session::{Session, State};
 
