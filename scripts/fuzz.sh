@@ -5,8 +5,8 @@
 #   bash scripts/fuzz.sh run TARGET [ARGS]   # one target until stopped; ARGS go to libFuzzer
 #   bash scripts/fuzz.sh list                # the targets
 #
-# The build has its own target dir (fuzz/target) and workspace, so it never touches the stable
-# build. Inputs found while fuzzing go to fuzz/corpus/TARGET (not kept in git); a crash is
+# The build has its own workspace and target dir (fuzz/target, or FUZZ_TARGET_DIR), so it never
+# touches the stable build. Inputs found while fuzzing go to fuzz/corpus/TARGET (not kept in git); a crash is
 # written to fuzz/artifacts/TARGET. Copy a case worth keeping into fuzz/regressions/TARGET:
 # the stable tests (`fuzz_regressions` in tinyagent, tinyagent-openai, tinyagent-mcp) replay
 # every file there.
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CARGO_FUZZ_VERSION=0.13.2
-export CARGO_TARGET_DIR="$PWD/fuzz/target"
+export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$PWD/fuzz/target}"
 unset CARGO_BUILD_BUILD_DIR
 
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::FutureExt;
 use schemars::JsonSchema;
@@ -61,41 +61,92 @@ fn check_message(what: &str, message: &str) {
     );
 }
 
+/// The tools and validators [`tool_input`] checks, made once: compiling schemas on every input
+/// would leave little time for the inputs.
+struct Fixture {
+    typed: Arc<dyn crate::tools::Tool>,
+    checked: Arc<dyn crate::tools::Tool>,
+    validator: SchemaValidator,
+    seen: Arc<Mutex<Option<Value>>>,
+    manual: Arc<dyn crate::tools::Tool>,
+    manual_validator: SchemaValidator,
+    got: Arc<Mutex<Option<String>>>,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let seen: Arc<Mutex<Option<Value>>> = Arc::default();
+        let record = seen.clone();
+        let typed = tools::new_func("typed", "typed", move |_ctx: ToolContext, i: Input| {
+            *record.lock().unwrap() = Some(serde_json::to_value(&i).unwrap());
+            async move { Ok::<_, crate::ToolError>("ok") }
+        });
+        let validator = SchemaValidator::new(&allow_null_optionals(typed.input_schema()))
+            .expect("generated schemas compile");
+        let checked = tools::wrap_tool(typed.clone(), [tools::with_validation()]);
+        let manual_schema = json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "maxLength": 64},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "n": {"type": "integer", "minimum": 0, "maximum": 10}
+            },
+            "required": ["city"],
+            "additionalProperties": false
+        });
+        let manual_validator = SchemaValidator::new(&manual_schema).unwrap();
+        let got: Arc<Mutex<Option<String>>> = Arc::default();
+        let record = got.clone();
+        let manual = tools::new_tool(
+            "manual",
+            "manual",
+            manual_schema,
+            move |_ctx: ToolContext, raw: String| {
+                *record.lock().unwrap() = Some(raw.clone());
+                async move { Ok::<_, crate::ToolError>(raw) }
+            },
+        );
+        let manual = tools::wrap_tool(manual, [tools::with_validation()]);
+        Fixture {
+            typed,
+            checked,
+            validator,
+            seen,
+            manual,
+            manual_validator,
+            got,
+        }
+    })
+}
+
 /// Tool input decoding, typed and hand-written, behind validation: a tool runs only on
 /// arguments that are strict JSON and pass its schema, and gets exactly what was checked.
 pub fn tool_input(data: &[u8]) {
     let Ok(input) = std::str::from_utf8(data) else {
         return;
     };
+    let f = fixture();
     let ctx = ToolContext::default();
     let strict = tools::parse_arguments(input);
 
-    // A typed tool, bare: it may decode leniently, but never panics and stays bounded.
-    let seen: Arc<Mutex<Option<Value>>> = Arc::default();
-    let record = seen.clone();
-    let typed = tools::new_func("typed", "typed", move |_ctx: ToolContext, i: Input| {
-        *record.lock().unwrap() = Some(serde_json::to_value(&i).unwrap());
-        async move { Ok::<_, crate::ToolError>("ok") }
-    });
-    if let Err(err) = ready(typed.handle(&ctx, input)) {
+    // The typed tool, bare: it may decode leniently, but never panics and stays bounded.
+    if let Err(err) = ready(f.typed.handle(&ctx, input)) {
         check_message("bare typed tool", err.message());
     }
 
     // The same tool behind validation: it runs only when the schema check passed.
-    let schema = allow_null_optionals(typed.input_schema());
-    let validator = SchemaValidator::new(&schema).expect("generated schemas compile");
-    *seen.lock().unwrap() = None;
-    let checked = tools::wrap_tool(typed, [tools::with_validation()]);
-    match ready(checked.handle(&ctx, input)) {
+    *f.seen.lock().unwrap() = None;
+    match ready(f.checked.handle(&ctx, input)) {
         Ok(_) => {
             let value = strict
                 .as_ref()
                 .expect("a tool ran on arguments that are not strict JSON");
             assert!(
-                validator.is_valid(value),
+                f.validator.is_valid(value),
                 "a tool ran on arguments its schema refuses: {input:?}"
             );
-            let decoded = seen.lock().unwrap().take().expect("the tool ran");
+            let decoded = f.seen.lock().unwrap().take().expect("the tool ran");
             // What the tool decoded is what was checked: every field it read has the checked
             // value (absent fields their defaults; numbers compared by value).
             assert!(
@@ -107,34 +158,12 @@ pub fn tool_input(data: &[u8]) {
     }
 
     // A hand-written tool behind validation gets strict JSON that passes its schema.
-    let manual_schema = json!({
-        "type": "object",
-        "properties": {
-            "city": {"type": "string", "maxLength": 64},
-            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            "n": {"type": "integer", "minimum": 0, "maximum": 10}
-        },
-        "required": ["city"],
-        "additionalProperties": false
-    });
-    let manual_validator = SchemaValidator::new(&manual_schema).unwrap();
-    let got: Arc<Mutex<Option<String>>> = Arc::default();
-    let record = got.clone();
-    let manual = tools::new_tool(
-        "manual",
-        "manual",
-        manual_schema,
-        move |_ctx: ToolContext, raw: String| {
-            *record.lock().unwrap() = Some(raw.clone());
-            async move { Ok::<_, crate::ToolError>(raw) }
-        },
-    );
-    let manual = tools::wrap_tool(manual, [tools::with_validation()]);
-    match ready(manual.handle(&ctx, input)) {
+    *f.got.lock().unwrap() = None;
+    match ready(f.manual.handle(&ctx, input)) {
         Ok(_) => {
-            let raw = got.lock().unwrap().take().expect("the tool ran");
+            let raw = f.got.lock().unwrap().take().expect("the tool ran");
             let value = tools::parse_arguments(&raw).expect("the tool got strict JSON");
-            assert!(manual_validator.is_valid(&value), "{raw:?} passed");
+            assert!(f.manual_validator.is_valid(&value), "{raw:?} passed");
             assert_eq!(Some(&value), strict.as_ref().ok());
         }
         Err(err) => check_message("validated hand-written tool", err.message()),

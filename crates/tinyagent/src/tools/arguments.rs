@@ -51,9 +51,14 @@ pub fn parse_arguments(raw: &str) -> Result<Value, ToolError> {
         .deserialize(&mut de)
         .and_then(|value| de.end().map(|()| value));
     parsed.map_err(|e| {
+        let detail = cut(&e.to_string(), MAX_PROBLEM_CHARS).into_owned();
+        let what = if detail.starts_with("duplicate key") {
+            "an object names the same key twice (send each key once)"
+        } else {
+            "the arguments are not valid JSON"
+        };
         ToolError::invalid_input(format!(
-            "invalid arguments: the arguments are not valid JSON: {}; input was {}",
-            cut(&e.to_string(), MAX_PROBLEM_CHARS),
+            "invalid arguments: {what}: {detail}; input was {}",
             quote_input(raw)
         ))
         .with_source(e)
