@@ -355,7 +355,7 @@ mod tests {
     fn usage_adds_up_and_serializes() {
         let mut total = Usage::new(1, 2);
         total += Usage::new(10, 20);
-        assert_eq!(total.total_tokens(), 33);
+        assert_eq!(total.total_tokens(), Some(33));
         assert_eq!(
             serde_json::to_value(total).unwrap(),
             serde_json::json!({"input_tokens": 11, "output_tokens": 22})
