@@ -9,7 +9,7 @@ use futures::stream::BoxStream;
 
 use super::{Agent, AgentError, Event, Invocation};
 use crate::model::{Model, ToolChoice, ToolDefinition};
-use crate::tool::Tool;
+use crate::tools::Tool;
 use crate::tools::{ToolMiddleware, ToolResolver, Validation, with_timeout, wrap_tool};
 
 /// Default of [`LlmAgentBuilder::max_steps`].

@@ -1,9 +1,9 @@
 //! Agents: the [`Agent`] trait, the model-driven [`LlmAgent`] and its loop, [`Invocation`]s
 //! and the [`Event`]s a run reports.
 
+mod agent_tool;
 mod builder;
 mod events;
-mod invocation;
 mod run;
 
 use std::sync::Arc;
@@ -11,18 +11,22 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+pub use crate::context::Invocation;
+pub use agent_tool::{
+    AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
+    new_agent_tool, new_agent_tool_fn, parse_agent_message,
+};
 pub use builder::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     LlmAgent, LlmAgentBuilder,
 };
 pub use events::Event;
-pub use invocation::Invocation;
 
+use crate::context::Session;
 use crate::error::ToolError;
 use crate::message::Message;
 use crate::model::ModelError;
-use crate::session::Session;
-use crate::tool::BoxFuture;
+use crate::util::BoxFuture;
 
 /// Why an agent run ended without an answer.
 #[derive(Debug, thiserror::Error)]

@@ -14,12 +14,13 @@ use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
 use super::{AgentError, Event, Invocation};
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
-use crate::tool::{BoxFuture, ToolContext};
+use crate::util::BoxFuture;
 
 /// Events produced by the driver and not yet taken by the consumer.
 ///

@@ -7,8 +7,10 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError};
-use crate::tool::{BoxFuture, Handler, ToolContext};
+use crate::tools::Handler;
+use crate::util::BoxFuture;
 
 /// How much of a bad input an error message quotes.
 const QUOTE_LIMIT: usize = 200;

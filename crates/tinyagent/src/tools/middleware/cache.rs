@@ -8,8 +8,10 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Caches successful results of tools whose hints say a repeat is harmless.
 ///

@@ -8,8 +8,10 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// What replaces a redacted value.
 const REDACTED: &str = "[REDACTED]";

@@ -27,8 +27,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{Handler, Tool, ToolHints};
+use crate::util::BoxFuture;
 
 mod approval;
 mod budget;

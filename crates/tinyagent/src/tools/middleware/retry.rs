@@ -4,8 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Retries failed calls: the seed's `WithRetry`, with backoff, jitter and a policy on what is
 /// safe to repeat.

@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 use crate::tools::SchemaValidator;
 use crate::tools::schema::allow_null_optionals;
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 use serde_json::{Map, Value};
 

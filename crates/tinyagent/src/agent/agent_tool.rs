@@ -12,14 +12,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::func::{FuncTool, validate_tool_name};
-use super::schema::generate_schema;
-use crate::agent::{Agent, AgentError, Event, Invocation};
+use super::{Agent, AgentError, Event};
+use crate::context::{Invocation, Session, ToolContext};
 use crate::error::{BoxError, ToolError, ToolErrorKind};
 use crate::message::Role;
 use crate::model::ModelErrorKind;
-use crate::session::Session;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{FuncTool, Handler, Tool, ToolHints, generate_schema, validate_tool_name};
+use crate::util::BoxFuture;
 
 /// The input of an agent used as a tool: one natural-language message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -40,7 +39,9 @@ pub fn agent_tool_schema() -> Value {
 /// anything else, including text that is not JSON at all, is taken as the message itself.
 pub fn parse_agent_message(input: &str) -> Result<String, ToolError> {
     match serde_json::from_str::<Value>(input) {
-        Ok(Value::Object(_)) => super::decode_input::<AgentToolInput>(input).map(|i| i.message),
+        Ok(Value::Object(_)) => {
+            crate::tools::decode_input::<AgentToolInput>(input).map(|i| i.message)
+        }
         Ok(Value::String(s)) => Ok(s),
         _ => Ok(input.to_owned()),
     }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use super::Session;
 use crate::message::{Message, new_id};
-use crate::session::Session;
 
 /// One run of an agent on one user message: an id, the message, the session it belongs to,
 /// and the chain of agents above it when it runs as another agent's tool.
