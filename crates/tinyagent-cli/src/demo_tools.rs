@@ -108,7 +108,10 @@ mod tests {
             assert_eq!(offered.description(), seed.description());
         }
         for text in [WEATHER_DESCRIPTION, TRANSLATOR_DESCRIPTION] {
-            assert!(text.contains("demo data") && text.contains("演示数据"), "{text}");
+            assert!(
+                text.contains("demo data") && text.contains("演示数据"),
+                "{text}"
+            );
         }
         let (offered, seed) = (all_tools(), demo::seed_tools());
         let names = |tools: &[Arc<dyn Tool>]| -> Vec<String> {

@@ -151,7 +151,8 @@ fn duplicate_names_serve_the_first_tool() {
 /// chooses every request id.
 struct RawClient {
     to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    from_server: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    from_server:
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
 }
 
 impl RawClient {
@@ -215,14 +216,19 @@ async fn a_served_tool_sees_the_mcp_request_id_as_its_call_id() {
     };
 
     client
-        .send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        .send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}))
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        )
         .await;
     let init = client.answer().await;
     assert_eq!(init["id"], 0, "{init}");
-    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
     client
         .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;

@@ -987,7 +987,8 @@ async fn nesting_within_the_limit_works() {
     let requests = model.requests();
     assert_eq!(requests.len(), 6, "every level asked its model");
     // Each sub-agent starts from the request its caller sent (JSON or plain text), alone.
-    let texts = |n: usize| -> Vec<String> { requests[n].messages.iter().map(|m| m.text()).collect() };
+    let texts =
+        |n: usize| -> Vec<String> { requests[n].messages.iter().map(|m| m.text()).collect() };
     assert_eq!(texts(1), ["ask level2"]);
     assert_eq!(tool_names(&requests[1]), ["level2"]);
     assert_eq!(texts(2), ["go down"]);
@@ -995,16 +996,26 @@ async fn nesting_within_the_limit_works() {
     // The bottom agent runs two deep, below level0 and level1.
     let here = &results_of(&requests, 3)[0];
     assert!(!here.is_error, "{}", here.content);
-    assert_eq!(here.content, "chain level0 → level1 | agent level2 | depth 2");
+    assert_eq!(
+        here.content,
+        "chain level0 → level1 | agent level2 | depth 2"
+    );
     // Each answer goes up as its caller's tool result.
     let from_level2 = &results_of(&requests, 4)[0];
-    assert_eq!((from_level2.is_error, &*from_level2.content), (false, "bottom"));
+    assert_eq!(
+        (from_level2.is_error, &*from_level2.content),
+        (false, "bottom")
+    );
     let from_level1 = &results_of(&requests, 5)[0];
     assert_eq!(
         (from_level1.is_error, &*from_level1.content),
         (false, "level1 got: bottom")
     );
-    assert_eq!(session.len(), 4, "only level0's messages are in its session");
+    assert_eq!(
+        session.len(),
+        4,
+        "only level0's messages are in its session"
+    );
 }
 
 #[tokio::test]
