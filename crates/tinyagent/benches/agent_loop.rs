@@ -183,7 +183,7 @@ fn agent_loop(c: &mut Criterion) {
 
     // The model's and the tools' own work, without the loop: the same replies and calls.
     group.bench_function("work_only", |b| {
-        b.iter(|| rt.block_on(work(&*model, &tool_set)))
+        b.iter(|| rt.block_on(work(&model, &tool_set)))
     });
 
     // The same, with the argument validation the loop applies to every call.
@@ -192,7 +192,7 @@ fn agent_loop(c: &mut Criterion) {
         .map(|t| tools::wrap_tool(t.clone(), [tools::with_validation()]))
         .collect();
     group.bench_function("work_validated", |b| {
-        b.iter(|| rt.block_on(work(&*model, &validated)))
+        b.iter(|| rt.block_on(work(&model, &validated)))
     });
     group.finish();
 }
