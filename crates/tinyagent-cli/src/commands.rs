@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anstyle::Style;
 use futures::StreamExt;
 use serde_json::json;
-use tinyagent::{Agent, Invocation, Session, demo};
+use tinyagent::{Agent, Invocation, Session};
 use tinyagent_mcp::McpServer;
 use tokio::runtime::Runtime;
 
@@ -326,11 +326,12 @@ fn tool_table(tools: &[setup::SourcedTool], out: &mut impl Write) -> io::Result<
 
 /// `tinyagent serve-mcp`: the demo tools over MCP.
 pub async fn serve_mcp(http: Option<String>) -> Result<(), CliError> {
-    let server = McpServer::new(demo::seed_tools())
+    let server = McpServer::new(crate::demo_tools::all_tools())
         .name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(
-            "The demo tools of tinyagent: weather, calculator, current time, translator.",
+            "The demo tools of tinyagent: weather and translator (both return fixed demo data, \
+             not real weather or translations), calculator, current time.",
         );
     let failed = |e: tinyagent_mcp::McpServeError| CliError::failure("mcp", e);
     match http {

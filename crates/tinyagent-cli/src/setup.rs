@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tinyagent::{LlmAgent, Model, Tool, demo};
+use tinyagent::{LlmAgent, Model, Tool};
 use tinyagent_llama::{LlamaConfig, LlamaModel};
 use tinyagent_mcp::{McpClientError, McpToolset};
 use tinyagent_openai::{
@@ -13,6 +13,7 @@ use tinyagent_openai::{
 };
 
 use crate::cli::{AgentArgs, ModelArgs, ToolArgs};
+use crate::demo_tools;
 use crate::error::CliError;
 
 /// The agent's name, the seed's.
@@ -156,10 +157,10 @@ pub fn builtin_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
             continue;
         }
         tools.push(match name {
-            "get_weather" => demo::weather_tool(),
-            "calculator" => demo::calculator_tool(),
-            "get_current_time" => demo::time_tool(),
-            _ => demo::translator_tool(),
+            "get_weather" => demo_tools::weather_tool(),
+            "calculator" => demo_tools::calculator_tool(),
+            "get_current_time" => demo_tools::time_tool(),
+            _ => demo_tools::translator_tool(),
         });
     }
     Ok(tools)
@@ -445,7 +446,7 @@ mod tests {
 
     #[test]
     fn arguments_are_summarized() {
-        let weather = demo::weather_tool();
+        let weather = tinyagent::demo::weather_tool();
         assert_eq!(argument_summary(weather.input_schema()), "city*, unit");
     }
 }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use tinyagent::{FinishReason, Message, Model, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{
+    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
+};
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
@@ -198,7 +200,20 @@ async fn retries_of_a_failed_request_and_of_a_cut_body_share_one_budget() {
     let (base, requests) = raw_server(vec![error, cut]).await;
     let model = OpenAiModel::new(config(&base).with_max_retries(1)).unwrap();
     let req = ModelRequest::new(vec![Message::user("hi")]);
-    assert!(model.generate(&req).await.is_err());
+    let err = model
+        .generate(&req)
+        .await
+        .expect_err("both tries failed: a 500, then a body cut short");
+    // The error is the last failure's, the cut body, and says so; another try may pass.
+    assert_eq!(err.kind(), ModelErrorKind::Unavailable, "{err}");
+    assert!(err.is_retryable(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "the connection failed while reading from {base}/v1/chat/completions"
+        )),
+        "{text}"
+    );
     assert_eq!(
         requests.load(std::sync::atomic::Ordering::SeqCst),
         2,

@@ -935,22 +935,92 @@ fn nested(levels: usize, max_depth: usize, model: &Arc<ScriptedModel>) -> LlmAge
     inner.unwrap()
 }
 
+/// A tool that reports where it runs: the chain of agents above its invocation, the agent
+/// running it and the depth.
+fn where_am_i() -> Arc<dyn Tool> {
+    tools::new_tool(
+        "where",
+        "where the call runs",
+        json!({"type": "object"}),
+        |ctx: ToolContext, _input: String| async move {
+            let inv = ctx.invocation().expect("the loop passes the invocation");
+            let chain: Vec<&str> = inv.chain().iter().map(|a| &**a).collect();
+            Ok::<_, ToolError>(format!(
+                "chain {} | agent {} | depth {}",
+                chain.join(" → "),
+                inv.agent().unwrap_or("none"),
+                inv.depth()
+            ))
+        },
+    )
+}
+
 #[tokio::test]
 async fn nesting_within_the_limit_works() {
-    let model = Arc::new(ScriptedModel::default());
-    for level in 1..=2 {
-        model.push(reply::tool_call(
-            format!("c{level}"),
-            format!("level{level}"),
-            "go down",
-        ));
-    }
-    model.push(reply::text("bottom"));
-    model.push(reply::text("level1 got: bottom"));
-    model.push(reply::text("top got: level1 got: bottom"));
-    let top = nested(2, 2, &model);
-    let answer = top.ask(&Session::new(), "go").await.unwrap();
+    // level0 → level1 → level2, two deep with a limit of two; level2 asks where it runs.
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_call("c1", "level1", r#"{"message": "ask level2"}"#),
+        reply::tool_call("c2", "level2", "go down"),
+        reply::tool_call("c3", "where", "{}"),
+        reply::text("bottom"),
+        reply::text("level1 got: bottom"),
+        reply::text("top got: level1 got: bottom"),
+    ]));
+    let level2 = LlmAgent::builder("level2")
+        .model(model.clone())
+        .tool(where_am_i())
+        .build()
+        .unwrap();
+    let level1 = LlmAgent::builder("level1")
+        .model(model.clone())
+        .tool(Arc::new(
+            AgentTool::try_new(level2).unwrap().with_max_depth(2),
+        ))
+        .build()
+        .unwrap();
+    let top = LlmAgent::builder("level0")
+        .model(model.clone())
+        .tool(Arc::new(
+            AgentTool::try_new(level1).unwrap().with_max_depth(2),
+        ))
+        .build()
+        .unwrap();
+    let session = Session::new();
+    let answer = top.ask(&session, "go").await.unwrap();
     assert_eq!(answer, "top got: level1 got: bottom");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6, "every level asked its model");
+    // Each sub-agent starts from the request its caller sent (JSON or plain text), alone.
+    let texts =
+        |n: usize| -> Vec<String> { requests[n].messages.iter().map(|m| m.text()).collect() };
+    assert_eq!(texts(1), ["ask level2"]);
+    assert_eq!(tool_names(&requests[1]), ["level2"]);
+    assert_eq!(texts(2), ["go down"]);
+    assert_eq!(tool_names(&requests[2]), ["where"]);
+    // The bottom agent runs two deep, below level0 and level1.
+    let here = &results_of(&requests, 3)[0];
+    assert!(!here.is_error, "{}", here.content);
+    assert_eq!(
+        here.content,
+        "chain level0 → level1 | agent level2 | depth 2"
+    );
+    // Each answer goes up as its caller's tool result.
+    let from_level2 = &results_of(&requests, 4)[0];
+    assert_eq!(
+        (from_level2.is_error, &*from_level2.content),
+        (false, "bottom")
+    );
+    let from_level1 = &results_of(&requests, 5)[0];
+    assert_eq!(
+        (from_level1.is_error, &*from_level1.content),
+        (false, "level1 got: bottom")
+    );
+    assert_eq!(
+        session.len(),
+        4,
+        "only level0's messages are in its session"
+    );
 }
 
 #[tokio::test]
