@@ -189,6 +189,7 @@ fn cases() -> Vec<Case> {
 /// A prompt style: the call syntax, how a tool is picked, and whether examples are shown.
 #[derive(Clone, Copy)]
 struct Style {
+    /// `default`: exactly `LlamaConfig::default()` (but the thread count).
     name: &'static str,
     format: ToolFormat,
     selection: ToolSelection,
@@ -196,7 +197,14 @@ struct Style {
     calibrate: bool,
 }
 
-const STYLES: [Style; 10] = [
+const STYLES: [Style; 11] = [
+    Style {
+        name: "default",
+        format: ToolFormat::Auto,
+        selection: ToolSelection::Channel,
+        examples: false,
+        calibrate: true,
+    },
     Style {
         name: "json-grammar",
         format: ToolFormat::Json,
@@ -402,14 +410,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .file_name()
             .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
         for style in &options.styles {
-            let model = loaded.with_config(
-                LlamaConfig::default()
-                    .threads(options.threads)
+            let config = LlamaConfig::default().threads(options.threads);
+            let config = if style.name == "default" {
+                config
+            } else {
+                config
                     .tool_format(style.format)
                     .tool_selection(style.selection)
                     .tool_examples(style.examples)
-                    .calibrate_tool_choice(style.calibrate),
-            );
+                    .calibrate_tool_choice(style.calibrate)
+            };
+            let model = loaded.with_config(config);
             let before = model.speed_totals();
             let mut tally = Tally::default();
             for case in &cases {

@@ -36,17 +36,19 @@ pub struct LlamaConfig {
     pub tool_prompt: ToolPrompt,
     /// The call syntax the prompt teaches (default [`ToolFormat::Auto`]).
     pub tool_format: ToolFormat,
-    /// How the model picks a tool (default [`ToolSelection::Scored`]).
+    /// How the model picks a tool (default [`ToolSelection::Channel`]).
     pub tool_selection: ToolSelection,
     /// Whether the prompt shows one example call per tool, its values taken from the tool's
     /// schema (`examples`, `default`, `enum`; `<name>` for free strings). Default off.
     pub tool_examples: bool,
     /// Whether free text stops when it starts to repeat itself in a loop (default on).
     pub repetition_guard: bool,
-    /// With [`ToolSelection::Scored`]: whether each choice's score is taken relative to the
-    /// score it gets when the question is blank (contextual calibration), which removes the
-    /// model's bias towards some tool, or towards answering, whatever is asked. Costs one more
-    /// reading of the prompt per step. Default on.
+    /// Whether scores are taken relative to the score the same choice gets when the question
+    /// says nothing (contextual calibration), which removes the model's bias towards some tool,
+    /// some value of a required enum argument, or answering, whatever is asked: for
+    /// [`ToolSelection::Scored`] and the values of required enum arguments, one more reading of
+    /// the prompt per step; for [`ToolSelection::Channel`], a few short readings per tool,
+    /// once. Default on.
     pub calibrate_tool_choice: bool,
 }
 
@@ -56,7 +58,7 @@ pub struct LlamaConfig {
 #[non_exhaustive]
 pub enum ToolFormat {
     /// [`ToolFormat::Tagged`] when the model's chat template speaks of `<tool_call>` or
-    /// `<tools>`, or when the model is one trained on that format (SmolLM2, Qwen, Hermes);
+    /// `<tools>` (the model was trained on that format, as Qwen and Hermes-style models are);
     /// [`ToolFormat::Json`] otherwise.
     #[default]
     Auto,
@@ -76,7 +78,6 @@ pub enum ToolSelection {
     /// is allowed) is scored by the model's probability of writing it, the most likely wins,
     /// and only then are the arguments generated under that tool's own grammar. An answer is
     /// then written as free text. Costs a few extra tokens of reading per tool.
-    #[default]
     Scored,
     /// Tool choice by the noisy channel: each tool is scored by how much more likely the
     /// user's question becomes once the model has read the tool's name, description and
@@ -84,6 +85,7 @@ pub enum ToolSelection {
     /// that gain is clear, else the model answers. Robust with very small models, which judge
     /// "which tool explains this question" far better than "which tool name comes next". The
     /// arguments are then generated under that tool's grammar.
+    #[default]
     Channel,
     /// One grammar for the whole reply (any offered tool's call, or `{"answer": …}`), decoded
     /// token by token: the first tokens of the names decide.
@@ -120,7 +122,7 @@ impl Default for LlamaConfig {
             max_tool_rounds: 1,
             tool_prompt: ToolPrompt::Auto,
             tool_format: ToolFormat::Auto,
-            tool_selection: ToolSelection::Scored,
+            tool_selection: ToolSelection::Channel,
             tool_examples: false,
             repetition_guard: true,
             calibrate_tool_choice: true,

@@ -467,6 +467,7 @@ impl LlamaModel {
             format,
             terse,
             examples: self.config.tool_examples,
+            follow_language: true,
         }
     }
 
@@ -486,8 +487,35 @@ impl LlamaModel {
             .max(0.0);
         match &plan.output {
             Output::Text => {
+                let results = prompt::recent_results(req);
                 let text = self.render(&plan.chat)?;
-                self.answer(text, max_tokens, temperature, Usage::default(), tx)
+                if results.is_empty() {
+                    return self.answer(text, max_tokens, temperature, Usage::default(), tx);
+                }
+                // An answer from tool results must quote them. A small model asked to answer
+                // in a language it writes badly may not: then it is asked once more without
+                // the language request, and the answer that quotes the results is kept. The
+                // answer is sent when it is chosen, in one piece.
+                let (quiet, _unsent) = futures::channel::mpsc::unbounded();
+                let first = self.answer(text, max_tokens, temperature, Usage::default(), &quiet)?;
+                let chosen = if prompt::quotes_results(&first.message.text(), &results) {
+                    first
+                } else {
+                    let plain = Style {
+                        follow_language: false,
+                        ..style
+                    };
+                    let again = self.render(&prompt::answer_plan(req, plain).chat)?;
+                    let second =
+                        self.answer(again, max_tokens, temperature, first.usage, &quiet)?;
+                    if prompt::quotes_results(&second.message.text(), &results) {
+                        second
+                    } else {
+                        ModelResponse::new(first.message, second.usage, first.finish_reason)
+                    }
+                };
+                let _ = tx.unbounded_send(Ok(ModelEvent::TextDelta(chosen.message.text())));
+                Ok(chosen)
             }
             Output::Json(out) if self.config.tool_selection == ToolSelection::Grammar => {
                 let text = self.render(&plan.chat)?;
@@ -640,7 +668,10 @@ impl LlamaModel {
                         let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
                         let tokens: Vec<_> = options.iter().map(|o| decoder.tokenize(o)).collect();
                         let mut scores = decoder.score(&tokens)?;
-                        if self.config.calibrate_tool_choice && options.len() > 1 {
+                        // An optional argument left unsaid takes the tool's default: calibrating
+                        // it would turn the slightest hint into a change; only required ones are.
+                        let required = prompt::is_required(&tool.input_schema, name);
+                        if self.config.calibrate_tool_choice && required && options.len() > 1 {
                             if blank.is_none() {
                                 let plan = prompt::plan(&blank_question(req), &self.config, style)?;
                                 let probe = self.job(self.render(&plan.chat)?, None, 1, 0.0, false);
@@ -948,31 +979,17 @@ fn cancelled() -> ModelError {
 }
 
 /// [`Format::Tagged`] when the model's chat template has a tool section in that syntax (the
-/// model was trained on it), or the model belongs to a family trained on it; else
-/// [`Format::Json`].
+/// model was trained on it, as Qwen and Hermes-style models are); else [`Format::Json`].
 fn native_format(model: &RawModel) -> Format {
     let template = model
         .meta_val_str("tokenizer.chat_template")
         .unwrap_or_default();
     if template.contains("<tool_call>") || template.contains("<tools>") {
-        return Format::Tagged;
-    }
-    let family = [
-        model.meta_val_str("general.basename").unwrap_or_default(),
-        model.meta_val_str("general.name").unwrap_or_default(),
-    ]
-    .join(" ")
-    .to_lowercase();
-    if TAGGED_FAMILIES.iter().any(|f| family.contains(f)) {
         Format::Tagged
     } else {
         Format::Json
     }
 }
-
-/// Model families whose instruction tuning includes `<tool_call>` calls, whatever their
-/// stored template says.
-const TAGGED_FAMILIES: [&str; 3] = ["smollm2", "qwen", "hermes"];
 
 /// The model's own chat template if llama.cpp can apply it, else ChatML.
 fn chat_template(model: &RawModel) -> (LlamaChatTemplate, bool) {

@@ -56,6 +56,8 @@ pub(crate) struct Style {
     pub terse: bool,
     /// Show one example call per tool, its values derived from the tool's schema.
     pub examples: bool,
+    /// Ask for the answer in the language of the question.
+    pub follow_language: bool,
 }
 
 /// The call syntax the prompt teaches (resolved from [`crate::ToolFormat`]).
@@ -292,10 +294,14 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
         Output::Text => {
             if req.messages.iter().any(|m| m.role == Role::Tool) {
                 text.push_str(
-                    "\n\nAnswer the user's question in plain text, using the tool results.",
+                    "\n\nAnswer the user's question in one short sentence of plain text, \
+                     giving the values of the tool results.",
                 );
             }
-            if let Some(language) = last_user_text(req).and_then(|t| language_of(&t)) {
+            if let Some(language) = last_user_text(req)
+                .and_then(|t| language_of(&t))
+                .filter(|_| style.follow_language)
+            {
                 text.push_str(&format!(" Answer in {language}."));
             }
         }
@@ -334,6 +340,14 @@ pub(crate) fn simple_fields(schema: &Value) -> Option<Vec<(String, Value)>> {
     )
 }
 
+/// Whether `schema` lists `name` among its required properties.
+pub(crate) fn is_required(schema: &Value, name: &str) -> bool {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|v| v == name))
+}
+
 /// A tool as text for noisy-channel scoring: name, description, and each argument with its
 /// description.
 pub(crate) fn channel_text(tool: &ToolDefinition) -> String {
@@ -357,6 +371,49 @@ pub(crate) fn channel_text(tool: &ToolDefinition) -> String {
         }
     }
     text
+}
+
+/// The tool results given since the user's last message.
+pub(crate) fn recent_results(req: &ModelRequest) -> Vec<String> {
+    req.messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role != Role::User)
+        .flat_map(|m| {
+            m.tool_results()
+                .filter(|r| !r.is_error)
+                .map(|r| r.content.clone())
+        })
+        .collect()
+}
+
+/// Whether `answer` quotes at least one value of the tool `results` (a number, or a string of
+/// two characters or more), or the results hold no such value.
+pub(crate) fn quotes_results(answer: &str, results: &[String]) -> bool {
+    fn values(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Number(n) => {
+                out.push(n.to_string());
+                if let Some(f) = n.as_f64() {
+                    if f.fract() == 0.0 && f.abs() < 1e15 {
+                        out.push(format!("{}", f as i64));
+                    }
+                }
+            }
+            Value::String(s) if s.chars().count() >= 2 => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|v| values(v, out)),
+            Value::Object(map) => map.values().for_each(|v| values(v, out)),
+            _ => {}
+        }
+    }
+    let mut wanted = Vec::new();
+    for result in results {
+        match serde_json::from_str::<Value>(result) {
+            Ok(value) => values(&value, &mut wanted),
+            Err(_) => values(&Value::String(result.trim().to_owned()), &mut wanted),
+        }
+    }
+    wanted.is_empty() || wanted.iter().any(|w| answer.contains(w.as_str()))
 }
 
 /// The text of the user's last message.
@@ -526,6 +583,21 @@ fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> 
                 }
             }
         };
+        if matches!(output, Output::Text) {
+            // When the reply is to be plain text, a turn that only made tool calls is left out
+            // (a small model would repeat it) and the results join the user's turn: the
+            // question and the facts to answer it with, side by side.
+            if turn.role == "assistant" && message.has_tool_calls() && message.text().is_empty() {
+                continue;
+            }
+            if message.role == Role::Tool {
+                if let Some(last) = chat.last_mut().filter(|t| t.role == "user") {
+                    last.content.push_str("\n\n");
+                    last.content.push_str(&turn.content);
+                    continue;
+                }
+            }
+        }
         chat.push(turn);
     }
     chat
@@ -637,6 +709,7 @@ mod tests {
         format: Format::Json,
         terse: false,
         examples: false,
+        follow_language: true,
     };
 
     fn weather() -> ToolDefinition {
@@ -685,12 +758,16 @@ mod tests {
         .with_tools(vec![weather()]);
         let first = plan(&req, &config, JSON).unwrap();
         assert!(matches!(first.output, Output::Text));
+        assert_eq!(first.chat.len(), 2, "{:?}", first.chat);
         assert_eq!(
-            first.chat[2].content,
-            r#"I will call the tool get_weather with {"city":"北京"}."#
+            first.chat[1].content,
+            "北京天气怎么样？\n\nTool get_weather returned: 22.5"
         );
-        assert_eq!(first.chat[3].content, "Tool get_weather returned: 22.5");
-        assert!(first.chat[0].content.contains("using the tool results"));
+        assert!(
+            first.chat[0]
+                .content
+                .contains("giving the values of the tool results")
+        );
         let more = plan(&req, &LlamaConfig::default().max_tool_rounds(2), JSON).unwrap();
         assert!(matches!(more.output, Output::Json(_)));
         assert_eq!(
@@ -841,6 +918,7 @@ mod tests {
             format: Format::Tagged,
             terse: true,
             examples: true,
+            follow_language: true,
         };
         let call = ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#);
         let req = ModelRequest::new(vec![
