@@ -30,6 +30,10 @@ mod client;
 mod content;
 mod server;
 
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
+
 pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
 pub use content::result_text;
 pub use server::{HttpServerHandle, MCP_HTTP_PATH, McpServeError, McpServer};

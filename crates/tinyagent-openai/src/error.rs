@@ -19,11 +19,23 @@ pub(crate) struct ApiError {
     pub param: Option<String>,
 }
 
+/// The most characters of one field of an error body kept in an error: a server's message
+/// is quoted, not a whole page of it.
+const MAX_FIELD_CHARS: usize = 1000;
+
 fn as_text(v: Option<&Value>) -> Option<String> {
     match v? {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::String(s) if !s.is_empty() => Some(bounded(s)),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// `text` cut to [`MAX_FIELD_CHARS`] characters, saying how much was left out.
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_FIELD_CHARS) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}… ({} more bytes)", &text[..end], text.len() - end),
     }
 }
 
@@ -31,7 +43,7 @@ impl ApiError {
     fn from_error_value(err: &Value) -> Self {
         match err {
             Value::String(s) => Self {
-                message: Some(s.clone()),
+                message: Some(bounded(s)),
                 ..Self::default()
             },
             Value::Object(_) => Self {

@@ -51,6 +51,10 @@ mod model;
 mod stream;
 mod wire;
 
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
+
 pub use config::{
     ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
     MaxTokensField, OpenAiConfig,

@@ -348,7 +348,7 @@ impl<'a> StreamState<'a> {
                         if first != Some(&b'{') {
                             // Events after all, under the wrong content type.
                             let body = stream::once(async move { Ok::<_, reqwest::Error>(bytes) });
-                            self.phase = Phase::Reading(Box::pin(body.eventsource()));
+                            self.phase = Phase::Reading(Box::pin(without_bom(body).eventsource()));
                             continue;
                         }
                         match wire::parse_response(&bytes, &self.req.tools) {
@@ -433,29 +433,38 @@ impl<'a> StreamState<'a> {
 /// The UTF-8 byte order mark some servers put before a body.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// A body without a leading byte order mark.
-fn strip_bom(bytes: bytes::Bytes) -> bytes::Bytes {
-    if bytes.starts_with(BOM) {
-        bytes.slice(BOM.len()..)
-    } else {
-        bytes
+/// A body without leading byte order marks (one, or several from a server that adds its own
+/// to a body that had one).
+pub(crate) fn strip_bom(mut bytes: bytes::Bytes) -> bytes::Bytes {
+    while bytes.starts_with(BOM) {
+        bytes = bytes.slice(BOM.len()..);
     }
+    bytes
 }
 
-/// A byte stream without a leading byte order mark (the SSE parser cannot take one). The mark
-/// is looked for in the first non-empty chunk.
-fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
+/// A byte stream without leading byte order marks: the SSE parser panics on one (it slices a
+/// leading mark off as if it were one byte long). A mark may arrive cut across chunks, so the
+/// first bytes are held back until they cannot be the start of a mark any more; a stream that
+/// ends while they are held back ended inside a mark, and loses nothing else.
+pub(crate) fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
 where
     S: futures::Stream<Item = Result<bytes::Bytes, E>>,
 {
-    let mut at_start = true;
+    let mut head: Option<Vec<u8>> = Some(Vec::new());
     chunks.map(move |chunk| {
         chunk.map(|bytes| {
-            if !at_start || bytes.is_empty() {
+            let Some(pending) = head.as_mut() else {
                 return bytes;
+            };
+            pending.extend_from_slice(&bytes);
+            while pending.starts_with(BOM) {
+                pending.drain(..BOM.len());
             }
-            at_start = false;
-            strip_bom(bytes)
+            if BOM.starts_with(pending) {
+                // Empty, or the start of a mark: wait for the next chunk.
+                return bytes::Bytes::new();
+            }
+            bytes::Bytes::from(head.take().unwrap_or_default())
         })
     })
 }
@@ -463,6 +472,37 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_order_marks_are_dropped_wherever_the_chunks_are_cut() {
+        use futures::FutureExt;
+        let body: &[u8] = b"\xEF\xBB\xBF\xEF\xBB\xBFdata: {}\n\n";
+        for cut in 0..=body.len() {
+            for cut2 in cut..=body.len() {
+                let chunks = [&body[..cut], &body[cut..cut2], &body[cut2..]]
+                    .map(|c| Ok::<_, std::convert::Infallible>(bytes::Bytes::copy_from_slice(c)));
+                let out: Vec<_> = without_bom(stream::iter(chunks))
+                    .collect::<Vec<_>>()
+                    .now_or_never()
+                    .unwrap();
+                let joined: Vec<u8> = out.into_iter().flat_map(|c| c.unwrap().to_vec()).collect();
+                assert_eq!(joined, b"data: {}\n\n", "cut at {cut} and {cut2}");
+            }
+        }
+        // A body that is only part of a mark ends empty; one that merely starts like a mark
+        // keeps every byte.
+        let out: Vec<_> = without_bom(stream::iter([Ok::<_, std::convert::Infallible>(
+            bytes::Bytes::from_static(b"\xEF\xBB"),
+        )]))
+        .collect::<Vec<_>>()
+        .now_or_never()
+        .unwrap();
+        assert!(out.iter().all(|c| c.as_ref().unwrap().is_empty()));
+        assert_eq!(
+            strip_bom(bytes::Bytes::from_static(b"\xEFx")).as_ref(),
+            b"\xEFx"
+        );
+    }
 
     #[test]
     fn backoff_grows_with_jitter_and_is_capped() {

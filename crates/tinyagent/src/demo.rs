@@ -10,9 +10,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolContext, ToolHints};
 use crate::tools;
+use crate::tools::{Tool, ToolHints};
 
 /// A temperature unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

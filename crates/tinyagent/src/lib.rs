@@ -49,31 +49,41 @@
 //! - [`testing`]: a scripted model for tests.
 
 pub mod agent;
+mod budget;
+mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod error;
 mod message;
 mod model;
-mod session;
 pub mod testing;
-mod tool;
-pub mod tools;
 
-pub use agent::{Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, LlmAgentBuilder};
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
+pub mod tools;
+mod util;
+
+pub use agent::{Agent, AgentError, AgentExt, Event, LlmAgent, LlmAgentBuilder};
+pub use budget::{
+    Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
+    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
+};
+pub use context::{Invocation, Session, State, ToolContext};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{
     FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
     ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
 };
-pub use session::{Session, State};
-pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
+pub use tools::{HandleFunc, Handler, Tool, ToolHints};
+pub use util::BoxFuture;
 
 /// The names most programs need: `use tinyagent::prelude::*;`.
 pub mod prelude {
     pub use crate::tools;
     pub use crate::{
-        Agent, AgentExt, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model, Session,
-        Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
+        Agent, AgentExt, Budget, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model,
+        Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
     };
 }

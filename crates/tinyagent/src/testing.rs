@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::model::{Model, ModelError, ModelRequest, ModelResponse};
-use crate::tool::BoxFuture;
+use crate::util::BoxFuture;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)

@@ -11,7 +11,7 @@ use tinyagent::tools::{self, ToolResolverFunc};
 use tinyagent::{
     AgentError, AgentExt, BoxFuture, HandleFunc, Handler, Invocation, LlmAgent, ModelError,
     ModelErrorKind, ModelEvent, ModelResponseBuilder, Role, Session, Tool, ToolContext, ToolError,
-    ToolErrorKind, ToolResult,
+    ToolErrorKind, ToolHints, ToolResult,
 };
 
 fn results_of(model: &ScriptedModel, request: usize) -> Vec<ToolResult> {
@@ -48,6 +48,10 @@ impl Tool for SlicesEagerly {
     }
     fn input_schema(&self) -> &Value {
         &self.0
+    }
+    // Plain text reaches only tools that take it.
+    fn hints(&self) -> ToolHints {
+        ToolHints::default().with_plain_text(true)
     }
     fn handle<'a>(
         &'a self,

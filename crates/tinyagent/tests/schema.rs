@@ -90,7 +90,7 @@ fn root_is_an_inline_object_without_noise() {
     assert!(schema.get("description").is_none());
     assert_eq!(
         schema["properties"]["inner"],
-        json!({"type": "object", "properties": {"x": {"type": "integer", "description": "The x coordinate"}}, "required": ["x"]})
+        json!({"type": "object", "properties": {"x": {"type": "integer", "description": "The x coordinate", "minimum": i32::MIN, "maximum": i32::MAX}}, "required": ["x"]})
     );
     assert_eq!(
         schema["properties"]["more"]["items"],
@@ -256,7 +256,13 @@ fn numbers_map_to_integer_and_number() {
         assert!(p[unsigned].get("format").is_none());
     }
     assert_eq!(p["small"]["maximum"], 255);
-    assert_eq!(p["signed"], json!({"type": "integer"}));
+    // Every bounded integer states its range: the decoder refuses what does not fit.
+    assert_eq!(p["count"]["maximum"], u64::MAX);
+    assert_eq!(p["size"]["maximum"], u64::MAX);
+    assert_eq!(
+        p["signed"],
+        json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX})
+    );
     assert_eq!(p["ratio"], json!({"type": "number"}));
     assert_eq!(p["precise"], json!({"type": "number"}));
     assert_eq!(p["flag"], json!({"type": "boolean"}));
@@ -281,7 +287,10 @@ fn collections_and_maps() {
         json!({"type": "array", "items": {"type": "string"}})
     );
     assert_eq!(p["fixed"]["type"], "array");
-    assert_eq!(p["fixed"]["items"], json!({"type": "integer"}));
+    assert_eq!(
+        p["fixed"]["items"],
+        json!({"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX})
+    );
     assert_eq!(p["set"]["type"], "array");
     assert_eq!(p["set"]["items"], json!({"type": "string"}));
     assert_eq!(

@@ -8,9 +8,12 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 
 use super::{Agent, AgentError, Event, Invocation};
+use crate::budget::Budget;
 use crate::model::{Model, ToolChoice, ToolDefinition};
-use crate::tool::Tool;
-use crate::tools::{ToolMiddleware, ToolResolver, Validation, with_timeout, wrap_tool};
+use crate::tools::Tool;
+use crate::tools::{
+    ToolMiddleware, ToolResolver, Validation, with_spawn_blocking, with_timeout, wrap_tool,
+};
 
 /// Default of [`LlmAgentBuilder::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 16;
@@ -18,10 +21,14 @@ pub const DEFAULT_MAX_STEPS: usize = 16;
 pub const DEFAULT_MAX_TOOL_CALLS_PER_STEP: usize = 32;
 /// Default of [`LlmAgentBuilder::max_concurrent_tool_calls`].
 pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 8;
+/// Default of [`LlmAgentBuilder::max_tool_output`]: characters of one tool result (or error)
+/// that reach the model.
+pub const DEFAULT_MAX_TOOL_OUTPUT: usize = 20_000;
 
 /// A tool as the loop holds it: wrapped in the agent's middleware, then (innermost) the
 /// agent's own tool timeout and argument validation, so that every layer the user added sees
-/// every call, refused ones included, and rewritten arguments are checked too.
+/// every call, refused ones included, and rewritten arguments are checked too. A tool whose
+/// hints say it blocks runs on Tokio's blocking pool, inside the timeout.
 pub(crate) struct ToolEntry {
     /// The tool as given, before wrapping.
     source: Arc<dyn Tool>,
@@ -36,11 +43,13 @@ impl ToolEntry {
         middleware: &[ToolMiddleware],
         tool_timeout: Option<Duration>,
     ) -> Self {
-        let exclusive = !tool.hints().read_only;
+        let hints = tool.hints();
+        let exclusive = !hints.read_only;
         let innermost = tool_timeout
             .map(with_timeout)
             .into_iter()
-            .chain([Validation::new().pass_plain_text(true).into()]);
+            .chain(hints.blocking.then(with_spawn_blocking))
+            .chain([Validation::new().into()]);
         let wrapped = wrap_tool(tool.clone(), middleware.iter().cloned().chain(innermost));
         Self {
             source: tool,
@@ -100,6 +109,8 @@ pub(crate) struct Config {
     pub(crate) temperature: Option<f32>,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) tool_choice: Option<ToolChoice>,
+    pub(crate) budget: Budget,
+    pub(crate) max_tool_output: Option<usize>,
 }
 
 /// An agent driven by a [`Model`]: it asks the model, runs the tool calls it gets back, feeds
@@ -126,6 +137,12 @@ pub(crate) struct Config {
 ///    a timeout, a call over the per-step limit. Then back to 2.
 /// 5. After [`max_steps`](LlmAgentBuilder::max_steps) model calls without an answer the run
 ///    fails with [`AgentError::StepLimit`]. A model error ends the run too.
+///
+/// Every invocation tree (the run and the agents it calls as tools, at any depth) draws from
+/// one [`Budget`] of model calls, tool calls, tokens and wall time, set on the agent that
+/// starts the tree ([`budget`](LlmAgentBuilder::budget)); when it runs out the run fails with
+/// [`AgentError::BudgetExhausted`]. Each tool result (or error) the model reads is cut to
+/// [`max_tool_output`](LlmAgentBuilder::max_tool_output) characters.
 ///
 /// Tools run inside the run's own future (no tasks are spawned): dropping the event stream or
 /// the [`ask`](super::AgentExt::ask) future cancels the tools still running.
@@ -196,6 +213,8 @@ impl LlmAgent {
             temperature: None,
             max_tokens: None,
             tool_choice: None,
+            budget: Budget::default(),
+            max_tool_output: Some(DEFAULT_MAX_TOOL_OUTPUT),
         }
     }
 
@@ -247,6 +266,8 @@ pub struct LlmAgentBuilder {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_choice: Option<ToolChoice>,
+    budget: Budget,
+    max_tool_output: Option<usize>,
 }
 
 impl fmt::Debug for LlmAgentBuilder {
@@ -330,8 +351,21 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// A deadline for each tool call; a call that misses it is dropped (really stopped) and
-    /// answered with a timeout error. Needs a Tokio runtime with its timer.
+    /// A deadline for each tool call; a call that misses it is answered with a timeout error
+    /// and the model goes on. Needs a Tokio runtime with its timer.
+    ///
+    /// What is stopped: the tool's future is dropped, so an async tool stops at its next
+    /// `.await` and whatever it awaited (an HTTP request, a sleep, a sub-agent) is cancelled.
+    ///
+    /// What is not: code that blocks the thread without awaiting (`std::thread::sleep`,
+    /// synchronous I/O, a long computation) cannot be interrupted. In an ordinary async tool it
+    /// also holds up the timeout itself and the other calls of the step until it returns. A
+    /// tool that declares it blocks ([`ToolHints::blocking`](crate::ToolHints::blocking)) runs
+    /// on Tokio's blocking thread pool instead (see
+    /// [`tools::with_spawn_blocking`](crate::tools::with_spawn_blocking)): the timeout then
+    /// returns on time and the other calls go on, while the thread finishes the work in the
+    /// background and its result is dropped. Work a tool hands to other threads or processes
+    /// is never stopped by a timeout.
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout = Some(timeout);
         self
@@ -352,6 +386,49 @@ impl LlmAgentBuilder {
     /// Whether and which tool the model must call.
     pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
         self.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// What an invocation tree started by this agent may spend: model calls, tool calls,
+    /// tokens and wall time, shared with every agent it calls as a tool (default
+    /// [`Budget::default`]: 64 model calls, 256 tool calls, 2,000,000 tokens, 15 minutes;
+    /// [`Budget::unlimited`] for none). An agent running as another agent's tool draws from
+    /// its caller's budget instead of its own.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{AgentError, AgentExt, Budget, BudgetResource, LlmAgent, Session};
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    ///
+    /// let model = Arc::new(ScriptedModel::new([
+    ///     reply::tool_call("c1", "get_weather", r#"{"city": "北京"}"#),
+    ///     reply::tool_call("c2", "get_weather", r#"{"city": "上海"}"#),
+    /// ]));
+    /// let agent = LlmAgent::builder("assistant")
+    ///     .model(model)
+    ///     .tools(tinyagent::demo::seed_tools())
+    ///     .budget(Budget::default().max_model_calls(1))
+    ///     .build()
+    ///     .unwrap();
+    /// # tokio_test::block_on(async {
+    /// let err = agent.ask(&Session::new(), "天气？").await.unwrap_err();
+    /// assert!(matches!(
+    ///     err,
+    ///     AgentError::BudgetExhausted { resource: BudgetResource::ModelCalls, limit: 1, .. }
+    /// ));
+    /// # });
+    /// ```
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The most characters of one tool result, or one tool error, that the model reads
+    /// (default [`DEFAULT_MAX_TOOL_OUTPUT`]); longer ones keep their head and tail with a note
+    /// of how much was left out (see [`OutputBudget`](crate::tools::OutputBudget)). `None`
+    /// passes everything.
+    pub fn max_tool_output(mut self, max_chars: impl Into<Option<usize>>) -> Self {
+        self.max_tool_output = max_chars.into();
         self
     }
 
@@ -427,6 +504,8 @@ impl LlmAgentBuilder {
                 temperature: self.temperature,
                 max_tokens: self.max_tokens,
                 tool_choice: self.tool_choice,
+                budget: self.budget,
+                max_tool_output: self.max_tool_output,
             }),
         })
     }

@@ -1,9 +1,9 @@
 //! Agents: the [`Agent`] trait, the model-driven [`LlmAgent`] and its loop, [`Invocation`]s
 //! and the [`Event`]s a run reports.
 
+mod agent_tool;
 mod builder;
 mod events;
-mod invocation;
 mod run;
 
 use std::sync::Arc;
@@ -11,18 +11,23 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+pub use crate::context::Invocation;
+pub use agent_tool::{
+    AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
+    new_agent_tool, new_agent_tool_fn, parse_agent_message,
+};
 pub use builder::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
-    LlmAgent, LlmAgentBuilder,
+    DEFAULT_MAX_TOOL_OUTPUT, LlmAgent, LlmAgentBuilder,
 };
 pub use events::Event;
-pub use invocation::Invocation;
 
+use crate::budget::BudgetResource;
+use crate::context::Session;
 use crate::error::ToolError;
 use crate::message::Message;
 use crate::model::ModelError;
-use crate::session::Session;
-use crate::tool::BoxFuture;
+use crate::util::BoxFuture;
 
 /// Why an agent run ended without an answer.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +46,23 @@ pub enum AgentError {
         agent: String,
         /// The limit that was reached.
         max_steps: usize,
+    },
+    /// The invocation tree's [`Budget`](crate::Budget) ran out: the agent, or an agent it
+    /// called or that called it, used up what the whole tree may spend.
+    #[error(
+        "agent {agent:?} stopped: the invocation's budget of {limit} {} is used up ({used} \
+         needed; the budget is shared by every agent of the invocation); raise it with `budget`",
+        resource_unit(*resource)
+    )]
+    BudgetExhausted {
+        /// The agent whose run ended.
+        agent: String,
+        /// What ran out.
+        resource: BudgetResource,
+        /// The limit (milliseconds for wall time).
+        limit: u64,
+        /// How much was used or asked for when it ran out.
+        used: u64,
     },
     /// Two sources offered tools of the same name.
     #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
@@ -67,6 +89,26 @@ pub enum AgentError {
     /// The agent's event stream ended without a [`Event::Finished`].
     #[error("agent {0:?} stopped without a final answer")]
     NoAnswer(String),
+}
+
+fn resource_unit(resource: BudgetResource) -> &'static str {
+    match resource {
+        BudgetResource::ModelCalls => "model calls",
+        BudgetResource::ToolCalls => "tool calls",
+        BudgetResource::Tokens => "tokens",
+        _ => "ms of wall time",
+    }
+}
+
+impl AgentError {
+    pub(crate) fn budget(agent: &str, exceeded: crate::budget::BudgetExceeded) -> Self {
+        Self::BudgetExhausted {
+            agent: agent.to_owned(),
+            resource: exceeded.resource,
+            limit: exceeded.limit,
+            used: exceeded.used,
+        }
+    }
 }
 
 /// Something that answers a user message, reporting its progress as [`Event`]s: the seed's

@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,12 +15,15 @@ use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
 use super::{AgentError, Event, Invocation};
+use crate::budget::{BudgetExceeded, SharedBudget};
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
-use crate::tool::{BoxFuture, ToolContext};
+use crate::tools::{OutputBudget, redact_text};
+use crate::util::BoxFuture;
 
 /// Events produced by the driver and not yet taken by the consumer.
 ///
@@ -150,6 +154,15 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
 
 async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), AgentError> {
     inv.set_agent(config.name.clone());
+    let budget = match inv.budget() {
+        Some(budget) => budget.clone(),
+        None => {
+            let budget = SharedBudget::new(config.budget);
+            inv = inv.with_budget(budget.clone());
+            budget
+        }
+    };
+    let over = |exceeded| AgentError::budget(&config.name, exceeded);
     let tools = resolve(config, &inv).await?;
     let session = inv.session().clone();
 
@@ -168,11 +181,15 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
     let mut total = Usage::default();
 
     for step in 1..=config.max_steps {
+        budget.charge_model_call().map_err(over)?;
         let ModelResponse {
             mut message,
             usage,
             finish_reason,
-        } = call_model(config.model.as_ref(), &req, &out).await?;
+        } = within(&budget, call_model(config.model.as_ref(), &req, &out))
+            .await
+            .map_err(over)??;
+        budget.add_tokens(usage.input_tokens.saturating_add(usage.output_tokens));
         total += usage;
         out.push(Event::Usage {
             step,
@@ -209,7 +226,15 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
             break;
         }
         let calls: Vec<&ToolCall> = message.tool_calls().collect();
-        let results = execute(config, &tools.entries, &ctx, &calls, &out).await;
+        let results = within(
+            &budget,
+            execute(config, &tools.entries, &ctx, &budget, &calls, &out),
+        )
+        .await
+        .map_err(over)?;
+        // A budget spent during the step (here or in an agent called as a tool) ends the run:
+        // the next model call could not be paid for.
+        budget.check().map_err(over)?;
         req.messages.push(message);
         req.messages.push(Message::from_tool_results(results));
     }
@@ -217,6 +242,18 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
         agent: config.name.to_string(),
         max_steps: config.max_steps,
     })
+}
+
+/// Runs `fut` until the budget's wall time ends (when there is a runtime to keep time).
+async fn within<F: Future>(budget: &SharedBudget, fut: F) -> Result<F::Output, BudgetExceeded> {
+    match budget.deadline() {
+        Some(deadline) if tokio::runtime::Handle::try_current().is_ok() => {
+            tokio::time::timeout_at(deadline, fut)
+                .await
+                .map_err(|_elapsed| budget.wall_time_exceeded())
+        }
+        _ => Ok(fut.await),
+    }
 }
 
 /// Streams one model step, forwarding text deltas, and returns the final response.
@@ -241,6 +278,7 @@ async fn execute(
     config: &Config,
     entries: &[Arc<ToolEntry>],
     ctx: &ToolContext,
+    budget: &SharedBudget,
     calls: &[&ToolCall],
     out: &Queue,
 ) -> Vec<ToolResult> {
@@ -270,7 +308,15 @@ async fn execute(
         } else {
             None
         };
-        run_call(lookup[k], refusal, ctx, calls[k], out)
+        run_call(
+            lookup[k],
+            refusal,
+            ctx,
+            budget,
+            config.max_tool_output,
+            calls[k],
+            out,
+        )
     };
 
     let mut results: Vec<Option<ToolResult>> = vec![None; n];
@@ -320,11 +366,18 @@ async fn run_call(
     entry: Option<&ToolEntry>,
     refusal: Option<ToolError>,
     ctx: &ToolContext,
+    budget: &SharedBudget,
+    max_output: Option<usize>,
     call: &ToolCall,
     out: &Queue,
 ) -> ToolResult {
     out.push(Event::ToolCallStarted { call: call.clone() });
     let started = tokio::time::Instant::now();
+    let refusal = refusal.or_else(|| {
+        budget.charge_tool_call().err().map(|exceeded| {
+            ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
+        })
+    });
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
         (None, Some(entry)) => {
@@ -342,12 +395,21 @@ async fn run_call(
         ))),
     };
     let duration = started.elapsed();
+    let bounded = |text: String| match max_output {
+        Some(max) if text.len() > max => OutputBudget::new(max).apply(&text),
+        _ => text,
+    };
     let (result, error_kind) = match outcome {
-        Ok(content) => (ToolResult::ok(&call.id, &call.name, content), None),
+        Ok(content) => (ToolResult::ok(&call.id, &call.name, bounded(content)), None),
         Err(err) => {
-            tracing::debug!(gen_ai.tool.name = %call.name, error.type = %err.kind(), "tool call failed: {err}");
+            tracing::debug!(
+                gen_ai.tool.name = %call.name,
+                error.type = %err.kind(),
+                "tool call failed: {}",
+                redact_text(&OutputBudget::new(2048).apply(err.message()))
+            );
             (
-                ToolResult::error(&call.id, &call.name, err.message()),
+                ToolResult::error(&call.id, &call.name, bounded(err.message().to_owned())),
                 Some(err.kind()),
             )
         }

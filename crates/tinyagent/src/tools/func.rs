@@ -10,8 +10,10 @@ use serde_json::Value;
 
 use super::adapter::{JsonAdapter, ToolFn, json_adapter};
 use super::schema::generate_schema;
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{HandleFunc, Handler, Tool, ToolHints};
+use crate::util::BoxFuture;
 
 /// Checks a tool name against what model providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
 ///

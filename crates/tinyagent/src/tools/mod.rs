@@ -18,33 +18,35 @@
 //!   feature, `ToolMiddleware::from_tower` takes a tower `Layer`.
 
 mod adapter;
-mod agent_tool;
+pub(crate) mod arguments;
 mod func;
+mod handler;
 mod middleware;
 mod resolver;
 pub(crate) mod schema;
 mod validate;
 
 pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};
-pub use agent_tool::{
+// Agents made into tools live with the agents; their seed names are kept here.
+#[doc(inline)]
+pub use crate::agent::{
     AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
     new_agent_tool, new_agent_tool_fn, parse_agent_message,
 };
+pub use arguments::parse_arguments;
 pub use func::{
     FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
 };
+pub use handler::{HandleFunc, Handler, Tool, ToolHints};
 pub use middleware::{
     Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, Cache, ConcurrencyLimit, Logging,
-    OutputBudget, RateLimit, RetryPolicy, Timeout, ToolLayer, ToolMiddleware, Validation,
-    WrappedTool, canonical_json, redact_json, with_approval, with_cache, with_concurrency_limit,
-    with_logging, with_output_budget, with_rate_limit, with_retry, with_timeout, with_validation,
-    wrap_tool,
+    OutputBudget, RateLimit, RetryPolicy, SpawnBlockingLayer, Timeout, ToolLayer, ToolMiddleware,
+    Validation, WrappedTool, canonical_json, redact_json, redact_text, with_approval, with_cache,
+    with_concurrency_limit, with_logging, with_output_budget, with_rate_limit, with_retry,
+    with_spawn_blocking, with_timeout, with_validation, wrap_tool,
 };
 #[cfg(feature = "tower")]
 pub use middleware::{HandlerService, ToolRequest};
 pub use resolver::{ToolResolver, ToolResolverFunc};
 pub use schema::{generate_schema, strict_schema};
 pub use validate::SchemaValidator;
-
-#[cfg(doc)]
-use crate::Handler;

@@ -4,9 +4,10 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::agent::Invocation;
+use crate::context::Invocation;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Tool};
+use crate::tools::Tool;
+use crate::util::BoxFuture;
 
 /// Decides which tools an agent offers in one invocation (the seed's `ToolResolver`): by the
 /// user's role in the session state, by the topic, or by asking an MCP server.

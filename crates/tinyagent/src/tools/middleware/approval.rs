@@ -5,8 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{Handler, Tool, ToolHints};
+use crate::util::BoxFuture;
 
 /// What an [`ApprovalHook`] decides about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]

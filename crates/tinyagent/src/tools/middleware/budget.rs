@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Cuts results longer than a budget of characters, keeping the head and the tail, with a
 /// note in the middle saying how much was dropped.

@@ -4,12 +4,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::time::Instant;
 
+use super::canonical::canonical_json;
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Caches successful results of tools whose hints say a repeat is harmless.
 ///
@@ -17,9 +19,10 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// any other tool is passed through untouched (a cached answer would hide the effect the
 /// caller asked for), unless [`ignore_hints`](Self::ignore_hints) says otherwise.
 ///
-/// The key is the tool's name and the [canonical JSON](canonical_json) of the arguments, so
-/// `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` share an entry; arguments that are not JSON are
-/// never cached. Errors are never cached. An entry lives for the [`ttl`](Self::ttl) (default
+/// The key is the tool's name and the exact [canonical JSON](canonical_json) of the arguments,
+/// so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` share an entry while numbers that differ in any
+/// digit do not; arguments that are not JSON, or have no one meaning (duplicate keys, lone
+/// surrogates), are never cached and go on to the tool, whose validation refuses them. Errors are never cached. An entry lives for the [`ttl`](Self::ttl) (default
 /// 5 minutes); when the cache holds [`capacity`](Self::capacity) entries (default 1024),
 /// expired entries are dropped first, then the least recently used. The call context (call
 /// id, extensions) is not part of the key. Two identical calls that miss at the same time both
@@ -82,37 +85,6 @@ impl Cache {
 /// tool; see [`Cache`].
 pub fn with_cache(ttl: Duration, capacity: usize) -> ToolMiddleware {
     Cache::new().ttl(ttl).capacity(capacity).into()
-}
-
-/// The canonical form of a JSON text: parsed, object keys sorted at every depth, printed
-/// without spaces. Empty text counts as `{}`; text that is not JSON has no canonical form.
-///
-/// ```
-/// use tinyagent::tools::canonical_json;
-///
-/// assert_eq!(canonical_json(r#"{ "b": [ {"y":1,"x":2} ], "a": 1 }"#).unwrap(),
-///            r#"{"a":1,"b":[{"x":2,"y":1}]}"#);
-/// assert_eq!(canonical_json("").unwrap(), "{}");
-/// assert!(canonical_json("{oops").is_none());
-/// ```
-pub fn canonical_json(text: &str) -> Option<String> {
-    if text.trim().is_empty() {
-        return Some("{}".to_owned());
-    }
-    let mut value: Value = serde_json::from_str(text).ok()?;
-    sort_keys(&mut value);
-    Some(value.to_string())
-}
-
-fn sort_keys(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.sort_keys();
-            map.values_mut().for_each(sort_keys);
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_keys),
-        _ => {}
-    }
 }
 
 impl ToolLayer for Cache {

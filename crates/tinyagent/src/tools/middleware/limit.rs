@@ -8,8 +8,10 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Lets at most `max` calls of the tool run at once; the others wait their turn, in order.
 ///

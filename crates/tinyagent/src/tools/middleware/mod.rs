@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`with_logging`] / [`Logging`] | one `tracing` span per call, OpenTelemetry GenAI names, redacted arguments and results on request |
 //! | [`with_timeout`] / [`Timeout`] | a deadline per call; the tool's future is dropped when it passes |
+//! | [`with_spawn_blocking`] / [`SpawnBlockingLayer`] | calls of a tool that blocks its thread run on Tokio's blocking pool, so a timeout returns on time |
 //! | [`with_retry`] / [`RetryPolicy`] | retries of retryable errors, exponential backoff with jitter, guided by the tool's hints |
 //! | [`with_validation`] / [`Validation`] | arguments checked against the tool's schema before the handler runs |
 //! | [`with_concurrency_limit`] / [`ConcurrencyLimit`] | at most `n` calls of the tool in flight |
@@ -27,14 +28,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{Handler, Tool, ToolHints};
+use crate::util::BoxFuture;
 
 mod approval;
+mod blocking;
 mod budget;
 mod cache;
+mod canonical;
 mod limit;
 mod logging;
+mod redact;
 mod retry;
 mod timeout;
 #[cfg(feature = "tower")]
@@ -42,10 +48,13 @@ mod tower;
 mod validation;
 
 pub use approval::{Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, with_approval};
+pub use blocking::{SpawnBlockingLayer, with_spawn_blocking};
 pub use budget::{OutputBudget, with_output_budget};
-pub use cache::{Cache, canonical_json, with_cache};
+pub use cache::{Cache, with_cache};
+pub use canonical::canonical_json;
 pub use limit::{ConcurrencyLimit, RateLimit, with_concurrency_limit, with_rate_limit};
-pub use logging::{Logging, redact_json, with_logging};
+pub use logging::{Logging, with_logging};
+pub use redact::{redact_json, redact_text};
 pub use retry::{RetryPolicy, with_retry};
 pub use timeout::{Timeout, with_timeout};
 #[cfg(feature = "tower")]

@@ -4,8 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Retries failed calls: the seed's `WithRetry`, with backoff, jitter and a policy on what is
 /// safe to repeat.
@@ -197,7 +199,7 @@ impl Handler for RetryHandler {
                 tracing::warn!(
                     gen_ai.tool.name = &*self.tool_name,
                     attempt = attempts,
-                    error = %err,
+                    error = %super::redact::for_log(err.message()),
                     error.type = err.kind().as_str(),
                     retry_in_ms = delay.as_secs_f64() * 1000.0,
                     "tool call failed, retrying"

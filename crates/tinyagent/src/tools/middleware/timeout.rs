@@ -4,8 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Bounds each call by a deadline: the seed's `WithTimeout`, with real cancellation.
 ///
