@@ -15,7 +15,11 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tinyagent::{Agent, AgentError, Event, Invocation, LlmAgent, Model, Session, Tool, demo};
+use tinyagent::{
+    Agent, AgentError, Event, Invocation, LlmAgent, Model, Session, Tool, ToolCall, ToolResult,
+    demo,
+};
+use tinyagent_llama::{LlamaConfig, LlamaModel};
 
 /// The questions the demo asks, in order.
 pub const DEMO_QUESTIONS: [&str; 2] = ["北京天气怎么样？", "帮我算一下 7 乘以 8 等于多少。"];
@@ -77,8 +81,9 @@ pub fn smart_assistant(
         .build()
 }
 
-/// Runs the demo: asks the smart assistant each of [`DEMO_QUESTIONS`] in one session,
-/// writing every event to `out`, and returns the answers.
+/// Runs the demo: asks the smart assistant each of [`DEMO_QUESTIONS`], each in a session of
+/// its own (the weather conversation does not steer the arithmetic), writing every event to
+/// `out`, and returns the answers.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -98,16 +103,50 @@ pub async fn run_agent_demo(
     run_agent_demo_with_tools(model, demo::seed_tools(), out).await
 }
 
-/// [`run_agent_demo`] with another set of tools: a model as small as the default local one
-/// (135M parameters) is best offered fewer, so the demo gives it weather, calculator and
-/// time without the translator.
+/// The demo's default model: the embedded local model (see
+/// [`LlamaModel::default_model`]), on 1 thread with greedy decoding so that every run gives
+/// the same answers, offered the seed's four tools.
+///
+/// # Errors
+///
+/// When the model file is missing or cannot be loaded; the message says how to get it.
+pub fn local_demo_model() -> Result<(LlamaModel, Vec<Arc<dyn Tool>>), tinyagent::ModelError> {
+    let model = LlamaModel::default_model_with(LlamaConfig::default().threads(1))?;
+    Ok((model, demo::seed_tools()))
+}
+
+/// One question of the demo and what happened: the tool calls, their results, the answer.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DemoTurn {
+    /// The question asked.
+    pub question: String,
+    /// The tool calls the model made, in order.
+    pub calls: Vec<ToolCall>,
+    /// The tools' results, in order.
+    pub results: Vec<ToolResult>,
+    /// The final answer.
+    pub answer: String,
+}
+
+/// [`run_agent_demo`] with another set of tools, returning the answers.
 pub async fn run_agent_demo_with_tools(
     model: Arc<dyn Model>,
     tools: Vec<Arc<dyn Tool>>,
     out: &mut impl Write,
 ) -> Result<Vec<String>, DemoError> {
+    let turns = run_demo_turns(model, tools, out).await?;
+    Ok(turns.into_iter().map(|t| t.answer).collect())
+}
+
+/// The demo itself: asks [`DEMO_QUESTIONS`] with `tools` offered, each question in a session
+/// of its own, writes every event to `out`, and returns what happened on each question.
+pub async fn run_demo_turns(
+    model: Arc<dyn Model>,
+    tools: Vec<Arc<dyn Tool>>,
+    out: &mut impl Write,
+) -> Result<Vec<DemoTurn>, DemoError> {
     let agent = smart_assistant(model, tools)?;
-    let session = Session::new();
     let mut answers = Vec::new();
     writeln!(out, "========================================")?;
     writeln!(
@@ -118,8 +157,10 @@ pub async fn run_agent_demo_with_tools(
     writeln!(out, "========================================")?;
     for question in DEMO_QUESTIONS {
         writeln!(out, "\n用户: {question}")?;
-        let mut events = agent.run(Invocation::new(session.clone(), question));
+        let mut events = agent.run(Invocation::new(Session::new(), question));
         let mut answer = None;
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
         let mut streaming = false;
         while let Some(event) = events.next().await {
             let event = event?;
@@ -148,7 +189,8 @@ pub async fn run_agent_demo_with_tools(
                 )?,
                 Event::Message(_) => {}
                 Event::ToolCallStarted { call } => {
-                    writeln!(out, "  → 调用工具 {}({})", call.name, call.arguments)?
+                    writeln!(out, "  → 调用工具 {}({})", call.name, call.arguments)?;
+                    calls.push(call);
                 }
                 Event::ToolCallFinished {
                     result, duration, ..
@@ -158,7 +200,8 @@ pub async fn run_agent_demo_with_tools(
                         out,
                         "  ← {} {status}（{:.1?}）: {}",
                         result.name, duration, result.content
-                    )?
+                    )?;
+                    results.push(result);
                 }
                 Event::Finished {
                     answer: text,
@@ -178,7 +221,12 @@ pub async fn run_agent_demo_with_tools(
             }
         }
         match answer {
-            Some(a) => answers.push(a),
+            Some(answer) => answers.push(DemoTurn {
+                question: question.to_owned(),
+                calls,
+                results,
+                answer,
+            }),
             None => return Err(AgentError::NoAnswer(agent.name().to_owned()).into()),
         }
     }

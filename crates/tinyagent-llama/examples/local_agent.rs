@@ -1,4 +1,5 @@
-//! The seed's weather agent on the embedded local model: no API key, no network.
+//! The seed's smart assistant on the embedded local model, with the seed's four tools (weather,
+//! calculator, current time, translator): no API key, no network.
 //!
 //! ```sh
 //! bash scripts/fetch-model.sh        # once: the default model into models/
@@ -26,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = LlmAgent::builder("smart-assistant")
         .model(model)
         .instruction("你是一个全能助手。")
-        .tools([demo::weather_tool()])
+        .tools(demo::seed_tools())
         .build()?;
 
     println!("user: {question}");
