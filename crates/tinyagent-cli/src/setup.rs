@@ -104,9 +104,9 @@ pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
             api_key,
             model,
         } => {
-            let mut config = OpenAiConfig::new(model.as_str()).with_base_url(base_url.as_str());
+            let mut config = OpenAiConfig::new(model.as_str()).base_url(base_url.as_str());
             if let Some(key) = api_key {
-                config = config.with_api_key(key.as_str());
+                config = config.api_key(key.as_str());
             }
             let model = OpenAiModel::new(config).map_err(|e| match e {
                 ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel => CliError::usage(e),

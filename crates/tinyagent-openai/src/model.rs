@@ -6,14 +6,18 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
 use eventsource_stream::Eventsource;
 use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{
+    BoxFuture, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
+};
 
 use crate::config::{ConfigError, OpenAiConfig};
-use crate::error::{retry_after, status_error, transport_error};
+use crate::error::{retry_after, status_error, transport_error, unexpected_body};
 use crate::stream::Assembler;
 use crate::wire;
 
@@ -82,14 +86,10 @@ impl OpenAiModel {
             headers.insert(name, value);
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let mut builder = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .default_headers(headers)
             .user_agent(concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout);
-        if let Some(timeout) = config.request_timeout {
-            builder = builder.timeout(timeout);
-        }
+            .connect_timeout(config.connect_timeout);
         let client = builder
             .build()
             .map_err(|e| ConfigError::Client(e.to_string()))?;
@@ -131,22 +131,18 @@ impl OpenAiModel {
         wire::request_body(&self.inner.config, req, stream)
     }
 
-    /// Posts `body`, retrying failures that may pass; returns the successful response.
-    async fn send(&self, body: &[u8], stream: bool) -> Result<reqwest::Response, ModelError> {
-        let mut attempt = 0;
-        self.send_counting(body, stream, &mut attempt).await
-    }
-
-    /// [`send`](Self::send), counting retries in `attempt` so that a caller that also retries
-    /// (a body cut while it was read) shares one budget of `max_retries`.
-    async fn send_counting(
+    /// Posts `body`, retrying failures that may pass, until a successful response's headers
+    /// arrive; `budget` counts the attempts and holds the call's deadline, shared with the
+    /// caller's own retries (a body cut while it was read).
+    async fn send(
         &self,
         body: &[u8],
         stream: bool,
-        attempt: &mut u32,
+        budget: &mut Budget,
     ) -> Result<reqwest::Response, ModelError> {
         let config = &self.inner.config;
         loop {
+            budget.attempt_started = Instant::now();
             let mut request = self
                 .inner
                 .client
@@ -155,12 +151,17 @@ impl OpenAiModel {
             if stream {
                 request = request.header(ACCEPT, "text/event-stream");
             }
-            let (err, wait) = match request.send().await {
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
-                Ok(resp) => {
+            let (limit, at) = budget.limit(Limit::FirstByte, config);
+            let (err, wait) = match tokio::time::timeout_at(at, request.send()).await {
+                Err(_) => (self.timeout_error(limit, budget, 0), None),
+                Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+                Ok(Ok(resp)) => {
                     let status = resp.status();
                     let wait = retry_after(resp.headers(), SystemTime::now());
-                    let body = read_error_body(resp).await;
+                    let (_, at) = budget.limit(Limit::Idle, config);
+                    let body = tokio::time::timeout_at(at, read_error_body(resp))
+                        .await
+                        .unwrap_or_default();
                     let err = status_error(
                         status,
                         &body,
@@ -169,37 +170,107 @@ impl OpenAiModel {
                     );
                     (err, wait)
                 }
-                Err(e) => (transport_error(e, &self.inner.endpoint), None),
+                Ok(Err(e)) => (transport_error(e, &self.inner.endpoint), None),
             };
-            if !err.is_retryable() || *attempt >= config.max_retries {
-                return Err(err);
-            }
-            let delay = match wait {
-                Some(wait) => wait.min(config.max_retry_after),
-                None => backoff(config, *attempt),
-            };
-            *attempt += 1;
-            tracing::warn!(
-                gen_ai.request.model = %config.model,
-                attempt = *attempt,
-                max_retries = config.max_retries,
-                delay_ms = delay.as_millis() as u64,
-                error = %err,
-                "chat completion failed; retrying",
-            );
-            tokio::time::sleep(delay).await;
+            self.before_retry(err, wait, budget).await?;
+        }
+    }
+
+    /// Waits before the next attempt, or returns `err` when it may not pass, the retries are
+    /// spent or the deadline would pass meanwhile.
+    async fn before_retry(
+        &self,
+        err: ModelError,
+        wait: Option<Duration>,
+        budget: &mut Budget,
+    ) -> Result<(), ModelError> {
+        let config = &self.inner.config;
+        if !err.is_retryable() || budget.attempt >= config.max_retries {
+            return Err(err);
+        }
+        let delay = match wait {
+            Some(wait) => wait.min(config.max_retry_after),
+            None => backoff(config, budget.attempt),
+        };
+        if budget
+            .deadline
+            .is_some_and(|deadline| Instant::now() + delay >= deadline)
+        {
+            return Err(err);
+        }
+        budget.attempt += 1;
+        tracing::warn!(
+            gen_ai.request.model = %config.model,
+            attempt = budget.attempt,
+            max_retries = config.max_retries,
+            delay_ms = delay.as_millis() as u64,
+            error = %err,
+            "chat completion failed; retrying",
+        );
+        tokio::time::sleep(delay).await;
+        Ok(())
+    }
+
+    /// The error of a wait that hit `limit`; `chunks` events had arrived.
+    fn timeout_error(&self, limit: Limit, budget: &Budget, chunks: usize) -> ModelError {
+        let config = &self.inner.config;
+        let url = &self.inner.endpoint;
+        let tries = match budget.attempt {
+            0 => String::new(),
+            n => format!("; attempt {} of {}", n + 1, config.max_retries + 1),
+        };
+        match limit {
+            Limit::FirstByte => ModelError::new(
+                ModelErrorKind::TimedOut,
+                format!(
+                    "no answer from {url} within {} (the first-byte timeout{tries})",
+                    secs(config.first_byte_timeout)
+                ),
+            ),
+            Limit::Idle => ModelError::new(
+                ModelErrorKind::TimedOut,
+                format!(
+                    "the stream from {url} went silent for {} after {chunks} events (the idle \
+                     timeout{tries})",
+                    secs(config.idle_timeout)
+                ),
+            ),
+            Limit::Whole => ModelError::new(
+                ModelErrorKind::TimedOut,
+                format!(
+                    "the call to {url} did not finish within {} (the request timeout, \
+                     retries included{tries})",
+                    secs(config.request_timeout.unwrap_or_default())
+                ),
+            )
+            .retryable(false),
         }
     }
 
     async fn generate_once(&self, req: &ModelRequest) -> Result<ModelResponse, ModelError> {
         let config = &self.inner.config;
         let body = serialize(&wire::request_body(config, req, false))?;
-        let mut attempt: u32 = 0;
+        let mut budget = Budget::new(config);
         loop {
-            let resp = self.send_counting(&body, false, &mut attempt).await?;
+            let resp = self.send(&body, false, &mut budget).await?;
+            let status = resp.status();
+            let content_type = content_type(&resp);
             // A body cut while it was read is retried like a failed request.
-            let err = match resp.bytes().await {
+            let err = match read_body(resp, config.max_reply_bytes, &budget, config).await {
                 Ok(bytes) => {
+                    let bytes = strip_bom(bytes);
+                    let empty = bytes.trim_ascii().is_empty();
+                    if empty
+                        || !(content_type.contains("json") || bytes.trim_ascii().starts_with(b"{"))
+                    {
+                        return Err(unexpected_body(
+                            status,
+                            &content_type,
+                            &bytes,
+                            "a JSON response",
+                            &config.base_url,
+                        ));
+                    }
                     let out = wire::parse_response(&bytes, &req.tools)?;
                     tracing::debug!(
                         gen_ai.request.model = %config.model,
@@ -209,15 +280,198 @@ impl OpenAiModel {
                     );
                     return Ok(out);
                 }
-                Err(e) => transport_error(e, &self.inner.endpoint),
+                Err(BodyError::Http(e)) => transport_error(e, &self.inner.endpoint),
+                Err(BodyError::TooLarge(n)) => return Err(too_large(n, config)),
+                Err(BodyError::TimedOut(limit)) => self.timeout_error(limit, &budget, 0),
             };
-            if !err.is_retryable() || attempt >= config.max_retries {
-                return Err(err);
-            }
-            tokio::time::sleep(backoff(config, attempt)).await;
-            attempt += 1;
+            self.before_retry(err, None, &mut budget).await?;
         }
     }
+}
+
+/// Which limit a wait runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    /// The first byte of an answer (headers, then a stream's first event).
+    FirstByte,
+    /// The silence between two events or chunks.
+    Idle,
+    /// The whole call's deadline.
+    Whole,
+}
+
+/// The attempts of one call and its deadline.
+#[derive(Debug)]
+struct Budget {
+    /// Retries made so far.
+    attempt: u32,
+    /// When the current attempt started.
+    attempt_started: Instant,
+    /// When the whole call must be over.
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn new(config: &OpenAiConfig) -> Self {
+        let now = Instant::now();
+        Self {
+            attempt: 0,
+            attempt_started: now,
+            deadline: config.request_timeout.map(|t| now + t),
+        }
+    }
+
+    /// The instant a wait of kind `limit` ends at, and the limit that ends it first (the
+    /// call's deadline may come before).
+    fn limit(&self, limit: Limit, config: &OpenAiConfig) -> (Limit, Instant) {
+        let at = match limit {
+            Limit::FirstByte => self.attempt_started + config.first_byte_timeout,
+            Limit::Idle => Instant::now() + config.idle_timeout,
+            Limit::Whole => return (Limit::Whole, self.deadline.unwrap_or_else(far_future)),
+        };
+        match self.deadline {
+            Some(deadline) if deadline < at => (Limit::Whole, deadline),
+            _ => (limit, at),
+        }
+    }
+}
+
+/// An instant no call reaches (about thirty years away).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
+/// A duration for people: `60 s`, `0.3 s`.
+fn secs(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Why a body could not be read.
+#[derive(Debug)]
+enum BodyError {
+    /// The transport failed.
+    Http(reqwest::Error),
+    /// The body grew past the limit (the bytes read so far).
+    TooLarge(usize),
+    /// A wait hit a limit.
+    TimedOut(Limit),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Http(e) => e.fmt(f),
+            Self::TooLarge(n) => write!(f, "the body passed {n} bytes"),
+            Self::TimedOut(limit) => write!(f, "timed out ({limit:?})"),
+        }
+    }
+}
+
+/// The error of a reply that grew past [`OpenAiConfig::max_reply_bytes`].
+fn too_large(read: usize, config: &OpenAiConfig) -> ModelError {
+    let limit = match config.max_tokens {
+        Some(n) => format!("the token limit sent, max_tokens {n}"),
+        None => "the token limit (none was sent)".to_owned(),
+    };
+    ModelError::invalid_response(format!(
+        "the reply grew past {read} bytes without finishing (the limit is max_reply_bytes = {}); \
+         the server may be ignoring {limit}",
+        config.max_reply_bytes
+    ))
+}
+
+/// The content type of a response, lower-cased; empty when there is none.
+fn content_type(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// A whole body, at most `max` bytes, each chunk within the idle timeout and all before the
+/// deadline.
+async fn read_body(
+    mut resp: reqwest::Response,
+    max: usize,
+    budget: &Budget,
+    config: &OpenAiConfig,
+) -> Result<bytes::Bytes, BodyError> {
+    let mut out = Vec::new();
+    loop {
+        let (limit, at) = budget.limit(Limit::Idle, config);
+        match tokio::time::timeout_at(at, resp.chunk()).await {
+            Err(_) => return Err(BodyError::TimedOut(limit)),
+            Ok(Err(e)) => return Err(BodyError::Http(e)),
+            Ok(Ok(None)) => return Ok(out.into()),
+            Ok(Ok(Some(chunk))) => {
+                out.extend_from_slice(&chunk);
+                if out.len() > max {
+                    return Err(BodyError::TooLarge(out.len()));
+                }
+            }
+        }
+    }
+}
+
+/// A response body as a byte stream, guarded: the first chunk must come before `first`,
+/// each next one within the idle timeout, all before the call's deadline, and no more than
+/// `max` bytes in all. Server-sent comments (`: ping`) count as bytes, so keep-alives keep a
+/// slow stream open.
+fn guarded(
+    resp: reqwest::Response,
+    first: (Limit, Instant),
+    idle: Duration,
+    deadline: Option<Instant>,
+    max: usize,
+) -> impl Stream<Item = Result<bytes::Bytes, BodyError>> + Send {
+    struct State {
+        chunks: BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>,
+        total: usize,
+        started: bool,
+        over: bool,
+    }
+    let state = State {
+        chunks: Box::pin(resp.bytes_stream()),
+        total: 0,
+        started: false,
+        over: false,
+    };
+    stream::unfold(state, move |mut state| async move {
+        if state.over {
+            return None;
+        }
+        let (limit, at) = if state.started {
+            let at = Instant::now() + idle;
+            match deadline {
+                Some(deadline) if deadline < at => (Limit::Whole, deadline),
+                _ => (Limit::Idle, at),
+            }
+        } else {
+            first
+        };
+        let item = match tokio::time::timeout_at(at, state.chunks.next()).await {
+            Err(_) => Err(BodyError::TimedOut(limit)),
+            Ok(None) => return None,
+            Ok(Some(Err(e))) => Err(BodyError::Http(e)),
+            Ok(Some(Ok(chunk))) => {
+                state.started = true;
+                state.total = state.total.saturating_add(chunk.len());
+                if state.total > max {
+                    Err(BodyError::TooLarge(state.total))
+                } else {
+                    Ok(chunk)
+                }
+            }
+        };
+        state.over = item.is_err();
+        Some((item, state))
+    })
 }
 
 /// The body of an error response, at most 64 KiB of it; empty if it cannot be read.
@@ -276,6 +530,9 @@ impl Model for OpenAiModel {
             phase: Phase::Connect,
             pending: VecDeque::new(),
             assembler: Assembler::default(),
+            budget: Budget::new(&self.inner.config),
+            shown: false,
+            restart: None,
         };
         Box::pin(stream::unfold(state, |mut state| async move {
             let item = state.next().await?;
@@ -289,7 +546,7 @@ type Events<'a> = std::pin::Pin<
         dyn Stream<
                 Item = Result<
                     eventsource_stream::Event,
-                    eventsource_stream::EventStreamError<reqwest::Error>,
+                    eventsource_stream::EventStreamError<BodyError>,
                 >,
             > + Send
             + 'a,
@@ -308,6 +565,11 @@ struct StreamState<'a> {
     phase: Phase<'a>,
     pending: VecDeque<Result<ModelEvent, ModelError>>,
     assembler: Assembler,
+    budget: Budget,
+    /// Events of the current attempt went out to the consumer.
+    shown: bool,
+    /// Why the reply restarts, when a retry follows events already shown.
+    restart: Option<String>,
 }
 
 impl<'a> StreamState<'a> {
@@ -315,100 +577,182 @@ impl<'a> StreamState<'a> {
     async fn next(&mut self) -> Option<Result<ModelEvent, ModelError>> {
         loop {
             if let Some(item) = self.pending.pop_front() {
+                if matches!(item, Ok(ref e) if !matches!(e, ModelEvent::Done(_) | ModelEvent::Restart { .. }))
+                {
+                    self.shown = true;
+                }
                 return Some(item);
             }
+            let config = &self.model.inner.config;
             match &mut self.phase {
                 Phase::Over => return None,
                 Phase::Connect => {
-                    let config = &self.model.inner.config;
                     let body = match serialize(&wire::request_body(config, self.req, true)) {
                         Ok(body) => body,
                         Err(e) => return Some(self.fail(e)),
                     };
-                    let resp = match self.model.send(&body, true).await {
+                    let resp = match self.model.send(&body, true, &mut self.budget).await {
                         Ok(resp) => resp,
                         Err(e) => return Some(self.fail(e)),
                     };
-                    let is_json = resp
-                        .headers()
-                        .get(CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
-                    if is_json {
-                        // A server that ignores `stream: true` and answers in one piece.
-                        self.phase = Phase::Over;
-                        let bytes = match resp.bytes().await {
-                            Ok(bytes) => bytes,
+                    if let Some(reason) = self.restart.take() {
+                        self.pending.push_back(Ok(ModelEvent::Restart { reason }));
+                    }
+                    let status = resp.status();
+                    let content_type = content_type(&resp);
+                    if content_type.contains("event-stream") {
+                        let bytes = guarded(
+                            resp,
+                            self.budget.limit(Limit::FirstByte, config),
+                            config.idle_timeout,
+                            self.budget.deadline,
+                            config.max_reply_bytes,
+                        );
+                        self.phase = Phase::Reading(Box::pin(without_bom(bytes).eventsource()));
+                        continue;
+                    }
+                    // Not an event stream: a server that ignores `stream: true` and answers
+                    // in one piece, events under another content type, or something else.
+                    let bytes =
+                        match read_body(resp, config.max_reply_bytes, &self.budget, config).await {
+                            Ok(bytes) => strip_bom(bytes),
                             Err(e) => {
-                                return Some(Err(transport_error(e, &self.model.inner.endpoint)));
+                                let err = self.body_error(e);
+                                if let Some(item) = self.retry(err).await {
+                                    return Some(item);
+                                }
+                                continue;
                             }
                         };
-                        let bytes = strip_bom(bytes);
-                        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-                        if first != Some(&b'{') {
-                            // Events after all, under the wrong content type.
-                            let body = stream::once(async move { Ok::<_, reqwest::Error>(bytes) });
-                            self.phase = Phase::Reading(Box::pin(body.eventsource()));
-                            continue;
-                        }
+                    let start = bytes.trim_ascii_start();
+                    if start.starts_with(b"{") {
+                        self.phase = Phase::Over;
                         match wire::parse_response(&bytes, &self.req.tools) {
                             Ok(response) => self
                                 .pending
                                 .extend(response.into_events().into_iter().map(Ok)),
                             Err(e) => return Some(Err(e)),
                         }
+                    } else if [&b"data:"[..], b":", b"event:", b"id:"]
+                        .iter()
+                        .any(|p| start.starts_with(p))
+                    {
+                        let body = stream::once(async move { Ok::<_, BodyError>(bytes) });
+                        self.phase = Phase::Reading(Box::pin(body.eventsource()));
                     } else {
-                        self.phase = Phase::Reading(Box::pin(
-                            without_bom(resp.bytes_stream()).eventsource(),
-                        ));
+                        return Some(self.fail(unexpected_body(
+                            status,
+                            &content_type,
+                            &bytes,
+                            "an event stream",
+                            &config.base_url,
+                        )));
                     }
                 }
-                Phase::Reading(events) => match events.next().await {
-                    Some(Ok(event)) => {
-                        let data = event.data.trim();
-                        if data.is_empty() {
-                            continue;
-                        }
-                        if data == "[DONE]" {
-                            return Some(self.done());
-                        }
-                        let mut out = Vec::new();
-                        let res = self.assembler.push_data(data, &self.req.tools, &mut out);
-                        self.pending.extend(out.into_iter().map(Ok));
-                        if let Err(e) = res {
-                            self.pending.push_back(Err(e));
-                            self.phase = Phase::Over;
-                        }
-                    }
-                    Some(Err(e)) if self.assembler.has_finished() => {
-                        // The reply was complete (it had its finish_reason); only the end of
-                        // the stream was lost.
-                        tracing::debug!("the event stream failed after the reply finished: {e}");
-                        return Some(self.done());
-                    }
-                    Some(Err(e)) => {
-                        let err = match e {
-                            eventsource_stream::EventStreamError::Transport(e) => {
-                                let cause = transport_error(e, &self.model.inner.endpoint);
-                                self.assembler
-                                    .truncation_error(&format!("failed ({cause})"))
+                Phase::Reading(events) => {
+                    match events.next().await {
+                        Some(Ok(event)) => {
+                            let data = event.data.trim();
+                            if data.is_empty() {
+                                continue;
                             }
-                            other => ModelError::invalid_response(format!(
-                                "the event stream could not be read: {other}"
-                            )),
-                        };
-                        return Some(self.fail(err));
-                    }
-                    None => {
-                        if self.assembler.has_finished() {
-                            // Servers that do not send `[DONE]`.
+                            if data == "[DONE]" {
+                                return Some(self.done());
+                            }
+                            let mut out = Vec::new();
+                            let res = self.assembler.push_data(data, &self.req.tools, &mut out);
+                            self.pending.extend(out.into_iter().map(Ok));
+                            if let Err(e) = res {
+                                // An error event: retried when it may pass.
+                                if let Some(item) = self.retry(e).await {
+                                    self.pending.push_back(item);
+                                }
+                            }
+                        }
+                        Some(Err(e)) if self.assembler.has_finished() => {
+                            // The reply was complete (it had its finish_reason); only the end
+                            // of the stream was lost.
+                            tracing::debug!(
+                                "the event stream failed after the reply finished: {e}"
+                            );
                             return Some(self.done());
                         }
-                        let err = self.assembler.truncation_error("ended");
-                        return Some(self.fail(err));
+                        Some(Err(e)) => {
+                            let err = match e {
+                                eventsource_stream::EventStreamError::Transport(e) => {
+                                    self.body_error(e)
+                                }
+                                other => ModelError::invalid_response(format!(
+                                    "the event stream could not be read: {other}"
+                                )),
+                            };
+                            if let Some(item) = self.retry(err).await {
+                                return Some(item);
+                            }
+                        }
+                        None => {
+                            if self.assembler.has_finished() {
+                                // Servers that do not send `[DONE]`.
+                                return Some(self.done());
+                            }
+                            let err = if self.assembler.chunks() == 0 {
+                                ModelError::invalid_response(format!(
+                                    "the event stream from {} ended before its first event; \
+                                     check the base URL and the server's logs",
+                                    config.base_url
+                                ))
+                            } else {
+                                self.assembler.truncation_error("ended")
+                            };
+                            if let Some(item) = self.retry(err).await {
+                                return Some(item);
+                            }
+                        }
                     }
-                },
+                }
             }
+        }
+    }
+
+    /// The error of a body that could not be read.
+    fn body_error(&self, err: BodyError) -> ModelError {
+        let config = &self.model.inner.config;
+        match err {
+            BodyError::Http(e) => {
+                let cause = transport_error(e, &self.model.inner.endpoint);
+                self.assembler
+                    .truncation_error(&format!("failed ({cause})"))
+            }
+            BodyError::TooLarge(n) => too_large(n, config),
+            BodyError::TimedOut(limit) => {
+                self.model
+                    .timeout_error(limit, &self.budget, self.assembler.chunks())
+            }
+        }
+    }
+
+    /// Starts the request again after `err` when it may pass and the budget allows (`None`:
+    /// the caller goes on with the next attempt); otherwise ends the stream with the error.
+    async fn retry(&mut self, err: ModelError) -> Option<Result<ModelEvent, ModelError>> {
+        let shown = self.shown;
+        let reason = err.message().to_owned();
+        match self.model.before_retry(err, None, &mut self.budget).await {
+            Ok(()) => {
+                // What was queued but not shown is dropped with the attempt.
+                self.pending.clear();
+                self.assembler = Assembler::default();
+                self.phase = Phase::Connect;
+                if shown {
+                    self.restart = Some(format!(
+                        "{reason}; retrying (attempt {} of {}, the reply starts again)",
+                        self.budget.attempt + 1,
+                        self.model.inner.config.max_retries + 1
+                    ));
+                }
+                self.shown = false;
+                None
+            }
+            Err(err) => Some(self.fail(err)),
         }
     }
 
@@ -466,15 +810,15 @@ mod tests {
 
     #[test]
     fn backoff_grows_with_jitter_and_is_capped() {
-        let config = OpenAiConfig::new("m")
-            .with_backoff(Duration::from_millis(100), Duration::from_millis(1000));
+        let config =
+            OpenAiConfig::new("m").backoff(Duration::from_millis(100), Duration::from_millis(1000));
         for attempt in 0..30 {
             let d = backoff(&config, attempt);
             let base = (100u64 << attempt.min(20)).min(1000);
             let d = d.as_millis() as u64;
             assert!(d >= base / 2 && d <= base, "attempt {attempt}: {d}ms");
         }
-        let zero = OpenAiConfig::new("m").with_backoff(Duration::ZERO, Duration::ZERO);
+        let zero = OpenAiConfig::new("m").backoff(Duration::ZERO, Duration::ZERO);
         assert_eq!(backoff(&zero, 3), Duration::ZERO);
     }
 }

@@ -19,6 +19,13 @@ use crate::model::{FinishReason, Usage};
 pub enum Event {
     /// A piece of the model's text, as it streams.
     TextDelta(String),
+    /// The model's reply of the current step restarts: the provider lost the stream after
+    /// some of it had been shown and asks again. The [`TextDelta`](Self::TextDelta)s of this
+    /// step shown so far are void; the new reply follows.
+    ReplyRestarted {
+        /// Why, for people.
+        reason: String,
+    },
     /// Tokens used by one model step.
     Usage {
         /// The step, counted from 1.

@@ -17,7 +17,7 @@ use super::{AgentError, Event, Invocation};
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
-    Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
+    FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
 use crate::tool::{BoxFuture, ToolContext};
 
@@ -174,6 +174,7 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
             finish_reason,
         } = call_model(config.model.as_ref(), &req, &out).await?;
         total += usage;
+        let cut = finish_reason == FinishReason::Length;
         out.push(Event::Usage {
             step,
             usage,
@@ -189,6 +190,15 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
                 }
                 seen.push(call.id.clone());
             }
+        }
+        if cut && message.has_tool_calls() {
+            // The calls' arguments may be cut anywhere: running them would act on half a
+            // request.
+            return Err(AgentError::ReplyTruncated {
+                agent: config.name.to_string(),
+                max_tokens: req.max_tokens,
+                tools: message.tool_calls().map(|c| c.name.clone()).collect(),
+            });
         }
         out.push(Event::Message(message.clone()));
 
@@ -229,6 +239,7 @@ async fn call_model(
     while let Some(event) = events.next().await {
         match event? {
             ModelEvent::TextDelta(text) => out.push(Event::TextDelta(text)),
+            ModelEvent::Restart { reason } => out.push(Event::ReplyRestarted { reason }),
             ModelEvent::Done(response) => return Ok(response),
             _ => {}
         }
