@@ -60,6 +60,7 @@ mod config;
 mod error;
 mod model;
 mod stream;
+mod transport;
 mod wire;
 
 pub use config::{
