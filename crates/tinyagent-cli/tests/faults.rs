@@ -120,7 +120,7 @@ async fn a_reply_cut_once_restarts_and_the_answer_is_whole() {
         lines[2],
         "↻ the reply was cut off and starts again (the text above is void): the stream ended \
          before the response was complete (no finish_reason), after 3 chunks and 12 bytes of \
-         text; retrying (attempt 2 of 3, the reply starts…"
+         text; retrying (attempt 2 of 3, the reply starts again)"
     );
 
     // In JSON, an event says so.
