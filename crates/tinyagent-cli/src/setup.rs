@@ -88,8 +88,9 @@ pub fn choose_model(
     let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
         (Some(t), _) => Some(t),
         (None, Some(text)) => Some(crate::cli::parse_secs(&text).map_err(|e| {
-            CliError::usage(format!("{ENV_TIMEOUT}: {e}"))
-                .with_hint(format!("set {ENV_TIMEOUT} to a number of seconds, such as 60"))
+            CliError::usage(format!("{ENV_TIMEOUT}: {e}")).with_hint(format!(
+                "set {ENV_TIMEOUT} to a number of seconds, such as 60"
+            ))
         })?),
         (None, None) => None,
     };

@@ -90,7 +90,11 @@ fn error_and_hint(out: &Output) -> (String, String) {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 2, "an error and a hint line expected:\n{stderr}");
+    assert_eq!(
+        lines.len(),
+        2,
+        "an error and a hint line expected:\n{stderr}"
+    );
     let error = lines[0]
         .strip_prefix("error: ")
         .unwrap_or_else(|| panic!("{stderr}"));
@@ -104,7 +108,12 @@ fn error_and_hint(out: &Output) -> (String, String) {
 async fn a_reply_cut_once_restarts_and_the_answer_is_whole() {
     let server = MockServer::start().await;
     mount(&server, sse(fixture("1_weather_call.sse")), Some(1)).await;
-    mount(&server, sse(first_events("2_weather_answer.sse", 3)), Some(1)).await;
+    mount(
+        &server,
+        sse(first_events("2_weather_answer.sse", 3)),
+        Some(1),
+    )
+    .await;
     mount(&server, sse(fixture("2_weather_answer.sse")), None).await;
     let out = output(run_on(&server.uri(), &[])).await;
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
@@ -125,7 +134,12 @@ async fn a_reply_cut_once_restarts_and_the_answer_is_whole() {
 
     // In JSON, an event says so.
     let server = MockServer::start().await;
-    mount(&server, sse(first_events("2_weather_answer.sse", 3)), Some(1)).await;
+    mount(
+        &server,
+        sse(first_events("2_weather_answer.sse", 3)),
+        Some(1),
+    )
+    .await;
     mount(&server, sse(fixture("2_weather_answer.sse")), None).await;
     let out = output(run_on(&server.uri(), &["--json"])).await;
     let stdout = text(&out.stdout);
@@ -276,9 +290,8 @@ async fn an_endless_reply_ends_at_the_size_cap() {
     let base = endless_server().await;
     let out = output(run_on(&base, &["--tools", "none", "--quiet"])).await;
     let (error, hint) = error_and_hint(&out);
-    let prefix = format!(
-        "the model server at {base}/v1 sent an unusable answer: the reply grew past "
-    );
+    let prefix =
+        format!("the model server at {base}/v1 sent an unusable answer: the reply grew past ");
     assert!(error.starts_with(&prefix), "{error}");
     assert!(
         error.ends_with(
@@ -304,7 +317,10 @@ async fn escaped_arguments_are_shown_as_text() {
     let out = output(run_on(&server.uri(), &[])).await;
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stderr.lines().next(), Some(r#"→ get_weather {"city":"北京"}"#));
+    assert_eq!(
+        stderr.lines().next(),
+        Some(r#"→ get_weather {"city":"北京"}"#)
+    );
 }
 
 #[test]

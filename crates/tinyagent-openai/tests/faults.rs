@@ -126,14 +126,12 @@ async fn a_stream_cut_after_text_restarts_and_says_so() {
     mount(&server, sse(fixture("stream_text.sse")), None).await;
     let (events, err) = stream_all(&model_for(&server), &ask("Hello!")).await;
     assert!(err.is_none(), "{err:?}");
-    let port = server.address().port();
     assert_eq!(
         restarts(&events),
-        [format!(
-            "the stream ended before the response was complete (no finish_reason), after 3 \
-             chunks and 6 bytes of text; retrying (attempt 2 of 3, the reply starts again)"
-        )],
-        "port {port}"
+        [
+            "the stream ended before the response was complete (no finish_reason), after 3 chunks \
+          and 6 bytes of text; retrying (attempt 2 of 3, the reply starts again)"
+        ]
     );
     // What was shown before the restart, then the whole reply; the response is the second.
     assert_eq!(text_of(&events), "Hello!Hello! How can I assist you today?");
