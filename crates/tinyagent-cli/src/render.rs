@@ -119,6 +119,19 @@ impl Renderer {
                 self.streamed = true;
                 self.at_line_start = text.ends_with('\n');
             }
+            Event::ReplyRestarted { reason } => {
+                self.stop();
+                self.end_line()?;
+                let mut err = anstream::stderr().lock();
+                writeln!(
+                    err,
+                    "{FAILED}↻{FAILED:#} {DIM}the reply was cut off and starts again (the text above is void): {}{DIM:#}",
+                    shorten(reason)
+                )?;
+                drop(err);
+                self.streamed = false;
+                self.thinking("thinking");
+            }
             Event::Message(message) if message.has_tool_calls() => {
                 self.end_line()?;
                 self.streamed = false;
@@ -131,7 +144,7 @@ impl Renderer {
                     err,
                     "{DIM}→{DIM:#} {NAME}{}{NAME:#} {DIM}{}{DIM:#}",
                     call.name,
-                    shorten(&call.arguments)
+                    shorten(&readable_arguments(&call.arguments))
                 )?;
                 drop(err);
                 self.thinking(&format!("running {}", call.name));
@@ -217,6 +230,15 @@ pub fn event_json(event: &Event) -> Option<Value> {
     serde_json::to_value(event).ok()
 }
 
+/// Tool-call arguments as people read them: JSON written again without `\uXXXX` escapes
+/// (`{"city":"北京"}`, not `{"city":"\u5317\u4eac"}`); text that is not JSON as it is.
+pub fn readable_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) => value.to_string(),
+        Err(_) => arguments.to_owned(),
+    }
+}
+
 /// Text on one line, cut to [`SHOWN_CHARS`] characters with an ellipsis.
 pub fn shorten(text: &str) -> String {
     let flat = crate::error::one_line(text);
@@ -279,6 +301,21 @@ mod tests {
             json!({"type":"finished","answer":"晴","steps":2,"input_tokens":10,"output_tokens":2})
         );
         assert_eq!(event_json(&Event::Message(Message::assistant("晴"))), None);
+    }
+
+    #[test]
+    fn arguments_are_shown_without_unicode_escapes() {
+        assert_eq!(
+            readable_arguments(r#"{"city": "\u5317\u4eac"}"#),
+            r#"{"city":"北京"}"#
+        );
+        assert_eq!(readable_arguments("{not json"), "{not json");
+        assert_eq!(
+            event_json(&Event::ReplyRestarted {
+                reason: "cut".into()
+            }),
+            Some(json!({"type": "reply_restarted", "reason": "cut"}))
+        );
     }
 
     #[test]

@@ -68,8 +68,8 @@ async fn the_demo_runs_on_the_provider_against_a_hand_built_exchange() {
     }
     let model = OpenAiModel::new(
         OpenAiConfig::new("gpt-4o-mini")
-            .with_base_url(format!("{}/v1", server.uri()))
-            .with_api_key("sk-test"),
+            .base_url(format!("{}/v1", server.uri()))
+            .api_key("sk-test"),
     )
     .unwrap();
 

@@ -964,10 +964,7 @@ fn blank_question(req: &ModelRequest) -> ModelRequest {
 }
 
 fn add(a: Usage, b: Usage) -> Usage {
-    Usage::new(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-    )
+    a + b
 }
 
 fn usage(done: &Speed) -> Usage {

@@ -8,8 +8,8 @@ use futures::{FutureExt, StreamExt, stream};
 use serde_json::json;
 use tinyagent::{ModelError, ModelEvent, ModelResponse, Part, ToolDefinition};
 
-use crate::model::{strip_bom, without_bom};
 use crate::stream::Assembler;
+use crate::transport::{strip_bom, without_bom};
 use crate::wire;
 
 /// The longest error message accepted, whatever the server sent.

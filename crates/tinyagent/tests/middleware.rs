@@ -1001,7 +1001,10 @@ async fn inside_an_agent_a_logged_call_has_one_span() {
         .collect();
     assert_eq!(closes.len(), 1, "one execute_tool span per call:\n{out}");
     // The logging middleware filled in the agent's span.
-    assert!(closes[0].contains(r#"gen_ai.tool.call.id="call_7""#), "{out}");
+    assert!(
+        closes[0].contains(r#"gen_ai.tool.call.id="call_7""#),
+        "{out}"
+    );
     assert!(out.contains("output_len=5"), "{out}");
     assert!(out.contains("tool call succeeded"), "{out}");
 }

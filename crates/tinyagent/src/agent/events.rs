@@ -25,6 +25,7 @@ use crate::model::{FinishReason, Usage};
 ///
 /// ```text
 /// {"type":"text_delta","text":"北京"}
+/// {"type":"reply_restarted","reason":"the stream was cut after 12 chunks"}
 /// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
 /// {"type":"message","message":{"id":"msg_…","role":"assistant","parts":[…]}}
 /// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
@@ -51,6 +52,13 @@ use crate::model::{FinishReason, Usage};
 pub enum Event {
     /// A piece of the model's text, as it streams.
     TextDelta(String),
+    /// The model's reply of the current step restarts: the provider lost the stream after
+    /// some of it had been shown and asks again. The [`TextDelta`](Self::TextDelta)s of this
+    /// step shown so far are void; the new reply follows.
+    ReplyRestarted {
+        /// Why, for people.
+        reason: String,
+    },
     /// Tokens used by one model step.
     Usage {
         /// The step, counted from 1.
@@ -93,6 +101,9 @@ pub enum Event {
 enum Repr {
     TextDelta {
         text: String,
+    },
+    ReplyRestarted {
+        reason: String,
     },
     Usage {
         step: usize,
@@ -143,6 +154,7 @@ impl Serialize for Event {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let repr = match self.clone() {
             Event::TextDelta(text) => Repr::TextDelta { text },
+            Event::ReplyRestarted { reason } => Repr::ReplyRestarted { reason },
             Event::Usage {
                 step,
                 usage,
@@ -188,6 +200,7 @@ impl<'de> Deserialize<'de> for Event {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(match Repr::deserialize(deserializer)? {
             Repr::TextDelta { text } => Event::TextDelta(text),
+            Repr::ReplyRestarted { reason } => Event::ReplyRestarted { reason },
             Repr::Usage {
                 step,
                 usage,
@@ -260,6 +273,12 @@ mod tests {
         assert_eq!(
             round_trip(&Event::TextDelta("北京".into())),
             json!({"type": "text_delta", "text": "北京"})
+        );
+        assert_eq!(
+            round_trip(&Event::ReplyRestarted {
+                reason: "cut".into()
+            }),
+            json!({"type": "reply_restarted", "reason": "cut"})
         );
         assert_eq!(
             round_trip(&Event::Usage {

@@ -64,6 +64,22 @@ pub enum AgentError {
         /// How much was used or asked for when it ran out.
         used: u64,
     },
+    /// The model's reply hit the token limit while it was writing tool calls: their
+    /// arguments may be cut, so none of them ran.
+    #[error(
+        "the model's reply was cut off by the token limit ({}) while it was calling {}; \
+         the calls were not run; raise the limit with `max_tokens`",
+        match max_tokens { Some(n) => format!("max_tokens {n}"), None => "the provider's default max_tokens".to_owned() },
+        tools.join(", ")
+    )]
+    ReplyTruncated {
+        /// The agent's name.
+        agent: String,
+        /// The token limit the agent asked for; `None` when it left it to the provider.
+        max_tokens: Option<u32>,
+        /// The names of the tools the cut reply was calling.
+        tools: Vec<String>,
+    },
     /// Two sources offered tools of the same name.
     #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
     ToolConflict {

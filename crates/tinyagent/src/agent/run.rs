@@ -20,7 +20,7 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
-    Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
+    FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
 use crate::tools::{OutputBudget, redact_text};
 use crate::util::BoxFuture;
@@ -195,6 +195,7 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
             .map_err(over)??;
         budget.add_tokens(usage.total_tokens().unwrap_or(0));
         total += usage;
+        let cut = finish_reason == FinishReason::Length;
         out.push(Event::Usage {
             step,
             usage,
@@ -210,6 +211,15 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
                 }
                 seen.push(call.id.clone());
             }
+        }
+        if cut && message.has_tool_calls() {
+            // The calls' arguments may be cut anywhere: running them would act on half a
+            // request.
+            return Err(AgentError::ReplyTruncated {
+                agent: config.name.to_string(),
+                max_tokens: req.max_tokens,
+                tools: message.tool_calls().map(|c| c.name.clone()).collect(),
+            });
         }
         out.push(Event::Message(message.clone()));
 
@@ -270,6 +280,7 @@ async fn call_model(
     while let Some(event) = events.next().await {
         match event? {
             ModelEvent::TextDelta(text) => out.push(Event::TextDelta(text)),
+            ModelEvent::Restart { reason } => out.push(Event::ReplyRestarted { reason }),
             ModelEvent::Done(response) => return Ok(response),
             _ => {}
         }

@@ -30,6 +30,14 @@ pub enum ModelEvent {
         /// The next fragment of the arguments text.
         arguments_fragment: String,
     },
+    /// The reply streamed so far is void and starts again: the provider lost it (a stream
+    /// cut by the network, an error event from the server) and is retrying the request.
+    /// Consumers discard the text and tool-call pieces received before this event; the
+    /// events that follow are the new reply, ending with [`Done`](Self::Done) as usual.
+    Restart {
+        /// Why the reply restarts, for people (`"the stream was cut after 12 chunks"`).
+        reason: String,
+    },
     /// The step is over; the complete response.
     Done(ModelResponse),
 }

@@ -273,9 +273,14 @@ impl ModelResponseBuilder {
         Self::default()
     }
 
-    /// Takes in one streamed event; a [`ModelEvent::Done`] is ignored.
+    /// Takes in one streamed event; a [`ModelEvent::Done`] is ignored, a
+    /// [`ModelEvent::Restart`] discards the text and tool calls taken in so far.
     pub fn push(&mut self, event: &ModelEvent) {
         match event {
+            ModelEvent::Restart { .. } => {
+                self.text.clear();
+                self.calls.clear();
+            }
             ModelEvent::TextDelta(text) => self.push_text(text),
             ModelEvent::ToolCallStart { id, name } => self.start_tool_call(id, name),
             ModelEvent::ToolCallDelta {
