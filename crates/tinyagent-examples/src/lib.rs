@@ -177,7 +177,12 @@ pub async fn run_agent_demo_with_tools(
         }
         match answer {
             Some(a) => answers.push(a),
-            None => return Err(AgentError::NoAnswer(agent.name().to_owned()).into()),
+            None => {
+                return Err(AgentError::NoAnswer {
+                    agent: agent.name().to_owned(),
+                }
+                .into());
+            }
         }
     }
     writeln!(out, "\n========================================")?;

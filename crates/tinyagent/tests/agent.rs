@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
+use tinyagent::agent::{ConfigProblem, ToolSource};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools::{self, AgentTool, ToolResolverFunc};
 use tinyagent::{
@@ -170,7 +171,14 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
         .build()
         .unwrap();
     let err = agent.ask(&Session::new(), "hi").await.unwrap_err();
-    assert!(matches!(err, AgentError::ToolConflict { .. }), "{err:?}");
+    assert!(
+        matches!(
+            &err,
+            AgentError::ToolConflict { name, first: ToolSource::Agent, second: ToolSource::Resolver(1) }
+                if name == "search"
+        ),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         "tool name \"search\" is offered twice in this invocation: by the agent's static tools \
@@ -851,6 +859,24 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
 fn building_checks_the_configuration() {
     let no_model = LlmAgent::builder("a").build().unwrap_err();
     assert!(no_model.to_string().contains("has no model"), "{no_model}");
+    assert!(
+        matches!(&no_model, AgentError::Config { agent, problem: ConfigProblem::NoModel } if agent == "a"),
+        "{no_model:?}"
+    );
+    let unnamed = LlmAgent::builder("")
+        .model(ScriptedModel::default())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &unnamed,
+            AgentError::Config {
+                problem: ConfigProblem::EmptyName,
+                ..
+            }
+        ),
+        "{unnamed:?}"
+    );
     let calls = Arc::new(Calls::default());
     let dup = LlmAgent::builder("a")
         .model(ScriptedModel::default())
@@ -858,12 +884,28 @@ fn building_checks_the_configuration() {
         .build()
         .unwrap_err();
     assert!(dup.to_string().contains("two tools named \"t\""), "{dup}");
+    assert!(
+        matches!(&dup, AgentError::Config { problem: ConfigProblem::DuplicateTool { name }, .. } if name == "t"),
+        "{dup:?}"
+    );
     let zero = LlmAgent::builder("a")
         .model(ScriptedModel::default())
         .max_steps(0)
         .build()
         .unwrap_err();
     assert!(zero.to_string().contains("max_steps"));
+    assert!(
+        matches!(
+            &zero,
+            AgentError::Config {
+                problem: ConfigProblem::ZeroLimit {
+                    setting: "max_steps"
+                },
+                ..
+            }
+        ),
+        "{zero:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 
-use super::{Agent, AgentError, Event, Invocation};
+use super::{Agent, AgentError, ConfigProblem, Event, Invocation};
 use crate::model::{Model, ToolChoice, ToolDefinition};
 use crate::tools::Tool;
 use crate::tools::{ToolMiddleware, ToolResolver, Validation, with_timeout, wrap_tool};
@@ -357,49 +357,38 @@ impl LlmAgentBuilder {
 
     /// Builds the agent.
     ///
-    /// Fails with [`AgentError::Config`] without a model, with an empty name, with a zero
-    /// step, per-step or concurrency limit, or when two static tools share a name.
+    /// Fails with [`AgentError::Config`], saying which [`ConfigProblem`]: without a model,
+    /// with an empty name, with a zero step, per-step or concurrency limit, or when two static
+    /// tools share a name.
     pub fn build(self) -> Result<LlmAgent, AgentError> {
-        let model = self.model.ok_or_else(|| {
-            AgentError::Config(format!(
-                "agent {:?} has no model; set one with `.model(..)`",
-                self.name
-            ))
-        })?;
+        let config_error = |problem| AgentError::Config {
+            agent: self.name.clone(),
+            problem,
+        };
+        let Some(model) = self.model.clone() else {
+            return Err(config_error(ConfigProblem::NoModel));
+        };
         if self.name.is_empty() {
-            return Err(AgentError::Config(
-                "an agent's name must not be empty".into(),
-            ));
+            return Err(config_error(ConfigProblem::EmptyName));
         }
-        if self.max_steps == 0 {
-            return Err(AgentError::Config(format!(
-                "agent {:?}: max_steps must be at least 1",
-                self.name
-            )));
-        }
-        if self.max_tool_calls_per_step == 0 {
-            return Err(AgentError::Config(format!(
-                "agent {:?}: max_tool_calls_per_step must be at least 1",
-                self.name
-            )));
-        }
-        if self.max_concurrent_tool_calls == 0 {
-            return Err(AgentError::Config(format!(
-                "agent {:?}: max_concurrent_tool_calls must be at least 1",
-                self.name
-            )));
+        for (setting, value) in [
+            ("max_steps", self.max_steps),
+            ("max_tool_calls_per_step", self.max_tool_calls_per_step),
+            ("max_concurrent_tool_calls", self.max_concurrent_tool_calls),
+        ] {
+            if value == 0 {
+                return Err(config_error(ConfigProblem::ZeroLimit { setting }));
+            }
         }
         let mut entries: Vec<Arc<ToolEntry>> = Vec::with_capacity(self.tools.len());
-        for tool in self.tools {
+        for tool in &self.tools {
             if entries.iter().any(|e| e.tool.name() == tool.name()) {
-                return Err(AgentError::Config(format!(
-                    "agent {:?} has two tools named {:?}",
-                    self.name,
-                    tool.name()
-                )));
+                return Err(config_error(ConfigProblem::DuplicateTool {
+                    name: tool.name().to_owned(),
+                }));
             }
             entries.push(Arc::new(ToolEntry::new(
-                tool,
+                tool.clone(),
                 &self.middleware,
                 self.tool_timeout,
             )));

@@ -3,6 +3,7 @@
 
 mod agent_tool;
 mod builder;
+mod error;
 mod events;
 mod run;
 
@@ -20,58 +21,12 @@ pub use builder::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     LlmAgent, LlmAgentBuilder,
 };
+pub use error::{AgentError, ConfigProblem, ToolSource};
 pub use events::Event;
 
 use crate::context::Session;
-use crate::error::ToolError;
 use crate::message::Message;
-use crate::model::ModelError;
 use crate::util::BoxFuture;
-
-/// Why an agent run ended without an answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The model failed.
-    #[error("the model failed: {0}")]
-    Model(#[from] ModelError),
-    /// The model asked for tools in every one of the allowed steps.
-    #[error(
-        "agent {agent:?} reached its limit of {max_steps} model steps without a final answer \
-         (the model kept calling tools); raise it with `max_steps`"
-    )]
-    StepLimit {
-        /// The agent's name.
-        agent: String,
-        /// The limit that was reached.
-        max_steps: usize,
-    },
-    /// Two sources offered tools of the same name.
-    #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
-    ToolConflict {
-        /// The clashing name.
-        name: String,
-        /// The first source (`"the agent's tools"` or `"tool resolver #n"`).
-        first: String,
-        /// The second source.
-        second: String,
-    },
-    /// A tool resolver failed.
-    #[error("{resolver} failed: {source}")]
-    Resolver {
-        /// Which resolver (`"tool resolver #n"`).
-        resolver: String,
-        /// Its error.
-        #[source]
-        source: ToolError,
-    },
-    /// The agent is misconfigured.
-    #[error("invalid agent configuration: {0}")]
-    Config(String),
-    /// The agent's event stream ended without a [`Event::Finished`].
-    #[error("agent {0:?} stopped without a final answer")]
-    NoAnswer(String),
-}
 
 /// Something that answers a user message, reporting its progress as [`Event`]s: the seed's
 /// `Agent` interface (`Name`, `Description`, `Run`).
@@ -147,7 +102,9 @@ pub trait AgentExt: Agent {
                     return Ok(answer);
                 }
             }
-            Err(AgentError::NoAnswer(self.name().to_owned()))
+            Err(AgentError::NoAnswer {
+                agent: self.name().to_owned(),
+            })
         })
     }
 }

@@ -13,7 +13,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
-use super::{AgentError, Event, Invocation};
+use super::{AgentError, Event, Invocation, ToolSource};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
@@ -100,14 +100,6 @@ struct ToolSet {
     definitions: Vec<ToolDefinition>,
 }
 
-fn source_name(source: usize) -> String {
-    if source == 0 {
-        "the agent's static tools".to_owned()
-    } else {
-        format!("tool resolver #{source}")
-    }
-}
-
 async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentError> {
     if config.resolvers.is_empty() {
         return Ok(ToolSet {
@@ -118,20 +110,19 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
     let resolved =
         futures::future::join_all(config.resolvers.iter().map(|r| r.resolve_tools(inv))).await;
     let mut entries: Vec<Arc<ToolEntry>> = config.static_tools.to_vec();
-    let mut sources: Vec<usize> = vec![0; entries.len()];
+    let mut sources: Vec<ToolSource> = vec![ToolSource::Agent; entries.len()];
     let mut definitions = config.static_definitions.clone();
     for (i, tools) in resolved.into_iter().enumerate() {
-        let source = i + 1;
         let tools = tools.map_err(|err| AgentError::Resolver {
-            resolver: source_name(source),
+            resolver: i + 1,
             source: err,
         })?;
         for tool in tools {
             if let Some(k) = entries.iter().position(|e| e.tool.name() == tool.name()) {
                 return Err(AgentError::ToolConflict {
                     name: tool.name().to_owned(),
-                    first: source_name(sources[k]),
-                    second: source_name(source),
+                    first: sources[k],
+                    second: ToolSource::Resolver(i + 1),
                 });
             }
             definitions.push(ToolDefinition::from_tool(tool.as_ref()));
@@ -140,7 +131,7 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
                 &config.middleware,
                 config.tool_timeout,
             ));
-            sources.push(source);
+            sources.push(ToolSource::Resolver(i + 1));
         }
     }
     Ok(ToolSet {
