@@ -8,7 +8,7 @@ use futures::StreamExt;
 use serde_json::json;
 use tinyagent::agent::{ConfigProblem, ToolSource};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, AgentTool, ToolResolverFunc};
+use tinyagent::tools::{self, AgentTool, resolver_fn};
 use tinyagent::{
     Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, ModelError, ModelErrorKind,
     ModelRequest, Role, Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
@@ -82,7 +82,7 @@ fn role_setup() -> RoleSetup {
     let search_tool = counted("search", s.clone());
     let query_tool = counted("db_query", q.clone());
     let write_tool = counted("db_write", w.clone());
-    let by_role = ToolResolverFunc(move |inv: &Invocation| {
+    let by_role = resolver_fn(move |inv: &Invocation| {
         let mut offered = vec![search_tool.clone()];
         if inv.session().get_str("role").as_deref() == Some("admin") {
             offered.push(query_tool.clone());
@@ -164,7 +164,7 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(counted("search", calls.clone()))
-        .tool_resolver(ToolResolverFunc(move |_inv: &Invocation| {
+        .tool_resolver(resolver_fn(move |_inv: &Invocation| {
             let again = again.clone();
             async move { Ok::<_, ToolError>(vec![again]) }
         }))
@@ -191,7 +191,7 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
 async fn a_failing_resolver_ends_the_run_with_its_error() {
     let agent = LlmAgent::builder("a")
         .model(ScriptedModel::default())
-        .tool_resolver(ToolResolverFunc(|_inv: &Invocation| async {
+        .tool_resolver(resolver_fn(|_inv: &Invocation| async {
             Err::<Vec<Arc<dyn Tool>>, _>(ToolError::unavailable("MCP server down"))
         }))
         .build()
@@ -824,9 +824,8 @@ async fn the_session_keeps_the_conversation_between_runs() {
 #[tokio::test]
 async fn default_middleware_wraps_every_tool_the_agent_runs() {
     use tinyagent::Handler;
-    use tinyagent::tools::ToolMiddleware;
-    let tag = ToolMiddleware::from_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
-        Arc::new(tinyagent::HandleFunc(
+    let tag = tools::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        Arc::new(tinyagent::handler_fn(
             move |ctx: ToolContext, input: String| {
                 let next = next.clone();
                 async move { Ok::<_, ToolError>(format!("[mw] {}", next.handle(&ctx, &input).await?)) }
@@ -842,7 +841,7 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(counted("static", calls.clone()))
-        .tool_resolver(ToolResolverFunc(move |_inv: &Invocation| {
+        .tool_resolver(resolver_fn(move |_inv: &Invocation| {
             let resolved = resolved.clone();
             async move { Ok::<_, ToolError>(vec![resolved]) }
         }))

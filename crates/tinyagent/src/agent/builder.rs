@@ -10,7 +10,7 @@ use futures::stream::BoxStream;
 use super::{Agent, AgentError, ConfigProblem, Event, Invocation};
 use crate::model::{Model, ToolChoice, ToolDefinition};
 use crate::tools::Tool;
-use crate::tools::{ToolMiddleware, ToolResolver, Validation, with_timeout, wrap_tool};
+use crate::tools::{ToolMiddleware, ToolResolver, ValidationLayer, with_timeout, wrap_tool};
 
 /// Default of [`LlmAgentBuilder::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 16;
@@ -40,7 +40,7 @@ impl ToolEntry {
         let innermost = tool_timeout
             .map(with_timeout)
             .into_iter()
-            .chain([Validation::new().pass_plain_text(true).into()]);
+            .chain([ValidationLayer::new().pass_plain_text(true).into()]);
         let wrapped = wrap_tool(tool.clone(), middleware.iter().cloned().chain(innermost));
         Self {
             source: tool,

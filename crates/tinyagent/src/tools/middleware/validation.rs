@@ -42,11 +42,11 @@ use serde_json::{Map, Value};
 /// # });
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Validation {
+pub struct ValidationLayer {
     pass_plain_text: bool,
 }
 
-impl Validation {
+impl ValidationLayer {
     /// Validation against each tool's own input schema.
     pub fn new() -> Self {
         Self::default()
@@ -61,12 +61,12 @@ impl Validation {
     }
 }
 
-/// Checks arguments against the tool's schema before the handler runs; see [`Validation`].
+/// Checks arguments against the tool's schema before the handler runs; see [`ValidationLayer`].
 pub fn with_validation() -> ToolMiddleware {
-    Validation::new().into()
+    ValidationLayer::new().into()
 }
 
-impl ToolLayer for Validation {
+impl ToolLayer for ValidationLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         match SchemaValidator::new(&allow_null_optionals(tool.input_schema())) {
             Ok(validator) => Arc::new(ValidationHandler {
