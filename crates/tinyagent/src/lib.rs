@@ -70,6 +70,13 @@ pub use model::{
 pub use tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 pub use util::BoxFuture;
 
+/// The JSON Schema crate tool input types derive [`JsonSchema`](schemars::JsonSchema) from,
+/// re-exported so that its version always matches the one tinyagent builds schemas with.
+pub use schemars;
+/// The JSON crate of tinyagent's public API (schemas, arguments, session state), re-exported
+/// so that its version always matches.
+pub use serde_json;
+
 /// The names most programs need: `use tinyagent::prelude::*;`.
 pub mod prelude {
     pub use crate::tools;

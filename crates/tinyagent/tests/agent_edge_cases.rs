@@ -74,7 +74,8 @@ async fn a_panic_before_the_tools_future_exists_is_a_result() {
     let result = &results_of(&model, 1)[0];
     assert!(result.is_error);
     assert!(
-        result.content.contains("crashed (panic: ") && result.content.contains("char boundary"),
+        result.content.starts_with("tool \"eager\" panicked: ")
+            && result.content.contains("char boundary"),
         "{}",
         result.content
     );

@@ -1,9 +1,7 @@
 //! The loop of an [`LlmAgent`](super::LlmAgent): resolve tools, ask the model, run the calls,
 //! feed the results back, until the model answers.
 
-use std::any::Any;
 use std::collections::VecDeque;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -20,6 +18,7 @@ use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
+use crate::tools::handle_catching_panics;
 use crate::util::BoxFuture;
 
 /// Events produced by the driver and not yet taken by the consumer.
@@ -358,26 +357,5 @@ async fn invoke(
     call: &ToolCall,
 ) -> Result<String, ToolError> {
     let ctx = ctx.clone().with_call_id(call.id.as_str());
-    // The handler is called inside the guard too: a panic before its future exists (in a
-    // hand-written tool or a middleware) is caught like one while it runs.
-    let outcome = AssertUnwindSafe(async { entry.tool.handle(&ctx, &call.arguments).await })
-        .catch_unwind()
-        .await;
-    outcome.unwrap_or_else(|panic| {
-        Err(ToolError::failed(format!(
-            "tool {:?} crashed (panic: {}); the call has no result",
-            call.name,
-            panic_message(panic.as_ref())
-        )))
-    })
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-text panic payload"
-    }
+    handle_catching_panics(entry.tool.as_ref(), &ctx, &call.arguments).await
 }

@@ -21,11 +21,12 @@ mod adapter;
 mod func;
 mod handler;
 mod middleware;
+mod panic;
 mod resolver;
 pub(crate) mod schema;
 mod validate;
 
-pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter};
+pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter, normalize_arguments};
 // Agents made into tools live with the agents; their seed names are kept here.
 #[doc(inline)]
 pub use crate::agent::{
@@ -45,6 +46,7 @@ pub use middleware::{
 };
 #[cfg(feature = "tower")]
 pub use middleware::{HandlerService, ToolRequest};
+pub use panic::handle_catching_panics;
 pub use resolver::{ToolResolver, ToolResolverFunc, resolver_fn};
 pub use schema::{generate_schema, strict_schema};
 pub use validate::SchemaValidator;

@@ -62,7 +62,7 @@ impl SchemaValidator {
     /// Parses raw arguments and checks them, returning the parsed value. Empty input counts as
     /// `{}`.
     pub fn validate_str(&self, input: &str) -> Result<Value, ToolError> {
-        let src = if input.trim().is_empty() { "{}" } else { input };
+        let src = super::normalize_arguments(input);
         let value: Value = serde_json::from_str(src).map_err(|e| {
             ToolError::invalid_input(format!(
                 "invalid arguments: the arguments are not valid JSON: {e}; input was {}",

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool};
+use crate::tools::{Handler, Tool, normalize_arguments};
 use crate::util::BoxFuture;
 
 /// Caches successful results of tools whose hints say a repeat is harmless.
@@ -28,12 +28,14 @@ use crate::util::BoxFuture;
 /// run. Each wrapped tool gets its own cache.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools::{self, CacheLayer};
 ///
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
 ///     [CacheLayer::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
 /// # let _ = weather;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct CacheLayer {
@@ -98,10 +100,7 @@ pub fn with_cache(ttl: Duration, capacity: usize) -> ToolMiddleware {
 /// assert!(canonical_json("{oops").is_none());
 /// ```
 pub fn canonical_json(text: &str) -> Option<String> {
-    if text.trim().is_empty() {
-        return Some("{}".to_owned());
-    }
-    let mut value: Value = serde_json::from_str(text).ok()?;
+    let mut value: Value = serde_json::from_str(normalize_arguments(text)).ok()?;
     sort_keys(&mut value);
     Some(value.to_string())
 }

@@ -21,10 +21,12 @@ use crate::util::BoxFuture;
 /// instead of waiting on. A limit of 0 is taken as 1.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::tools;
 ///
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_concurrency_limit(4)]);
 /// # let _ = calc;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ConcurrencyLimitLayer {
@@ -123,6 +125,7 @@ impl Handler for ConcurrencyHandler {
 /// to try again. A limit of 0 calls is taken as 1.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools;
 ///
@@ -130,6 +133,7 @@ impl Handler for ConcurrencyHandler {
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
 ///     [tools::with_rate_limit(10, Duration::from_secs(60))]);
 /// # let _ = weather;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RateLimitLayer {

@@ -56,6 +56,7 @@ const SENSITIVE_FRAGMENTS: &[&str] = &[
 /// With no subscriber listening the layer costs a few nanoseconds per call.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::{ToolContext, ToolError, tools};
 ///
@@ -69,6 +70,7 @@ const SENSITIVE_FRAGMENTS: &[&str] = &[
 /// assert!(out.contains("多云"));
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
+/// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct LoggingLayer {

@@ -41,6 +41,7 @@ use crate::util::BoxFuture;
 /// the first error is returned as is.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools::{self, RetryLayer, ToolMiddleware};
 ///
@@ -50,6 +51,7 @@ use crate::util::BoxFuture;
 ///     .into();
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [retry]);
 /// # let _ = calc;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RetryLayer {

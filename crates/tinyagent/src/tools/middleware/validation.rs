@@ -5,12 +5,12 @@ use std::sync::Arc;
 use super::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::SchemaValidator;
 use crate::tools::schema::allow_null_optionals;
 use crate::tools::{Handler, Tool};
+use crate::tools::{SchemaValidator, normalize_arguments};
 use crate::util::BoxFuture;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Checks every call's arguments against the tool's input schema before the handler runs.
 ///
@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 /// itself may tolerate.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 ///
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_validation()]);
@@ -40,6 +41,7 @@ use serde_json::{Map, Value};
 /// assert!(err.message().contains("/operation"), "{err}");
 /// assert!(err.message().contains("/a"), "{err}");
 /// # });
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ValidationLayer {
@@ -98,15 +100,10 @@ impl Handler for ValidationHandler {
         ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
-        let trimmed = input.trim();
-        let checked = if trimmed.is_empty() {
-            self.validator.validate(&Value::Object(Map::new()))
-        } else {
-            match serde_json::from_str::<Value>(trimmed) {
-                Ok(value) => self.validator.validate(&value),
-                Err(_) if self.pass_plain_text => Ok(()),
-                Err(_) => self.validator.validate_str(input).map(drop),
-            }
+        let checked = match serde_json::from_str::<Value>(normalize_arguments(input)) {
+            Ok(value) => self.validator.validate(&value),
+            Err(_) if self.pass_plain_text => Ok(()),
+            Err(_) => self.validator.validate_str(input).map(drop),
         };
         match checked {
             Ok(()) => self.next.handle(ctx, input),
