@@ -5,7 +5,6 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use futures::FutureExt as _;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
