@@ -227,7 +227,12 @@ pub async fn run_demo_turns(
                 results,
                 answer,
             }),
-            None => return Err(AgentError::NoAnswer(agent.name().to_owned()).into()),
+            None => {
+                return Err(AgentError::NoAnswer {
+                    agent: agent.name().to_owned(),
+                }
+                .into());
+            }
         }
     }
     writeln!(out, "\n========================================")?;

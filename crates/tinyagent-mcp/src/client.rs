@@ -640,10 +640,7 @@ impl Tool for McpTool {
 }
 
 fn parse_arguments(input: &str) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
-    if input.trim().is_empty() {
-        return Ok(Some(serde_json::Map::new()));
-    }
-    match serde_json::from_str::<Value>(input) {
+    match serde_json::from_str::<Value>(tinyagent::tools::normalize_arguments(input)) {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(Value::Null) => Ok(Some(serde_json::Map::new())),
         Ok(other) => Err(ToolError::invalid_input(format!(

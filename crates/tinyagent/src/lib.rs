@@ -33,7 +33,7 @@
 //!
 //! The pieces, with the seed's names:
 //!
-//! - [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`], [`ToolError`], [`ToolHints`];
+//! - [`Tool`], [`Handler`], [`HandleFunc`] (made by [`handler_fn`]), [`ToolContext`], [`ToolError`], [`ToolHints`];
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
 //!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`],
 //!   [`tools::ToolResolver`], [`tools::new_agent_tool`];
@@ -76,14 +76,21 @@ pub use model::{
     FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
     ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
 };
-pub use tools::{HandleFunc, Handler, Tool, ToolHints};
+pub use tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 pub use util::BoxFuture;
+
+/// The JSON Schema crate tool input types derive [`JsonSchema`](schemars::JsonSchema) from,
+/// re-exported so that its version always matches the one tinyagent builds schemas with.
+pub use schemars;
+/// The JSON crate of tinyagent's public API (schemas, arguments, session state), re-exported
+/// so that its version always matches.
+pub use serde_json;
 
 /// The names most programs need: `use tinyagent::prelude::*;`.
 pub mod prelude {
     pub use crate::tools;
     pub use crate::{
         Agent, AgentExt, Budget, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model,
-        Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
+        Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, handler_fn,
     };
 }

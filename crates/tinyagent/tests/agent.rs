@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
+use tinyagent::agent::{ConfigProblem, ToolSource};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, AgentTool, ToolResolverFunc};
+use tinyagent::tools::{self, AgentTool, resolver_fn};
 use tinyagent::{
     Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, ModelError, ModelErrorKind,
     ModelRequest, Role, Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
@@ -81,7 +82,7 @@ fn role_setup() -> RoleSetup {
     let search_tool = counted("search", s.clone());
     let query_tool = counted("db_query", q.clone());
     let write_tool = counted("db_write", w.clone());
-    let by_role = ToolResolverFunc(move |inv: &Invocation| {
+    let by_role = resolver_fn(move |inv: &Invocation| {
         let mut offered = vec![search_tool.clone()];
         if inv.session().get_str("role").as_deref() == Some("admin") {
             offered.push(query_tool.clone());
@@ -163,14 +164,21 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(counted("search", calls.clone()))
-        .tool_resolver(ToolResolverFunc(move |_inv: &Invocation| {
+        .tool_resolver(resolver_fn(move |_inv: &Invocation| {
             let again = again.clone();
             async move { Ok::<_, ToolError>(vec![again]) }
         }))
         .build()
         .unwrap();
     let err = agent.ask(&Session::new(), "hi").await.unwrap_err();
-    assert!(matches!(err, AgentError::ToolConflict { .. }), "{err:?}");
+    assert!(
+        matches!(
+            &err,
+            AgentError::ToolConflict { name, first: ToolSource::Agent, second: ToolSource::Resolver(1) }
+                if name == "search"
+        ),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         "tool name \"search\" is offered twice in this invocation: by the agent's static tools \
@@ -183,7 +191,7 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
 async fn a_failing_resolver_ends_the_run_with_its_error() {
     let agent = LlmAgent::builder("a")
         .model(ScriptedModel::default())
-        .tool_resolver(ToolResolverFunc(|_inv: &Invocation| async {
+        .tool_resolver(resolver_fn(|_inv: &Invocation| async {
             Err::<Vec<Arc<dyn Tool>>, _>(ToolError::unavailable("MCP server down"))
         }))
         .build()
@@ -821,9 +829,8 @@ async fn the_session_keeps_the_conversation_between_runs() {
 #[tokio::test]
 async fn default_middleware_wraps_every_tool_the_agent_runs() {
     use tinyagent::Handler;
-    use tinyagent::tools::ToolMiddleware;
-    let tag = ToolMiddleware::from_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
-        Arc::new(tinyagent::HandleFunc(
+    let tag = tools::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        Arc::new(tinyagent::handler_fn(
             move |ctx: ToolContext, input: String| {
                 let next = next.clone();
                 async move { Ok::<_, ToolError>(format!("[mw] {}", next.handle(&ctx, &input).await?)) }
@@ -839,7 +846,7 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(counted("static", calls.clone()))
-        .tool_resolver(ToolResolverFunc(move |_inv: &Invocation| {
+        .tool_resolver(resolver_fn(move |_inv: &Invocation| {
             let resolved = resolved.clone();
             async move { Ok::<_, ToolError>(vec![resolved]) }
         }))
@@ -856,6 +863,24 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
 fn building_checks_the_configuration() {
     let no_model = LlmAgent::builder("a").build().unwrap_err();
     assert!(no_model.to_string().contains("has no model"), "{no_model}");
+    assert!(
+        matches!(&no_model, AgentError::Config { agent, problem: ConfigProblem::NoModel } if agent == "a"),
+        "{no_model:?}"
+    );
+    let unnamed = LlmAgent::builder("")
+        .model(ScriptedModel::default())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &unnamed,
+            AgentError::Config {
+                problem: ConfigProblem::EmptyName,
+                ..
+            }
+        ),
+        "{unnamed:?}"
+    );
     let calls = Arc::new(Calls::default());
     let dup = LlmAgent::builder("a")
         .model(ScriptedModel::default())
@@ -863,12 +888,28 @@ fn building_checks_the_configuration() {
         .build()
         .unwrap_err();
     assert!(dup.to_string().contains("two tools named \"t\""), "{dup}");
+    assert!(
+        matches!(&dup, AgentError::Config { problem: ConfigProblem::DuplicateTool { name }, .. } if name == "t"),
+        "{dup:?}"
+    );
     let zero = LlmAgent::builder("a")
         .model(ScriptedModel::default())
         .max_steps(0)
         .build()
         .unwrap_err();
     assert!(zero.to_string().contains("max_steps"));
+    assert!(
+        matches!(
+            &zero,
+            AgentError::Config {
+                problem: ConfigProblem::ZeroLimit {
+                    setting: "max_steps"
+                },
+                ..
+            }
+        ),
+        "{zero:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

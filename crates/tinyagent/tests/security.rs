@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, ToolResolverFunc};
+use tinyagent::tools;
 use tinyagent::{
     AgentError, AgentExt, BoxFuture, Budget, BudgetResource, Invocation, LlmAgent, Model,
     ModelError, ModelRequest, ModelResponse, Session, Tool, ToolContext, ToolError, ToolErrorKind,
@@ -365,7 +365,7 @@ async fn recorded_arguments_and_results_are_redacted_whatever_their_shape() {
     );
     let logged = tools::wrap_tool(
         echo,
-        [tools::Logging::new()
+        [tools::LoggingLayer::new()
             .record_arguments(true)
             .record_results(true)
             .into()],
@@ -384,7 +384,10 @@ async fn recorded_arguments_and_results_are_redacted_whatever_their_shape() {
             Ok::<_, ToolError>("connected with password=S3CR3T-15 as ann".to_owned())
         },
     );
-    let plain = tools::wrap_tool(plain, [tools::Logging::new().record_results(true).into()]);
+    let plain = tools::wrap_tool(
+        plain,
+        [tools::LoggingLayer::new().record_results(true).into()],
+    );
     plain.handle(&ctx, "{}").await.unwrap();
 
     let logs = captured.text();
@@ -554,7 +557,7 @@ impl Model for AlwaysCalls {
 fn self_calling(model: Arc<AlwaysCalls>, budget: Option<Budget>) -> LlmAgent {
     let me: Arc<OnceLock<LlmAgent>> = Arc::new(OnceLock::new());
     let handle = me.clone();
-    let mut builder = LlmAgent::builder("self").model(model).tool_resolver(ToolResolverFunc(
+    let mut builder = LlmAgent::builder("self").model(model).tool_resolver(tools::resolver_fn(
         move |_inv: &Invocation| {
             let agent = handle.get().cloned();
             async move { Ok::<_, ToolError>(agent.map(tools::new_agent_tool).into_iter().collect()) }

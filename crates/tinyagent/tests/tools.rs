@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tinyagent::demo::{self, CalcOutput, WeatherOutput};
 use tinyagent::tools::{self, json_adapter};
-use tinyagent::{HandleFunc, Handler, Tool, ToolContext, ToolError, ToolErrorKind};
+use tinyagent::{Handler, Tool, ToolContext, ToolError, ToolErrorKind, handler_fn};
 
 fn ctx() -> ToolContext {
     ToolContext::default()
@@ -308,7 +308,7 @@ async fn json_adapter_and_handle_func_are_handlers() {
         handler.handle(&ctx(), r#"{"x":0,"y":2}"#).await.unwrap(),
         r#"{"norm":2.0}"#
     );
-    let echo: Arc<dyn Handler> = Arc::new(HandleFunc(|c: ToolContext, input: String| async move {
+    let echo: Arc<dyn Handler> = Arc::new(handler_fn(|c: ToolContext, input: String| async move {
         Ok::<_, ToolError>(format!("{}:{input}", c.call_id().unwrap_or("-")))
     }));
     let with_id = ctx().with_call_id("call_9");

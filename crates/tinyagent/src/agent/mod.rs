@@ -3,6 +3,7 @@
 
 mod agent_tool;
 mod builder;
+mod error;
 mod events;
 mod run;
 
@@ -20,112 +21,12 @@ pub use builder::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     DEFAULT_MAX_TOOL_OUTPUT, LlmAgent, LlmAgentBuilder,
 };
+pub use error::{AgentError, ConfigProblem, ToolSource};
 pub use events::Event;
 
-use crate::budget::BudgetResource;
 use crate::context::Session;
-use crate::error::ToolError;
 use crate::message::Message;
-use crate::model::ModelError;
 use crate::util::BoxFuture;
-
-/// Why an agent run ended without an answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The model failed.
-    #[error("the model failed: {0}")]
-    Model(#[from] ModelError),
-    /// The model asked for tools in every one of the allowed steps.
-    #[error(
-        "agent {agent:?} reached its limit of {max_steps} model steps without a final answer \
-         (the model kept calling tools); raise it with `max_steps`"
-    )]
-    StepLimit {
-        /// The agent's name.
-        agent: String,
-        /// The limit that was reached.
-        max_steps: usize,
-    },
-    /// The invocation tree's [`Budget`](crate::Budget) ran out: the agent, or an agent it
-    /// called or that called it, used up what the whole tree may spend.
-    #[error(
-        "agent {agent:?} stopped: the invocation's budget of {limit} {} is used up ({used} \
-         needed; the budget is shared by every agent of the invocation); raise it with `budget`",
-        resource_unit(*resource)
-    )]
-    BudgetExhausted {
-        /// The agent whose run ended.
-        agent: String,
-        /// What ran out.
-        resource: BudgetResource,
-        /// The limit (milliseconds for wall time).
-        limit: u64,
-        /// How much was used or asked for when it ran out.
-        used: u64,
-    },
-    /// The model's reply hit the token limit while it was writing tool calls: their
-    /// arguments may be cut, so none of them ran.
-    #[error(
-        "the model's reply was cut off by the token limit ({}) while it was calling {}; \
-         the calls were not run; raise the limit with `max_tokens`",
-        match max_tokens { Some(n) => format!("max_tokens {n}"), None => "the provider's default max_tokens".to_owned() },
-        tools.join(", ")
-    )]
-    ReplyTruncated {
-        /// The agent's name.
-        agent: String,
-        /// The token limit the agent asked for; `None` when it left it to the provider.
-        max_tokens: Option<u32>,
-        /// The names of the tools the cut reply was calling.
-        tools: Vec<String>,
-    },
-    /// Two sources offered tools of the same name.
-    #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
-    ToolConflict {
-        /// The clashing name.
-        name: String,
-        /// The first source (`"the agent's tools"` or `"tool resolver #n"`).
-        first: String,
-        /// The second source.
-        second: String,
-    },
-    /// A tool resolver failed.
-    #[error("{resolver} failed: {source}")]
-    Resolver {
-        /// Which resolver (`"tool resolver #n"`).
-        resolver: String,
-        /// Its error.
-        #[source]
-        source: ToolError,
-    },
-    /// The agent is misconfigured.
-    #[error("invalid agent configuration: {0}")]
-    Config(String),
-    /// The agent's event stream ended without a [`Event::Finished`].
-    #[error("agent {0:?} stopped without a final answer")]
-    NoAnswer(String),
-}
-
-fn resource_unit(resource: BudgetResource) -> &'static str {
-    match resource {
-        BudgetResource::ModelCalls => "model calls",
-        BudgetResource::ToolCalls => "tool calls",
-        BudgetResource::Tokens => "tokens",
-        _ => "ms of wall time",
-    }
-}
-
-impl AgentError {
-    pub(crate) fn budget(agent: &str, exceeded: crate::budget::BudgetExceeded) -> Self {
-        Self::BudgetExhausted {
-            agent: agent.to_owned(),
-            resource: exceeded.resource,
-            limit: exceeded.limit,
-            used: exceeded.used,
-        }
-    }
-}
 
 /// Something that answers a user message, reporting its progress as [`Event`]s: the seed's
 /// `Agent` interface (`Name`, `Description`, `Run`).
@@ -245,7 +146,9 @@ pub trait AgentExt: Agent {
                     return Ok(answer);
                 }
             }
-            Err(AgentError::NoAnswer(self.name().to_owned()))
+            Err(AgentError::NoAnswer {
+                agent: self.name().to_owned(),
+            })
         })
     }
 }

@@ -1,10 +1,8 @@
 //! The loop of an [`LlmAgent`](super::LlmAgent): resolve tools, ask the model, run the calls,
 //! feed the results back, until the model answers.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -14,7 +12,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
-use super::{AgentError, Event, Invocation};
+use super::{AgentError, Event, Invocation, ToolSource};
 use crate::budget::{BudgetExceeded, SharedBudget};
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -22,7 +20,7 @@ use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
-use crate::tools::{OutputBudget, redact_text};
+use crate::tools::{OutputBudgetLayer, handle_catching_panics, redact_text};
 use crate::util::BoxFuture;
 
 /// Events produced by the driver and not yet taken by the consumer.
@@ -107,14 +105,6 @@ struct ToolSet {
     definitions: Vec<ToolDefinition>,
 }
 
-fn source_name(source: usize) -> String {
-    if source == 0 {
-        "the agent's static tools".to_owned()
-    } else {
-        format!("tool resolver #{source}")
-    }
-}
-
 async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentError> {
     if config.resolvers.is_empty() {
         return Ok(ToolSet {
@@ -125,20 +115,19 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
     let resolved =
         futures::future::join_all(config.resolvers.iter().map(|r| r.resolve_tools(inv))).await;
     let mut entries: Vec<Arc<ToolEntry>> = config.static_tools.to_vec();
-    let mut sources: Vec<usize> = vec![0; entries.len()];
+    let mut sources: Vec<ToolSource> = vec![ToolSource::Agent; entries.len()];
     let mut definitions = config.static_definitions.clone();
     for (i, tools) in resolved.into_iter().enumerate() {
-        let source = i + 1;
         let tools = tools.map_err(|err| AgentError::Resolver {
-            resolver: source_name(source),
+            resolver: i + 1,
             source: err,
         })?;
         for tool in tools {
             if let Some(k) = entries.iter().position(|e| e.tool.name() == tool.name()) {
                 return Err(AgentError::ToolConflict {
                     name: tool.name().to_owned(),
-                    first: source_name(sources[k]),
-                    second: source_name(source),
+                    first: sources[k],
+                    second: ToolSource::Resolver(i + 1),
                 });
             }
             definitions.push(ToolDefinition::from_tool(tool.as_ref()));
@@ -147,7 +136,7 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
                 &config.middleware,
                 config.tool_timeout,
             ));
-            sources.push(source);
+            sources.push(ToolSource::Resolver(i + 1));
         }
     }
     Ok(ToolSet {
@@ -420,7 +409,7 @@ async fn run_call(
     };
     let duration = started.elapsed();
     let bounded = |text: String| match max_output {
-        Some(max) if text.len() > max => OutputBudget::new(max).apply(&text),
+        Some(max) if text.len() > max => OutputBudgetLayer::new(max).apply(&text),
         _ => text,
     };
     let (result, error_kind) = match outcome {
@@ -430,7 +419,7 @@ async fn run_call(
                 gen_ai.tool.name = %call.name,
                 error.type = %err.kind(),
                 "tool call failed: {}",
-                redact_text(&OutputBudget::new(2048).apply(err.message()))
+                redact_text(&OutputBudgetLayer::new(2048).apply(err.message()))
             );
             (
                 ToolResult::error(&call.id, &call.name, bounded(err.message().to_owned())),
@@ -452,26 +441,5 @@ async fn invoke(
     call: &ToolCall,
 ) -> Result<String, ToolError> {
     let ctx = ctx.clone().with_call_id(call.id.as_str()).in_tool_span();
-    // The handler is called inside the guard too: a panic before its future exists (in a
-    // hand-written tool or a middleware) is caught like one while it runs.
-    let outcome = AssertUnwindSafe(async { entry.tool.handle(&ctx, &call.arguments).await })
-        .catch_unwind()
-        .await;
-    outcome.unwrap_or_else(|panic| {
-        Err(ToolError::failed(format!(
-            "tool {:?} crashed (panic: {}); the call has no result",
-            call.name,
-            panic_message(panic.as_ref())
-        )))
-    })
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-text panic payload"
-    }
+    handle_catching_panics(entry.tool.as_ref(), &ctx, &call.arguments).await
 }

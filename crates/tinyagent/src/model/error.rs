@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::error::BoxError;
+use crate::error::{ErrorCore, ErrorKind, error_type};
 
 /// The broad class of a model failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,6 +58,12 @@ impl fmt::Display for ModelErrorKind {
     }
 }
 
+impl ErrorKind for ModelErrorKind {
+    fn default_retryable(self) -> bool {
+        ModelErrorKind::default_retryable(self)
+    }
+}
+
 /// The error of a model call: a [`kind`](Self::kind), a retryable flag, a message and the
 /// underlying error.
 ///
@@ -68,26 +74,12 @@ impl fmt::Display for ModelErrorKind {
 /// assert!(err.is_retryable());
 /// assert_eq!(err.to_string(), "rate_limited: 429 Too Many Requests");
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
-pub struct ModelError {
-    kind: ModelErrorKind,
-    message: Cow<'static, str>,
-    retryable: bool,
-    source: Option<BoxError>,
-}
+pub struct ModelError(ErrorCore<ModelErrorKind>);
+
+error_type!(ModelError, ModelErrorKind);
 
 impl ModelError {
-    /// An error of the given kind, retryable as the kind says by default.
-    pub fn new(kind: ModelErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            retryable: kind.default_retryable(),
-            source: None,
-        }
-    }
-
     /// An [`ModelErrorKind::InvalidResponse`] error.
     pub fn invalid_response(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(ModelErrorKind::InvalidResponse, message)
@@ -97,47 +89,45 @@ impl ModelError {
     pub fn other(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(ModelErrorKind::Other, message)
     }
-
-    /// Overrides the retryable flag.
-    #[must_use]
-    pub fn retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
-        self
-    }
-
-    /// Attaches the underlying error.
-    #[must_use]
-    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
-        self.source = Some(source.into());
-        self
-    }
-
-    /// The kind of failure.
-    pub fn kind(&self) -> ModelErrorKind {
-        self.kind
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// Whether trying again may succeed.
-    pub fn is_retryable(&self) -> bool {
-        self.retryable
-    }
 }
 
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.kind(), self.message())
     }
 }
 
-impl std::error::Error for ModelError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn model_errors_share_the_tool_error_core() {
+        let io = std::io::Error::other("connection reset");
+        let err = ModelError::new(ModelErrorKind::Unavailable, "cannot reach the server")
+            .with_source(io)
+            .with_message("cannot reach http://127.0.0.1:9");
+        assert!(err.is_retryable(), "unavailable is retryable by default");
+        assert_eq!(err.kind(), ModelErrorKind::Unavailable);
+        assert_eq!(err.message(), "cannot reach http://127.0.0.1:9");
+        assert_eq!(
+            err.to_string(),
+            "unavailable: cannot reach http://127.0.0.1:9"
+        );
+        assert_eq!(err.source().unwrap().to_string(), "connection reset");
+        let debug = format!("{err:?}");
+        assert!(
+            debug.starts_with("ModelError { kind: Unavailable, message: \"cannot reach"),
+            "{debug}"
+        );
+        assert!(!ModelError::other("x").is_retryable());
+        assert!(!ModelError::other("x").retryable(false).is_retryable());
+        assert!(
+            ModelError::invalid_response("x")
+                .retryable(true)
+                .is_retryable()
+        );
     }
 }

@@ -10,7 +10,7 @@ use super::ModelResponse;
 /// says which call a fragment belongs to). It **must end with exactly one**
 /// [`Done`](Self::Done) carrying the complete, assembled response: the agent acts on `Done`
 /// alone and treats the other events as progress to show. A stream that ends without `Done`
-/// is an [`ModelErrorKind::InvalidResponse`] error.
+/// is an [`ModelErrorKind::InvalidResponse`](super::ModelErrorKind::InvalidResponse) error.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ModelEvent {

@@ -173,12 +173,26 @@ fn decode_value<I: DeserializeOwned>(value: &serde_json::Value, raw: &str) -> Re
     })
 }
 
+/// The arguments a tool is called with, made whole: blank input (what many models send for a
+/// tool without parameters) means `{}`; anything else is returned unchanged.
+///
+/// ```
+/// use tinyagent::tools::normalize_arguments;
+///
+/// assert_eq!(normalize_arguments(""), "{}");
+/// assert_eq!(normalize_arguments("  \n"), "{}");
+/// assert_eq!(normalize_arguments(r#"{"city":"北京"}"#), r#"{"city":"北京"}"#);
+/// ```
+pub fn normalize_arguments(raw: &str) -> &str {
+    if raw.trim().is_empty() { "{}" } else { raw }
+}
+
 /// Decodes a tool's raw JSON input into `I`, with an error a model can act on.
 ///
 /// The fast path is plain `serde_json`; only when that fails is the input decoded again, with
 /// path tracking, to name the field at fault.
 pub fn decode_input<I: DeserializeOwned>(raw: &str) -> Result<I, ToolError> {
-    let src = if raw.trim().is_empty() { "{}" } else { raw };
+    let src = normalize_arguments(raw);
     match serde_json::from_str(src) {
         Ok(value) => Ok(value),
         Err(plain) => Err(describe_decode_error::<I>(src, raw, plain)),

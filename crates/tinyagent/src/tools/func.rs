@@ -12,7 +12,7 @@ use super::adapter::{JsonAdapter, ToolFn, json_adapter};
 use super::schema::generate_schema;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{HandleFunc, Handler, Tool, ToolHints};
+use crate::tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 use crate::util::BoxFuture;
 
 /// Checks a tool name against what model providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
@@ -278,6 +278,6 @@ where
         description: description.into(),
         schema,
         hints: ToolHints::default(),
-        handler: HandleFunc(f),
+        handler: handler_fn(f),
     })
 }

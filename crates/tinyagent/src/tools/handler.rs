@@ -89,7 +89,7 @@ impl fmt::Debug for dyn Tool {
 /// The execution half of a tool, on its own so that it can be composed (the seed's `Handler`).
 ///
 /// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
-/// turns a typed function into one; [`HandleFunc`] turns a closure into one.
+/// turns a typed function into one; [`handler_fn`] turns a closure into one.
 pub trait Handler: Send + Sync {
     /// Handles one call with the raw input.
     fn handle<'a>(
@@ -119,15 +119,20 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
     }
 }
 
-/// Adapts a closure into a [`Handler`] (the seed's `HandleFunc`).
+/// A closure made into a [`Handler`] (the seed's `HandleFunc`); made by [`handler_fn`].
+#[derive(Clone, Copy)]
+pub struct HandleFunc<F>(F);
+
+/// Makes a closure `Fn(ToolContext, String) -> impl Future<Output = Result<String, ToolError>>`
+/// into a [`Handler`], the way tower's `service_fn` makes a closure into a service.
 ///
 /// The closure gets its own clone of the context and its own copy of the input, so the future
 /// it returns may hold them across awaits.
 ///
 /// ```
-/// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError};
+/// use tinyagent::{Handler, ToolContext, ToolError, handler_fn};
 ///
-/// let hello = HandleFunc(|_ctx: ToolContext, input: String| async move {
+/// let hello = handler_fn(|_ctx: ToolContext, input: String| async move {
 ///     Ok::<_, ToolError>(format!("hello, {input}"))
 /// });
 /// # tokio_test::block_on(async {
@@ -135,8 +140,13 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
-#[derive(Clone, Copy)]
-pub struct HandleFunc<F>(pub F);
+pub fn handler_fn<F, Fut>(f: F) -> HandleFunc<F>
+where
+    F: Fn(ToolContext, String) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    HandleFunc(f)
+}
 
 impl<F> fmt::Debug for HandleFunc<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,4 +1,4 @@
-//! Tools chosen per invocation: [`ToolResolver`] and [`ToolResolverFunc`].
+//! Tools chosen per invocation: [`ToolResolver`], and [`resolver_fn`] for closures.
 
 use std::fmt;
 use std::future::Future;
@@ -17,7 +17,7 @@ use crate::util::BoxFuture;
 /// both sources. The set is then fixed for the invocation: the model may call only those
 /// tools, and a tool offered in another invocation never runs in this one.
 ///
-/// Most resolvers are closures, through [`ToolResolverFunc`].
+/// Most resolvers are closures, through [`resolver_fn`].
 pub trait ToolResolver: Send + Sync {
     /// The tools to offer in `inv`.
     fn resolve_tools<'a>(
@@ -35,7 +35,8 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
     }
 }
 
-/// Adapts a closure into a [`ToolResolver`] (the seed's `ToolResolverFunc`).
+/// Makes a closure `Fn(&Invocation) -> impl Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>>`
+/// into a [`ToolResolver`] (the seed's `ToolResolverFunc`).
 ///
 /// The closure gets the invocation by reference and returns a future that owns what it needs
 /// (read the session state before the `async` block), so it may outlive the borrow.
@@ -46,13 +47,13 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 /// ```
 /// use std::sync::Arc;
 /// use tinyagent::{Invocation, Session, Tool, ToolContext, ToolError, tools};
-/// use tinyagent::tools::{ToolResolver, ToolResolverFunc};
+/// use tinyagent::tools::{ToolResolver, resolver_fn};
 ///
 /// let tool = |name: &'static str| tools::new_tool(name, name, serde_json::json!({"type": "object"}),
 ///     |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>(String::new()) });
 /// let (search, db_query) = (tool("search"), tool("db_query"));
 ///
-/// let by_role = ToolResolverFunc(move |inv: &Invocation| {
+/// let by_role = resolver_fn(move |inv: &Invocation| {
 ///     let mut offered = vec![search.clone()];
 ///     if inv.session().get_str("role").as_deref() == Some("admin") {
 ///         offered.push(db_query.clone());
@@ -69,8 +70,17 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
+pub fn resolver_fn<F, Fut>(f: F) -> ToolResolverFunc<F>
+where
+    F: Fn(&Invocation) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>> + Send + 'static,
+{
+    ToolResolverFunc(f)
+}
+
+/// A closure made into a [`ToolResolver`]; made by [`resolver_fn`].
 #[derive(Clone, Copy)]
-pub struct ToolResolverFunc<F>(pub F);
+pub struct ToolResolverFunc<F>(F);
 
 impl<F> fmt::Debug for ToolResolverFunc<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -477,9 +477,9 @@ fn make_nullable(value: &mut Value) {
             return;
         }
     }
-    if let Some(Value::Array(values)) = schema.get_mut("enum") {
-        if !values.iter().any(Value::is_null) {
-            values.push(Value::Null);
-        }
+    if let Some(Value::Array(values)) = schema.get_mut("enum")
+        && !values.iter().any(Value::is_null)
+    {
+        values.push(Value::Null);
     }
 }

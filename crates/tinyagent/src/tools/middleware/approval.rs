@@ -56,6 +56,7 @@ pub struct ApprovalRequest {
 /// Any `Fn(ApprovalRequest) -> impl Future<Output = Approval>` closure is a hook.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 /// use tinyagent::tools::{Approval, ApprovalRequest};
 ///
@@ -77,6 +78,7 @@ pub struct ApprovalRequest {
 /// assert_eq!(err.to_string(), "the call to get_weather was denied: we do not report the weather on Mars");
 /// assert!(weather.handle(&ctx, r#"{"city":"广州"}"#).await.unwrap().contains("北京"));
 /// # });
+/// # }
 /// ```
 pub trait ApprovalHook: Send + Sync + 'static {
     /// Reviews one call.

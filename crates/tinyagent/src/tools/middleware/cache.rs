@@ -29,27 +29,29 @@ use crate::util::BoxFuture;
 /// run. Each wrapped tool gets its own cache.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
-/// use tinyagent::tools::{self, Cache};
+/// use tinyagent::tools::{self, CacheLayer};
 ///
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
-///     [Cache::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
+///     [CacheLayer::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
 /// # let _ = weather;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Cache {
+pub struct CacheLayer {
     ttl: Duration,
     capacity: usize,
     ignore_hints: bool,
 }
 
-impl Default for Cache {
+impl Default for CacheLayer {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Cache {
+impl CacheLayer {
     /// A cache of 1024 entries per tool, each kept for 5 minutes.
     pub fn new() -> Self {
         Self {
@@ -82,12 +84,12 @@ impl Cache {
 }
 
 /// Caches results of read-only or idempotent tools for `ttl`, up to `capacity` entries per
-/// tool; see [`Cache`].
+/// tool; see [`CacheLayer`].
 pub fn with_cache(ttl: Duration, capacity: usize) -> ToolMiddleware {
-    Cache::new().ttl(ttl).capacity(capacity).into()
+    CacheLayer::new().ttl(ttl).capacity(capacity).into()
 }
 
-impl ToolLayer for Cache {
+impl ToolLayer for CacheLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         if self.capacity == 0 || !(self.ignore_hints || tool.hints().is_repeatable()) {
             return next;
@@ -160,7 +162,7 @@ impl Store {
 struct CacheHandler {
     next: Arc<dyn Handler>,
     tool_name: Arc<str>,
-    config: Cache,
+    config: CacheLayer,
     store: Mutex<Store>,
 }
 

@@ -54,12 +54,13 @@ use crate::util::BoxFuture;
 /// With no subscriber listening the layer costs a few nanoseconds per call.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::{ToolContext, ToolError, tools};
 ///
 /// let weather = tinyagent::demo::weather_tool();
 /// let logged = tools::wrap_tool(weather, [
-///     tools::Logging::new().record_arguments(true).into(),
+///     tools::LoggingLayer::new().record_arguments(true).into(),
 ///     tools::with_timeout(Duration::from_secs(3)),
 /// ]);
 /// # tokio_test::block_on(async {
@@ -67,22 +68,23 @@ use crate::util::BoxFuture;
 /// assert!(out.contains("多云"));
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
+/// # }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Logging {
+pub struct LoggingLayer {
     record_arguments: bool,
     record_results: bool,
     extra_keys: Vec<String>,
     max_recorded_len: usize,
 }
 
-impl Default for Logging {
+impl Default for LoggingLayer {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Logging {
+impl LoggingLayer {
     /// Logging with neither arguments nor results recorded.
     pub fn new() -> Self {
         Self {
@@ -128,12 +130,12 @@ impl Logging {
     }
 }
 
-/// Logs every call through `tracing`, recording neither arguments nor results; see [`Logging`].
+/// Logs every call through `tracing`, recording neither arguments nor results; see [`LoggingLayer`].
 pub fn with_logging() -> ToolMiddleware {
-    Logging::new().into()
+    LoggingLayer::new().into()
 }
 
-impl ToolLayer for Logging {
+impl ToolLayer for LoggingLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(LoggingHandler {
             next,
@@ -148,7 +150,7 @@ struct LoggingHandler {
     next: Arc<dyn Handler>,
     tool_name: Arc<str>,
     span_name: Arc<str>,
-    config: Arc<Logging>,
+    config: Arc<LoggingLayer>,
 }
 
 impl Handler for LoggingHandler {

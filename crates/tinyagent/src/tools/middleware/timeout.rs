@@ -36,11 +36,11 @@ use crate::util::BoxFuture;
 /// # });
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Timeout {
+pub struct TimeoutLayer {
     duration: Duration,
 }
 
-impl Timeout {
+impl TimeoutLayer {
     /// A deadline of `duration` per call.
     pub fn new(duration: Duration) -> Self {
         Self { duration }
@@ -52,12 +52,12 @@ impl Timeout {
     }
 }
 
-/// Bounds each call by `duration`; see [`Timeout`].
+/// Bounds each call by `duration`; see [`TimeoutLayer`].
 pub fn with_timeout(duration: Duration) -> ToolMiddleware {
-    Timeout::new(duration).into()
+    TimeoutLayer::new(duration).into()
 }
 
-impl ToolLayer for Timeout {
+impl ToolLayer for TimeoutLayer {
     fn layer(&self, _tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(TimeoutHandler {
             next,

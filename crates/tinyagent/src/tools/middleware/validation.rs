@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 /// it is wrapped); its arguments must still be a strict JSON object.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 ///
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_validation()]);
@@ -47,25 +48,26 @@ use serde_json::{Map, Value};
 /// assert!(err.message().contains("/operation"), "{err}");
 /// assert!(err.message().contains("/a"), "{err}");
 /// # });
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Validation {
+pub struct ValidationLayer {
     _private: (),
 }
 
-impl Validation {
+impl ValidationLayer {
     /// Validation against each tool's own input schema.
     pub fn new() -> Self {
         Self::default()
     }
 }
 
-/// Checks arguments against the tool's schema before the handler runs; see [`Validation`].
+/// Checks arguments against the tool's schema before the handler runs; see [`ValidationLayer`].
 pub fn with_validation() -> ToolMiddleware {
-    Validation::new().into()
+    ValidationLayer::new().into()
 }
 
-impl ToolLayer for Validation {
+impl ToolLayer for ValidationLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         let validator = match SchemaValidator::new(&allow_null_optionals(tool.input_schema())) {
             Ok(validator) => Some(validator),
