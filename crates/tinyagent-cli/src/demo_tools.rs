@@ -1,8 +1,8 @@
 //! The demo tools as the command offers them to models and MCP clients.
 //!
-//! They are the seed's tools, with the seed's names, schemas and results. Two of them return
+//! They are the tutorial's tools, with the tutorial's names, schemas and results. Two of them return
 //! canned data: the weather tool knows three cities' fixed sample values, and the translator
-//! always gives the same sample translation. The seed describes them as real-time weather and
+//! always gives the same sample translation. The tutorial describes them as real-time weather and
 //! as a translation expert; offered to a real model or MCP client, those descriptions would
 //! mislead, so here they say plainly that the data is demo data.
 
@@ -19,27 +19,27 @@ pub const WEATHER_DESCRIPTION: &str = "获取指定城市的天气信息。演�
 pub const TRANSLATOR_DESCRIPTION: &str = "翻译演示工具。演示数据（demo data），不做真正的翻译：\
      无论输入什么，都返回固定的示例译文 \"Hello, World!\"。";
 
-/// The seed's `get_weather`, described as the demo data it returns.
+/// TinyAgent's `get_weather`, described as the demo data it returns.
 pub fn weather_tool() -> Arc<dyn Tool> {
     described(demo::weather_tool(), WEATHER_DESCRIPTION)
 }
 
-/// The seed's `calculator` (it really calculates: the seed's description stays).
+/// TinyAgent's `calculator` (it really calculates: the tutorial's description stays).
 pub fn calculator_tool() -> Arc<dyn Tool> {
     demo::calculator_tool()
 }
 
-/// The seed's `get_current_time` (it reads the real clock: the seed's description stays).
+/// TinyAgent's `get_current_time` (it reads the real clock: the tutorial's description stays).
 pub fn time_tool() -> Arc<dyn Tool> {
     demo::time_tool()
 }
 
-/// The seed's `translator`, described as the demo data it returns.
+/// TinyAgent's `translator`, described as the demo data it returns.
 pub fn translator_tool() -> Arc<dyn Tool> {
     described(demo::translator_tool(), TRANSLATOR_DESCRIPTION)
 }
 
-/// All four, in the seed's order: weather, calculator, current time, translator.
+/// All four, in the tutorial's order: weather, calculator, current time, translator.
 pub fn all_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         weather_tool(),

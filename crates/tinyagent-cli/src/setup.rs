@@ -20,10 +20,10 @@ use crate::error::CliError;
 /// The environment variable giving `--timeout`'s default, in seconds.
 pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
 
-/// The agent's name, the seed's.
+/// The agent's name, the tutorial's.
 pub const AGENT_NAME: &str = "smart-assistant";
 
-/// The default instruction: the seed's. (Kept short: the embedded model is very small, and
+/// The default instruction: the tutorial's. (Kept short: the embedded model is very small, and
 /// a longer instruction steers it away from the right tool.)
 pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 

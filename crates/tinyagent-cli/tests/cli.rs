@@ -477,7 +477,7 @@ fn tools_json_gives_names_descriptions_and_schemas() {
             "translator"
         ]
     );
-    // The seed's schema of get_weather, as the spec gives it.
+    // The tutorial's schema of get_weather, as the spec gives it.
     assert_eq!(
         tools[0]["input_schema"],
         json!({"type":"object","properties":{

@@ -1,4 +1,4 @@
-//! The seed's smart assistant on a real model: an agent with the weather, calculator, time
+//! The tutorial's smart assistant on a real model: an agent with the weather, calculator, time
 //! and translator tools, asked about Beijing's weather and a calculation.
 //!
 //! By default it runs offline on the embedded local model (through llama.cpp, 1 thread,
@@ -25,7 +25,7 @@ use tinyagent_openai::{ConfigError, OpenAiModel};
 /// A model and the tools to offer it.
 type ModelAndTools = (Arc<dyn Model>, Vec<Arc<dyn Tool>>);
 
-/// The model the environment asks for, with the seed's four tools: an OpenAI-compatible
+/// The model the environment asks for, with the tutorial's four tools: an OpenAI-compatible
 /// server when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, the embedded local model
 /// otherwise.
 fn configured_model() -> Result<ModelAndTools, String> {

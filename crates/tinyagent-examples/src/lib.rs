@@ -1,6 +1,6 @@
 //! Runnable examples of tinyagent with a real model.
 //!
-//! [`run_agent_demo`] is the seed's smart assistant: an agent with the four demo tools
+//! [`run_agent_demo`] is the tutorial's smart assistant: an agent with the four demo tools
 //! (weather, calculator, current time, translator) that is asked about Beijing's weather and
 //! a calculation, printing every event of both runs. The `agent_demo` example runs it on the
 //! model the environment configures (see the README's "Use a real model"):
@@ -24,7 +24,7 @@ use tinyagent_llama::{LlamaConfig, LlamaModel};
 /// The questions the demo asks, in order.
 pub const DEMO_QUESTIONS: [&str; 2] = ["北京天气怎么样？", "帮我算一下 7 乘以 8 等于多少。"];
 
-/// The seed's agent instruction (`WithInstruction("你是一个全能助手。")`).
+/// The tutorial's agent instruction (`WithInstruction("你是一个全能助手。")`).
 pub const DEMO_INSTRUCTION: &str = "你是一个全能助手。";
 
 /// Why the demo failed.
@@ -67,7 +67,7 @@ impl From<io::Error> for DemoError {
     }
 }
 
-/// Builds the seed's `smart-assistant` on `model` with `tools` (the seed gives it the four
+/// Builds TinyAgent's `smart-assistant` on `model` with `tools` (the tutorial gives it the four
 /// demo tools, [`demo::seed_tools`]).
 pub fn smart_assistant(
     model: Arc<dyn Model>,
@@ -105,7 +105,7 @@ pub async fn run_agent_demo(
 
 /// The demo's default model: the embedded local model (see
 /// [`LlamaModel::default_model`]), on 1 thread with greedy decoding so that every run gives
-/// the same answers, offered the seed's four tools.
+/// the same answers, offered the tutorial's four tools.
 ///
 /// # Errors
 ///

@@ -118,7 +118,7 @@ async fn the_demo_runs_on_the_provider_against_a_hand_built_exchange() {
         assistant["tool_calls"][0]["function"]["name"],
         "get_weather"
     );
-    // Every request offers the four seed tools and streams with usage.
+    // Every request offers the four tutorial tools and streams with usage.
     for body in &bodies {
         let names: Vec<&str> = body["tools"]
             .as_array()

@@ -1,5 +1,5 @@
 //! The demo's default path under test: the embedded local model (the default GGUF, fetched by
-//! `bash scripts/setup.sh`), 1 thread, greedy, the tools the demo offers, both seed questions,
+//! `bash scripts/setup.sh`), 1 thread, greedy, the tools the demo offers, both tutorial questions,
 //! each in its own session, through the same functions `agent_demo` calls. The answers must be
 //! right: the right tool among the four offered, the right arguments, a result that is not an
 //! error, and the result's number in the answer.

@@ -1,4 +1,4 @@
-//! The seed's smart assistant on the embedded local model, with the seed's four tools (weather,
+//! The tutorial's smart assistant on the embedded local model, with the tutorial's four tools (weather,
 //! calculator, current time, translator): no API key, no network.
 //!
 //! ```sh

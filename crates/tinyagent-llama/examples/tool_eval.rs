@@ -1,5 +1,5 @@
 //! How well a local model calls tools: a fixed set of questions (Chinese and English) asked
-//! with the seed's four tools offered (weather, calculator, current time, translator), one
+//! with the tutorial's four tools offered (weather, calculator, current time, translator), one
 //! model step each, 1 thread, greedy decoding. For each candidate model and prompt style it
 //! prints the share of questions answered with the right tool, with fully right arguments,
 //! and without a tool when none is needed, the median time per question, and the prompt and
@@ -319,7 +319,7 @@ fn median(values: &mut [f64]) -> f64 {
     }
     values.sort_by(f64::total_cmp);
     let mid = values.len() / 2;
-    if values.len() % 2 == 0 {
+    if values.len().is_multiple_of(2) {
         (values[mid - 1] + values[mid]) / 2.0
     } else {
         values[mid]

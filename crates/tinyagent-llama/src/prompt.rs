@@ -845,7 +845,7 @@ mod tests {
 
     #[test]
     fn the_seed_tools_schemas_become_one_exact_grammar() {
-        // No fallback needed: every keyword of the seed's schemas has a grammar equivalent.
+        // No fallback needed: every keyword of the tutorial's schemas has a grammar equivalent.
         let tools: Vec<ToolDefinition> = tinyagent::demo::seed_tools()
             .iter()
             .map(|t| ToolDefinition::from_tool(t.as_ref()))

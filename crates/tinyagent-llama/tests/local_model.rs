@@ -61,7 +61,7 @@ async fn ask(agent: &LlmAgent, question: &str) -> Run {
     }
 }
 
-/// The seed's smart assistant with the seed's four tools: every test below must pick the
+/// The tutorial's smart assistant with the tutorial's four tools: every test below must pick the
 /// right one among them.
 fn smart_assistant() -> LlmAgent {
     LlmAgent::builder("smart-assistant")
@@ -107,7 +107,7 @@ async fn weather_in_chinese_picks_get_weather_for_the_city_asked() {
 
 #[tokio::test]
 async fn weather_in_english_picks_get_weather_and_the_tool_finds_the_city() {
-    // A weather tool that knows English city names, beside the seed's other three tools.
+    // A weather tool that knows English city names, beside the tutorial's other three tools.
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Input {
         /// The city, e.g. London

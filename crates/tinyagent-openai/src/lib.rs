@@ -2,7 +2,7 @@
 //!
 //! A [`tinyagent::Model`] for the OpenAI Chat Completions wire format over HTTP, which
 //! OpenAI, Ollama, vLLM, llama.cpp's server, DeepSeek and Qwen's compatible mode all speak:
-//! the seed's `openaiProvider`.
+//! TinyAgent's `openaiProvider`.
 //!
 //! Configure it in code ([`OpenAiConfig`]) or from the environment:
 //!

@@ -22,7 +22,7 @@ use crate::transport::{
 use crate::wire;
 use tokio::time::Instant;
 
-/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP: the seed's
+/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP: the tutorial's
 /// `openaiProvider`.
 ///
 /// Works with OpenAI and every compatible server (Ollama, vLLM, llama.cpp's server,

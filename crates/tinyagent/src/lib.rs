@@ -31,7 +31,8 @@
 //! # }).unwrap();
 //! ```
 //!
-//! The pieces, with the seed's names:
+//! Coming from the Go framework TinyAgent? [`coming_from_go`] maps its names to these. The
+//! pieces:
 //!
 //! - [`Tool`], [`Handler`], [`HandleFunc`] (made by [`handler_fn`]), [`ToolContext`], [`ToolError`], [`ToolHints`];
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
@@ -44,11 +45,13 @@
 //!   `tools::ToolMiddleware::from_tower`;
 //! - [`Model`] with [`ModelRequest`], [`ModelResponse`] and [`ModelEvent`]; [`Message`] and
 //!   its [`Part`]s;
-//! - [`Agent`], [`LlmAgent`] (built like the seed's `NewAgent`), [`Invocation`], [`Session`],
-//!   [`Event`];
+//! - [`Agent`], [`LlmAgent`] (built like TinyAgent's `NewAgent`), [`Invocation`], [`Session`],
+//!   [`Event`] (with a stable JSON shape), [`Budget`] (what one invocation tree may spend);
 //! - [`testing`]: a scripted model for tests.
 
 pub mod agent;
+#[doc = include_str!("../docs/coming_from_go.md")]
+pub mod coming_from_go {}
 mod budget;
 mod context;
 #[cfg(feature = "demo")]

@@ -65,7 +65,7 @@ async fn collect(agent: &dyn Agent, inv: Invocation) -> (Vec<Event>, Option<Agen
 }
 
 // ---------------------------------------------------------------------------------------------
-// The seed's role-based resolver
+// The tutorial's role-based resolver
 // ---------------------------------------------------------------------------------------------
 
 struct RoleSetup {

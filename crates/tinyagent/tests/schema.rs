@@ -1,4 +1,4 @@
-//! The schema pipeline: the seed's three schemas and each rule of `generate_schema`.
+//! The schema pipeline: the tutorial's three schemas and each rule of `generate_schema`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tinyagent::tools::{self, generate_schema, strict_schema};
 
 fn seed_schema(text: &str) -> Value {
-    serde_json::from_str(text).expect("the seed's schema is JSON")
+    serde_json::from_str(text).expect("the tutorial's schema is JSON")
 }
 
 #[test]
@@ -197,7 +197,7 @@ fn unit_enums_become_string_enums_with_serde_renames() {
             BTreeSet::from(["LOW_PRIORITY".into(), "urgent!".into()])
         );
     }
-    // The seed's comma-list `enum:"a,b"` tag on a string field.
+    // The tutorial's comma-list `enum:"a,b"` tag on a string field.
     assert_eq!(
         schema["properties"]["unit_as_string"],
         json!({"type": "string", "enum": ["celsius", "fahrenheit"]})

@@ -21,7 +21,7 @@ use tinyagent::{
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/// The seed's weather input: `unit` is a string whose schema allows two values.
+/// The tutorial's weather input: `unit` is a string whose schema allows two values.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct WeatherInput {
     /// The city

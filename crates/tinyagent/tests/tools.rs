@@ -1,4 +1,4 @@
-//! The seed's demo tools and the ways of making tools: results, errors and bad input.
+//! The tutorial's demo tools and the ways of making tools: results, errors and bad input.
 
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ async fn weather_cities() {
             humidity: 45
         }
     );
-    // The seed's exact output, compared as JSON values.
+    // The tutorial's exact output, compared as JSON values.
     let raw = demo::weather_tool()
         .handle(&ctx(), r#"{"city": "北京"}"#)
         .await

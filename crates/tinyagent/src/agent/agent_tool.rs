@@ -1,4 +1,4 @@
-//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the seed's agent-tool
+//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the tutorial's agent-tool
 //! schema `{"message": string}`, and the demo's form, a tool from
 //! `(name, description, async fn(message) -> text)`.
 
@@ -27,7 +27,7 @@ pub struct AgentToolInput {
     pub message: String,
 }
 
-/// The input schema of every agent tool (the seed's):
+/// The input schema of every agent tool (the tutorial's):
 /// `{"type":"object","properties":{"message":{"type":"string","description":"要发送给此 Agent 的消息"}},"required":["message"]}`.
 pub fn agent_tool_schema() -> Value {
     generate_schema::<AgentToolInput>()
@@ -92,7 +92,7 @@ where
     }
 }
 
-/// Makes an agent-style tool from a function of one message (the seed demo's
+/// Makes an agent-style tool from a function of one message (the tutorial demo's
 /// `tools.NewAgentTool(name, description, fn)`): the tool takes the agent-tool schema
 /// `{"message": string}`, accepts plain text as the message too, and returns the function's
 /// text as it is (not JSON-encoded).
@@ -147,7 +147,7 @@ where
 /// [`AgentTool::with_max_depth`].
 pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
 
-/// An [`Agent`] used as a tool (the seed's `NewAgentTool(agent)`); made by
+/// An [`Agent`] used as a tool (TinyAgent's `NewAgentTool(agent)`); made by
 /// [`new_agent_tool`].
 ///
 /// Its name and description are the agent's; its schema is [`agent_tool_schema`]
@@ -284,7 +284,7 @@ fn sub_agent_error(name: &str, err: AgentError) -> ToolError {
     error.with_source(err)
 }
 
-/// Makes an agent a tool (the seed's `tools.NewAgentTool(agent)`); see [`AgentTool`].
+/// Makes an agent a tool (TinyAgent's `tools.NewAgentTool(agent)`); see [`AgentTool`].
 ///
 /// # Panics
 ///

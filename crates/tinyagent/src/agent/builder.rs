@@ -1,4 +1,4 @@
-//! [`LlmAgent`] and its builder (the seed's `NewAgent(name, With...)`).
+//! [`LlmAgent`] and its builder (TinyAgent's `NewAgent(name, With...)`).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -152,7 +152,7 @@ impl Deref for Config {
 /// An agent driven by a [`Model`]: it asks the model, runs the tool calls it gets back, feeds
 /// the results in, and loops until the model answers in text.
 ///
-/// Built with [`LlmAgent::builder`], the seed's `NewAgent("name", WithModel(..), ...)`. Cheap
+/// Built with [`LlmAgent::builder`], TinyAgent's `NewAgent("name", WithModel(..), ...)`. Cheap
 /// to clone (clones share the configuration).
 ///
 /// # The loop
@@ -297,14 +297,14 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// The model (required; the seed's `WithModel`). Any [`Model`], including an
+    /// The model (required; TinyAgent's `WithModel`). Any [`Model`], including an
     /// `Arc<dyn Model>` or an `Arc` of a concrete model kept for inspection.
     pub fn model(mut self, model: impl Model + 'static) -> Self {
         self.model = Some(Arc::new(model));
         self
     }
 
-    /// The instruction sent with every request (the seed's `WithInstruction`).
+    /// The instruction sent with every request (TinyAgent's `WithInstruction`).
     pub fn instruction(mut self, instruction: impl Into<String>) -> Self {
         self.settings.instruction = instruction.into();
         self
@@ -316,13 +316,13 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// Adds static tools, offered in every invocation (the seed's `WithTools`).
+    /// Adds static tools, offered in every invocation (TinyAgent's `WithTools`).
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
         self
     }
 
-    /// Adds a resolver of per-invocation tools (the seed's `WithToolResolver`); may be called
+    /// Adds a resolver of per-invocation tools (TinyAgent's `WithToolResolver`); may be called
     /// more than once.
     pub fn tool_resolver(mut self, resolver: impl ToolResolver + 'static) -> Self {
         self.settings.resolvers.push(Arc::new(resolver));

@@ -28,7 +28,7 @@ use crate::context::Session;
 use crate::message::Message;
 use crate::util::BoxFuture;
 
-/// Something that answers a user message, reporting its progress as [`Event`]s: the seed's
+/// Something that answers a user message, reporting its progress as [`Event`]s: the tutorial's
 /// `Agent` interface (`Name`, `Description`, `Run`).
 ///
 /// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the

@@ -18,7 +18,7 @@ struct Inner {
 }
 
 /// A conversation: an id, the history of messages of finished runs, and a state map that the
-/// application, tools and resolvers read and write (the seed's `inv.Session.State()["role"]`).
+/// application, tools and resolvers read and write (TinyAgent's `inv.Session.State()["role"]`).
 ///
 /// A `Session` is a cheap handle: clones share the same conversation. It lives in memory.
 ///

@@ -70,7 +70,7 @@ impl<F: Clone, I> Clone for JsonAdapter<F, I> {
     }
 }
 
-/// Adapts a typed async function into a [`Handler`] (the seed's `JSONAdapter`).
+/// Adapts a typed async function into a [`Handler`] (TinyAgent's `JSONAdapter`).
 ///
 /// The raw input is decoded from JSON into `I`, the function is called, and its output is
 /// encoded as JSON. An empty input counts as `{}`, which models send for tools without

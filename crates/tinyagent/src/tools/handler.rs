@@ -11,7 +11,7 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;
 
-/// Something a model can call: the seed's `Tool` interface.
+/// Something a model can call: TinyAgent's `Tool` interface.
 ///
 /// A tool has a unique [`name`](Self::name) the model calls it by, a
 /// [`description`](Self::description) the model reads to decide when to call it, a JSON Schema
@@ -86,7 +86,7 @@ impl fmt::Debug for dyn Tool {
     }
 }
 
-/// The execution half of a tool, on its own so that it can be composed (the seed's `Handler`).
+/// The execution half of a tool, on its own so that it can be composed (TinyAgent's `Handler`).
 ///
 /// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
 /// turns a typed function into one; [`handler_fn`] turns a closure into one.
@@ -119,7 +119,7 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
     }
 }
 
-/// A closure made into a [`Handler`] (the seed's `HandleFunc`); made by [`handler_fn`].
+/// A closure made into a [`Handler`] (TinyAgent's `HandleFunc`); made by [`handler_fn`].
 #[derive(Clone, Copy)]
 pub struct HandleFunc<F>(F);
 

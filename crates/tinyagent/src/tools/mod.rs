@@ -1,8 +1,8 @@
-//! The seed's `tools` package: how tools are made, adapted and wrapped.
+//! TinyAgent's `tools` package: how tools are made, adapted and wrapped.
 //!
 //! - [`new_func`]: a typed async function becomes a tool, its input schema derived from the
-//!   input type (the seed's `NewFunc`);
-//! - [`new_tool`]: a hand-written schema and a raw-string handler (the seed's `NewTool`);
+//!   input type (TinyAgent's `NewFunc`);
+//! - [`new_tool`]: a hand-written schema and a raw-string handler (TinyAgent's `NewTool`);
 //! - [`json_adapter`]: a typed function becomes a [`Handler`];
 //! - [`new_agent_tool`]: an agent becomes a tool; [`new_agent_tool_fn`]: a function of one
 //!   message becomes an agent-style tool;
@@ -28,7 +28,7 @@ pub(crate) mod schema;
 mod validate;
 
 pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter, normalize_arguments};
-// Agents made into tools live with the agents; their seed names are kept here.
+// Agents made into tools live with the agents; their TinyAgent names are kept here.
 #[doc(inline)]
 pub use crate::agent::{
     AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,

@@ -9,7 +9,7 @@ use crate::error::ToolError;
 use crate::tools::Tool;
 use crate::util::BoxFuture;
 
-/// Decides which tools an agent offers in one invocation (the seed's `ToolResolver`): by the
+/// Decides which tools an agent offers in one invocation (TinyAgent's `ToolResolver`): by the
 /// user's role in the session state, by the topic, or by asking an MCP server.
 ///
 /// An agent calls each of its resolvers once per invocation, before the first model call, and
@@ -36,12 +36,12 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 }
 
 /// Makes a closure `Fn(&Invocation) -> impl Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>>`
-/// into a [`ToolResolver`] (the seed's `ToolResolverFunc`).
+/// into a [`ToolResolver`] (TinyAgent's `ToolResolverFunc`).
 ///
 /// The closure gets the invocation by reference and returns a future that owns what it needs
 /// (read the session state before the `async` block), so it may outlive the borrow.
 ///
-/// The seed's role-based resolver: everyone gets the search tool, an admin also gets the
+/// The tutorial's role-based resolver: everyone gets the search tool, an admin also gets the
 /// database tools.
 ///
 /// ```

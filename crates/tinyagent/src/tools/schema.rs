@@ -12,9 +12,9 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-/// Generates the JSON Schema of a tool input type (the seed's `GenerateSchema[T]()`).
+/// Generates the JSON Schema of a tool input type (TinyAgent's `GenerateSchema[T]()`).
 ///
-/// The result is what model providers accept and what the seed printed:
+/// The result is what model providers accept and what the tutorial printed:
 ///
 /// - the root is `{"type": "object", ...}`; subschemas are inlined (`$ref`/`$defs` only remain
 ///   for recursive types); there is no `$schema` and no `title`;
@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 ///   speaks for it);
 /// - an enum of unit variants becomes `{"type": "string", "enum": [...]}` honouring serde
 ///   renames (variant doc comments are Rust documentation, not part of the schema);
-///   `#[schemars(extend("enum" = ["a", "b"]))]` on a `String` field is the seed's `enum:"a,b"`;
+///   `#[schemars(extend("enum" = ["a", "b"]))]` on a `String` field is TinyAgent's `enum:"a,b"`;
 /// - `Option<T>` fields and `#[serde(default)]` fields are not `required`, and an `Option<T>`
 ///   field's schema is `T`'s (no `"null"`);
 /// - integers are `"integer"` with the `minimum` and `maximum` of their Rust type (so a

@@ -13,14 +13,14 @@ use crate::error::ToolError;
 use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
 
-/// Logs every call through `tracing`: the seed's `WithLogging`, done with spans.
+/// Logs every call through `tracing`: TinyAgent's `WithLogging`, done with spans.
 ///
 /// Each call runs inside an `INFO` span named `execute_tool`, whose OpenTelemetry name
 /// (`otel.name`) is `execute_tool {tool name}`, with the GenAI attributes
 /// `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name` and, when the context has one,
 /// `gen_ai.tool.call.id`. When the call ends the span gets `duration_ms` and either
 /// `output_len` or `error.type` (the [kind](crate::ToolErrorKind) as a snake-case name). Inside
-/// it, three events mirror the seed's log lines: `tool call started` (`INFO`),
+/// it, three events mirror the tutorial's log lines: `tool call started` (`INFO`),
 /// `tool call succeeded` (`INFO`, with output length and duration) and `tool call failed`
 /// (`WARN`, with the error and duration).
 ///

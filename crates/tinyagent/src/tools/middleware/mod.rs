@@ -109,7 +109,7 @@ pub trait ToolLayer: Send + Sync + 'static {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler>;
 }
 
-/// A tool middleware (the seed's `ToolMiddleware func(Handler) Handler`): a cheap, cloneable
+/// A tool middleware (TinyAgent's `ToolMiddleware func(Handler) Handler`): a cheap, cloneable
 /// handle on a [`ToolLayer`].
 ///
 /// Middleware is applied with [`wrap_tool`], where the first one listed is the outermost. Make
@@ -159,7 +159,7 @@ impl ToolMiddleware {
     }
 }
 
-/// Makes a closure that wraps the next handler into a middleware, exactly as in the seed
+/// Makes a closure that wraps the next handler into a middleware, exactly as in the tutorial
 /// (`func(Handler) Handler`), the way tower's `layer_fn` makes a closure into a layer.
 ///
 /// ```
@@ -251,7 +251,7 @@ impl Tool for WrappedTool {
     }
 }
 
-/// Wraps a tool in middleware, onion-style (the seed's `WrapTool`): the first middleware
+/// Wraps a tool in middleware, onion-style (TinyAgent's `WrapTool`): the first middleware
 /// listed is the outermost, so it sees the call first and the result last.
 ///
 /// The wrapped tool keeps the tool's name, description, schema and hints.

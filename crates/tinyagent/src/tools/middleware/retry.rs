@@ -9,7 +9,7 @@ use crate::error::{ToolError, ToolErrorKind};
 use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
 
-/// Retries failed calls: the seed's `WithRetry`, with backoff, jitter and a policy on what is
+/// Retries failed calls: TinyAgent's `WithRetry`, with backoff, jitter and a policy on what is
 /// safe to repeat.
 ///
 /// A call is tried once and retried up to [`max_retries`](Self::max_retries) times. Before
