@@ -124,7 +124,12 @@ async fn generate_text_from_openais_default_example() {
     assert_eq!(resp.message.role, Role::Assistant);
     assert_eq!(resp.message.text(), "Hello! How can I assist you today?");
     assert!(!resp.message.has_tool_calls());
-    assert_eq!(resp.usage, Usage::new(19, 10));
+    assert_eq!(
+        resp.usage,
+        Usage::new(19, 10)
+            .with_cached_input_tokens(0)
+            .with_reasoning_tokens(0)
+    );
     assert_eq!(resp.finish_reason, FinishReason::Stop);
 
     let requests = server.received_requests().await.unwrap();
@@ -181,7 +186,7 @@ async fn generate_a_tool_call_from_openais_functions_example() {
     );
     assert_eq!(resp.message.text(), "");
     assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(resp.usage, Usage::new(82, 17));
+    assert_eq!(resp.usage, Usage::new(82, 17).with_reasoning_tokens(0));
 
     let body = &validated_bodies(&server).await[0];
     assert_eq!(
@@ -222,7 +227,12 @@ async fn generate_parallel_tool_calls() {
             ),
         ]
     );
-    assert_eq!(resp.usage, Usage::new(156, 52));
+    assert_eq!(
+        resp.usage,
+        Usage::new(156, 52)
+            .with_cached_input_tokens(0)
+            .with_reasoning_tokens(0)
+    );
     assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
 
     let body = &validated_bodies(&server).await[0];
@@ -363,7 +373,12 @@ async fn stream_text_with_usage() {
     );
     let resp = done(&events);
     assert_eq!(resp.message.text(), "Hello! How can I assist you today?");
-    assert_eq!(resp.usage, Usage::new(19, 10));
+    assert_eq!(
+        resp.usage,
+        Usage::new(19, 10)
+            .with_cached_input_tokens(0)
+            .with_reasoning_tokens(0)
+    );
     assert_eq!(resp.finish_reason, FinishReason::Stop);
 
     let body = &validated_bodies(&server).await[0];
@@ -397,7 +412,12 @@ async fn stream_a_tool_call_assembled_from_pieces() {
         )]
     );
     assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(resp.usage, Usage::new(82, 17));
+    assert_eq!(
+        resp.usage,
+        Usage::new(82, 17)
+            .with_cached_input_tokens(0)
+            .with_reasoning_tokens(0)
+    );
     validated_bodies(&server).await;
 }
 
@@ -428,7 +448,12 @@ async fn stream_parallel_tool_calls_with_interleaved_pieces() {
         resp.message.tool_calls().cloned().collect::<Vec<_>>(),
         expected
     );
-    assert_eq!(resp.usage, Usage::new(156, 52));
+    assert_eq!(
+        resp.usage,
+        Usage::new(156, 52)
+            .with_cached_input_tokens(0)
+            .with_reasoning_tokens(0)
+    );
     let body = &validated_bodies(&server).await[0];
     assert_eq!(body["parallel_tool_calls"], false);
 }
@@ -543,7 +568,10 @@ async fn a_server_that_answers_a_stream_request_in_one_piece_still_works() {
             "{\n\"location\": \"Boston, MA\"\n}".to_owned()
         )]
     );
-    assert_eq!(done(&events).usage, Usage::new(82, 17));
+    assert_eq!(
+        done(&events).usage,
+        Usage::new(82, 17).with_reasoning_tokens(0)
+    );
     validated_bodies(&server).await;
 
     // And events under a JSON content type are still read as events.
@@ -601,7 +629,12 @@ async fn retry_after_is_honoured_for_streams_too() {
         "waited {:?} although the backoff is 1 ms",
         started.elapsed()
     );
-    assert_eq!(done(&events).usage, Usage::new(19, 10));
+    assert_eq!(
+        done(&events).usage,
+        Usage::new(19, 10)
+            .with_cached_input_tokens(0)
+            .with_reasoning_tokens(0)
+    );
     assert_eq!(validated_bodies(&server).await.len(), 2);
 }
 
