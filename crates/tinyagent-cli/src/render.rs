@@ -237,7 +237,11 @@ pub fn event_json(event: &Event) -> Option<Value> {
             "id": result.call_id,
             "name": result.name,
             "is_error": result.is_error,
-            "content": result.content,
+            // Bounded like what MCP tools pass to the model; a marker says how much was cut.
+            "content": tinyagent_mcp::truncate_result(
+                result.content.clone(),
+                tinyagent_mcp::DEFAULT_MAX_RESULT_BYTES,
+            ),
             "duration_ms": duration.as_secs_f64() * 1000.0,
             "error_kind": error_kind.map(|k| k.to_string()),
         }),

@@ -226,7 +226,7 @@ pub(crate) fn error_reply(line: &str) -> String {
 
 /// What the server end writes: rmcp's messages and the error replies the reader makes.
 pub(crate) enum Out {
-    Message(ServerJsonRpcMessage),
+    Message(Box<ServerJsonRpcMessage>),
     Raw(String),
 }
 
@@ -306,7 +306,7 @@ pub(crate) fn server_transport(
         }
     });
     let to_out: fn(ServerJsonRpcMessage) -> std::future::Ready<Result<Out, mpsc::SendError>> =
-        |m| std::future::ready(Ok(Out::Message(m)));
+        |m| std::future::ready(Ok(Out::Message(Box::new(m))));
     (out_tx.with(to_out), requests, writer)
 }
 
