@@ -9,11 +9,16 @@ Models (first match wins):
   1. --local or --model-file: the embedded model (the file given, else the GGUF file named by
      TINYAGENT_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf in the current folder or one
      above it; get it with `bash scripts/fetch-model.sh`).
-  2. --base-url, --api-key or --model given, or OPENAI_BASE_URL or OPENAI_API_KEY set: an
+  2. --base-url or --api-key given, or OPENAI_BASE_URL or OPENAI_API_KEY set: an
      OpenAI-compatible server. Each setting comes from its flag, else its variable
      (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL), else the default
-     (https://api.openai.com/v1, no key, gpt-4o-mini).
+     (https://api.openai.com/v1, no key, gpt-4o-mini). --model alone is an error: it
+     names a model on a server, so say which server.
   3. Otherwise: the embedded model.
+
+Waiting for a server: --timeout SECS (or TINYAGENT_TIMEOUT) is how long it may stay
+silent, before it starts answering and between two pieces of a reply (default 60); a whole
+answer, retries included, may take up to 10 minutes or the timeout, whichever is longer.
 
 Tools: --tools demo (get_weather, calculator, get_current_time) when no tool option is
 given; --mcp and --mcp-url add the tools of MCP servers (--mcp-header adds an HTTP header,
@@ -124,9 +129,30 @@ pub struct ModelArgs {
     /// CPU threads for the embedded model [default: half the cores, 1 to 4].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: Option<u32>,
+    /// How long a model server may stay silent, in seconds: before it starts answering and
+    /// between two pieces of a reply [env: TINYAGENT_TIMEOUT; default: 60].
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub timeout: Option<std::time::Duration>,
+    /// The most tokens of one model reply [default: 4096 on a server].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
     /// The GGUF file of the embedded model [env: TINYAGENT_MODEL].
     #[arg(long, value_name = "PATH", conflicts_with_all = ["base_url", "api_key", "model"])]
     pub model_file: Option<PathBuf>,
+}
+
+/// Seconds, such as `30` or `2.5`, as a duration (at least a millisecond, at most a day).
+pub fn parse_secs(text: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds, such as 30 or 2.5"))?;
+    if !(0.001..=86_400.0).contains(&secs) {
+        return Err(format!(
+            "{text:?} is out of range: give between 0.001 and 86400 seconds"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// Which tools the agent gets.

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tinyagent::{Agent, Invocation, Session, Tool, demo, tools};
+use tinyagent::{Agent, Invocation, Session, Tool, tools};
 use tinyagent_mcp::McpServer;
 use tokio::runtime::Runtime;
 
@@ -365,7 +365,7 @@ pub async fn serve_mcp(
     // The MCP servers' connections live as long as the server serves their tools.
     let mut _toolsets = Vec::new();
     let tools: Vec<Arc<dyn Tool>> = if default_tools {
-        demo::seed_tools()
+        crate::demo_tools::all_tools()
     } else {
         let list = setup::all_tools(args).await?;
         _toolsets = list.toolsets;
@@ -391,7 +391,9 @@ pub async fn serve_mcp(
         )
     });
     let description = if default_tools {
-        "The demo tools of tinyagent: weather, calculator, current time, translator.".to_owned()
+        "The demo tools of tinyagent: weather and translator (both return fixed demo data, not \
+         real weather or translations), calculator, current time."
+            .to_owned()
     } else {
         format!("Tools served by tinyagent: {}.", names.join(", "))
     };

@@ -72,6 +72,23 @@ impl CliError {
                 format!("two tool sources offer a tool named {name:?}"),
             )
             .with_hint("leave one of them out (--tools none keeps the demo tools away)"),
+            AgentError::ReplyTruncated {
+                max_tokens, tools, ..
+            } => {
+                let limit = match max_tokens {
+                    Some(n) => format!("max_tokens {n}"),
+                    None => "the server's default".to_owned(),
+                };
+                Self::failure(
+                    "truncated",
+                    format!(
+                        "the model's reply was cut off by the token limit ({limit}) while it was \
+                         calling {}; the calls were not run",
+                        tools.join(", ")
+                    ),
+                )
+                .with_hint("raise the limit with --max-tokens N")
+            }
             AgentError::StepLimit { max_steps, .. } => Self::failure(
                 "step_limit",
                 format!("no answer after {max_steps} model calls (the model kept calling tools)"),
@@ -81,25 +98,71 @@ impl CliError {
         }
     }
 
-    /// The error of a model call.
+    /// The error of a model call, with a hint on what to check.
     pub fn from_model(err: &ModelError, server: Option<&str>) -> Self {
         let message = err.message();
-        match (err.kind(), server) {
-            (ModelErrorKind::Authentication, _) => Self::failure(
+        let Some(url) = server else {
+            return Self::failure(err.kind().as_str(), format!("the model failed: {message}"));
+        };
+        match err.kind() {
+            ModelErrorKind::Authentication => Self::failure(
                 "authentication",
                 format!("the model server refused the request: {message}"),
             )
             .with_hint("check the API key (--api-key or OPENAI_API_KEY)"),
-            (ModelErrorKind::Unavailable, Some(url)) => Self::failure(
+            ModelErrorKind::Unavailable if message.starts_with("could not connect") => {
+                Self::failure(
+                    "unavailable",
+                    format!("cannot reach the model server at {url}: {message}"),
+                )
+                .with_hint("is the server running? check --base-url or OPENAI_BASE_URL")
+            }
+            ModelErrorKind::Unavailable => Self::failure(
                 "unavailable",
-                format!("cannot reach the model server at {url}: {message}"),
+                format!("the model server at {url} failed: {message}"),
             )
-            .with_hint("is the server running? check --base-url or OPENAI_BASE_URL"),
-            (ModelErrorKind::TimedOut, Some(url)) => Self::failure(
+            .with_hint(
+                "the trouble is on the server's side and retrying did not help; try again \
+                 later, or look at the server's logs or status page",
+            ),
+            ModelErrorKind::TimedOut => Self::failure(
                 "timed_out",
                 format!("the model server at {url} did not answer in time: {message}"),
+            )
+            .with_hint(
+                "give it longer with --timeout SECS (or TINYAGENT_TIMEOUT), or check that the \
+                 server is up and not overloaded",
             ),
-            (kind, _) => Self::failure(kind.as_str(), format!("the model failed: {message}")),
+            ModelErrorKind::RateLimited => {
+                let hint = if message.contains("out of quota") {
+                    "add credit to the account or raise its limits; waiting does not help"
+                } else {
+                    "wait a little and try again, or ask for higher rate limits"
+                };
+                Self::failure(
+                    "rate_limited",
+                    format!("the model server at {url} refused the request: {message}"),
+                )
+                .with_hint(hint)
+            }
+            ModelErrorKind::InvalidResponse => {
+                let hint = if message.contains("max_reply_bytes") {
+                    "the server did not stop writing; lower --max-tokens, or check that the \
+                     server honours max_tokens"
+                } else if message.starts_with("the stream") {
+                    "the connection was cut while the reply streamed, and retrying did not \
+                     help; try again, or check any proxy between here and the server"
+                } else {
+                    "check --base-url (or OPENAI_BASE_URL): it must be the root of an \
+                     OpenAI-compatible API, usually ending in /v1"
+                };
+                Self::failure(
+                    "invalid_response",
+                    format!("the model server at {url} sent an unusable answer: {message}"),
+                )
+                .with_hint(hint)
+            }
+            kind => Self::failure(kind.as_str(), format!("the model failed: {message}")),
         }
     }
 

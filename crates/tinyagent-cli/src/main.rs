@@ -12,6 +12,7 @@
 
 mod cli;
 mod commands;
+mod demo_tools;
 mod error;
 mod render;
 mod setup;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::{Value, json};
-use tinyagent::{Event, FinishReason};
+use serde_json::Value;
+use tinyagent::Event;
 
 use crate::cli::OutputArgs;
 use crate::error::CliError;
@@ -119,6 +119,19 @@ impl Renderer {
                 self.streamed = true;
                 self.at_line_start = text.ends_with('\n');
             }
+            Event::ReplyRestarted { reason } => {
+                self.stop();
+                self.end_line()?;
+                let mut err = anstream::stderr().lock();
+                writeln!(
+                    err,
+                    "{FAILED}↻{FAILED:#} {DIM}the reply was cut off and starts again (the text above is void): {}{DIM:#}",
+                    shorten(reason)
+                )?;
+                drop(err);
+                self.streamed = false;
+                self.thinking("thinking");
+            }
             Event::Message(message) if message.has_tool_calls() => {
                 self.end_line()?;
                 self.streamed = false;
@@ -131,7 +144,7 @@ impl Renderer {
                     err,
                     "{DIM}→{DIM:#} {NAME}{}{NAME:#} {DIM}{}{DIM:#}",
                     call.name,
-                    shorten(&call.arguments)
+                    shorten(&readable_arguments(&call.arguments))
                 )?;
                 drop(err);
                 self.thinking(&format!("running {}", call.name));
@@ -208,77 +221,29 @@ fn write_line(out: &mut impl Write, line: &str) -> io::Result<()> {
     out.flush()
 }
 
-/// The JSON line of an event, or `None` for events not shown (the assembled message).
-///
-/// ```text
-/// {"type":"text_delta","text":"北京"}
-/// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
-/// {"type":"tool_call_finished","id":"call_1","name":"get_weather","is_error":false,
-///  "content":"{…}","duration_ms":0.4,"error_kind":null}
-/// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
-/// {"type":"finished","answer":"…","steps":2,"input_tokens":160,"output_tokens":40}
-/// ```
+/// The JSON line of an event, in the event's own serde shape (see [`Event`]), or `None` for
+/// the events not shown: the assembled message, which repeats the text deltas and tool calls.
 pub fn event_json(event: &Event) -> Option<Value> {
-    Some(match event {
-        Event::TextDelta(text) => json!({"type": "text_delta", "text": text}),
-        Event::ToolCallStarted { call } => json!({
-            "type": "tool_call_started",
-            "id": call.id,
-            "name": call.name,
-            "arguments": serde_json::from_str::<Value>(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
-        }),
-        Event::ToolCallFinished {
-            result,
-            duration,
-            error_kind,
-        } => json!({
-            "type": "tool_call_finished",
-            "id": result.call_id,
-            "name": result.name,
-            "is_error": result.is_error,
-            // Bounded like what MCP tools pass to the model; a marker says how much was cut.
-            "content": tinyagent_mcp::truncate_result(
-                result.content.clone(),
-                tinyagent_mcp::DEFAULT_MAX_RESULT_BYTES,
-            ),
-            "duration_ms": duration.as_secs_f64() * 1000.0,
-            "error_kind": error_kind.map(|k| k.to_string()),
-        }),
-        Event::Usage {
-            step,
-            usage,
-            finish_reason,
-        } => json!({
-            "type": "usage",
-            "step": step,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "finish_reason": finish_reason_name(finish_reason),
-        }),
-        Event::Finished {
-            answer,
-            usage,
-            steps,
-        } => json!({
-            "type": "finished",
-            "answer": answer,
-            "steps": steps,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-        }),
-        _ => return None,
-    })
+    if matches!(event, Event::Message(_)) {
+        return None;
+    }
+    let mut value = serde_json::to_value(event).ok()?;
+    if let Event::ToolCallFinished { result, .. } = event {
+        // Bounded like what MCP tools pass to the model; a marker says how much was cut.
+        value["content"] = Value::String(tinyagent_mcp::truncate_result(
+            result.content.clone(),
+            tinyagent_mcp::DEFAULT_MAX_RESULT_BYTES,
+        ));
+    }
+    Some(value)
 }
 
-fn finish_reason_name(reason: &FinishReason) -> String {
-    match reason {
-        FinishReason::Stop => "stop".to_owned(),
-        FinishReason::ToolCalls => "tool_calls".to_owned(),
-        FinishReason::Length => "length".to_owned(),
-        FinishReason::ContentFilter => "content_filter".to_owned(),
-        FinishReason::Other(other) => other.clone(),
-        _ => "other".to_owned(),
+/// Tool-call arguments as people read them: JSON written again without `\uXXXX` escapes
+/// (`{"city":"北京"}`, not `{"city":"\u5317\u4eac"}`); text that is not JSON as it is.
+pub fn readable_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) => value.to_string(),
+        Err(_) => arguments.to_owned(),
     }
 }
 
@@ -306,7 +271,8 @@ fn format_duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tinyagent::{ToolCall, ToolErrorKind, ToolResult, Usage};
+    use serde_json::json;
+    use tinyagent::{Message, ToolCall, ToolErrorKind, ToolResult, Usage};
 
     #[test]
     fn events_have_a_stable_json_shape() {
@@ -341,6 +307,22 @@ mod tests {
         assert_eq!(
             done,
             json!({"type":"finished","answer":"晴","steps":2,"input_tokens":10,"output_tokens":2})
+        );
+        assert_eq!(event_json(&Event::Message(Message::assistant("晴"))), None);
+    }
+
+    #[test]
+    fn arguments_are_shown_without_unicode_escapes() {
+        assert_eq!(
+            readable_arguments(r#"{"city": "\u5317\u4eac"}"#),
+            r#"{"city":"北京"}"#
+        );
+        assert_eq!(readable_arguments("{not json"), "{not json");
+        assert_eq!(
+            event_json(&Event::ReplyRestarted {
+                reason: "cut".into()
+            }),
+            Some(json!({"type": "reply_restarted", "reason": "cut"}))
         );
     }
 

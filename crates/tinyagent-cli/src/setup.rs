@@ -2,24 +2,29 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tinyagent::ToolErrorKind;
-use tinyagent::{LlmAgent, Model, Tool, demo};
+use tinyagent::{LlmAgent, Model, Tool};
 use tinyagent_llama::{LlamaConfig, LlamaModel};
 use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
 use tinyagent_openai::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    OpenAiConfig, OpenAiModel,
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT,
+    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig, OpenAiModel,
 };
 
 use crate::cli::{AgentArgs, ModelArgs, ToolArgs};
+use crate::demo_tools;
 use crate::error::CliError;
 
-/// The agent's name, the seed's.
+/// The environment variable giving `--timeout`'s default, in seconds.
+pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
+
+/// The agent's name, the tutorial's.
 pub const AGENT_NAME: &str = "smart-assistant";
 
-/// The default instruction: the seed's. (Kept short: the embedded model is very small, and
+/// The default instruction: the tutorial's. (Kept short: the embedded model is very small, and
 /// a longer instruction steers it away from the right tool.)
 pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 
@@ -42,13 +47,20 @@ pub enum ModelChoice {
         api_key: Option<String>,
         /// The model name.
         model: String,
+        /// How long the server may stay silent (`None`: the provider's default).
+        timeout: Option<Duration>,
     },
 }
 
-/// Decides the model: `--local` (or `--model-file`) first, then a server when any server
-/// option or `OPENAI_BASE_URL`/`OPENAI_API_KEY` is set, else the embedded model. Empty
-/// variables count as unset.
-pub fn choose_model(args: &ModelArgs, env: impl Fn(&str) -> Option<String>) -> ModelChoice {
+/// Decides the model: `--local` (or `--model-file`) first, then a server when
+/// `--base-url`, `--api-key`, `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set, else the
+/// embedded model. `--model` alone is a usage error: it would otherwise send the question
+/// to OpenAI without a word. Empty variables count as unset; a `TINYAGENT_TIMEOUT` that is
+/// not a number of seconds is a usage error.
+pub fn choose_model(
+    args: &ModelArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<ModelChoice, CliError> {
     let env = |name: &str| {
         env(name)
             .map(|v| v.trim().to_owned())
@@ -59,14 +71,32 @@ pub fn choose_model(args: &ModelArgs, env: impl Fn(&str) -> Option<String>) -> M
         threads: args.threads,
     };
     if args.local || args.model_file.is_some() {
-        return local;
+        return Ok(local);
     }
     let base_url = args.base_url.clone().or_else(|| env(ENV_BASE_URL));
     let api_key = args.api_key.clone().or_else(|| env(ENV_API_KEY));
-    if base_url.is_none() && api_key.is_none() && args.model.is_none() {
-        return local;
+    if base_url.is_none() && api_key.is_none() {
+        if let Some(model) = &args.model {
+            return Err(CliError::usage(format!(
+                "--model {model:?} names a model on a server, and no server is given"
+            ))
+            .with_hint(format!(
+                "add --base-url URL (or set {ENV_BASE_URL}), or --api-key KEY (or \
+                 {ENV_API_KEY}) for OpenAI; for the embedded model use --model-file PATH"
+            )));
+        }
+        return Ok(local);
     }
-    ModelChoice::Server {
+    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
+        (Some(t), _) => Some(t),
+        (None, Some(text)) => Some(crate::cli::parse_secs(&text).map_err(|e| {
+            CliError::usage(format!("{ENV_TIMEOUT}: {e}")).with_hint(format!(
+                "set {ENV_TIMEOUT} to a number of seconds, such as 60"
+            ))
+        })?),
+        (None, None) => None,
+    };
+    Ok(ModelChoice::Server {
         base_url: base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
         api_key,
         model: args
@@ -74,7 +104,8 @@ pub fn choose_model(args: &ModelArgs, env: impl Fn(&str) -> Option<String>) -> M
             .clone()
             .or_else(|| env(ENV_MODEL))
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-    }
+        timeout,
+    })
 }
 
 /// Makes the chosen model; loading the embedded one reads its file.
@@ -104,10 +135,16 @@ pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
             base_url,
             api_key,
             model,
+            timeout,
         } => {
-            let mut config = OpenAiConfig::new(model.as_str()).with_base_url(base_url.as_str());
+            let mut config = OpenAiConfig::new(model.as_str()).base_url(base_url.as_str());
             if let Some(key) = api_key {
-                config = config.with_api_key(key.as_str());
+                config = config.api_key(key.as_str());
+            }
+            if let Some(timeout) = *timeout {
+                config = config
+                    .silence_timeout(timeout)
+                    .request_timeout(timeout.max(DEFAULT_REQUEST_TIMEOUT));
             }
             let model = OpenAiModel::new(config).map_err(|e| match e {
                 ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel => CliError::usage(e),
@@ -157,10 +194,10 @@ pub fn builtin_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
             continue;
         }
         tools.push(match name {
-            "get_weather" => demo::weather_tool(),
-            "calculator" => demo::calculator_tool(),
-            "get_current_time" => demo::time_tool(),
-            _ => demo::translator_tool(),
+            "get_weather" => demo_tools::weather_tool(),
+            "calculator" => demo_tools::calculator_tool(),
+            "get_current_time" => demo_tools::time_tool(),
+            _ => demo_tools::translator_tool(),
         });
     }
     Ok(tools)
@@ -329,7 +366,7 @@ pub struct Assembled {
 /// Builds the agent: model, built-in tools, MCP toolsets as resolvers.
 pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
     let tools = builtin_tools(&args.tools)?;
-    let choice = choose_model(&args.model, |name| std::env::var(name).ok());
+    let choice = choose_model(&args.model, |name| std::env::var(name).ok())?;
     // Tool servers first: a broken one fails before a model is loaded.
     let toolsets = connect_toolsets(&args.tools).await?;
     let model = match &choice {
@@ -360,6 +397,15 @@ pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
         .instruction(args.instruction.as_deref().unwrap_or(DEFAULT_INSTRUCTION))
         .tools(tools)
         .max_steps(usize::from(args.max_steps));
+    // A server gets a token limit always, so a cut reply names it; the embedded model only
+    // when one is asked for.
+    let max_tokens = match &choice {
+        ModelChoice::Server { .. } => Some(args.model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        ModelChoice::Local { .. } => args.model.max_tokens,
+    };
+    if let Some(max_tokens) = max_tokens {
+        builder = builder.max_tokens(max_tokens);
+    }
     for toolset in toolsets {
         builder = builder.tool_resolver(toolset);
     }
@@ -418,7 +464,7 @@ mod tests {
 
     #[test]
     fn nothing_set_means_the_embedded_model() {
-        let choice = choose_model(&model_args(&[]), env(&[("OPENAI_MODEL", "x")]));
+        let choice = choose_model(&model_args(&[]), env(&[("OPENAI_MODEL", "x")])).unwrap();
         assert_eq!(
             choice,
             ModelChoice::Local {
@@ -436,14 +482,17 @@ mod tests {
                 ("OPENAI_BASE_URL", "http://b/v1"),
                 ("OPENAI_API_KEY", "k"),
                 ("OPENAI_MODEL", "e"),
+                ("TINYAGENT_TIMEOUT", "9"),
             ]),
-        );
+        )
+        .unwrap();
         assert_eq!(
             choice,
             ModelChoice::Server {
                 base_url: "http://a/v1".into(),
                 api_key: Some("k".into()),
-                model: "m".into()
+                model: "m".into(),
+                timeout: Some(Duration::from_secs(9)),
             }
         );
     }
@@ -453,15 +502,50 @@ mod tests {
         let choice = choose_model(
             &model_args(&[]),
             env(&[("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", " ")]),
-        );
+        )
+        .unwrap();
         assert_eq!(
             choice,
             ModelChoice::Server {
                 base_url: DEFAULT_BASE_URL.into(),
                 api_key: Some("k".into()),
-                model: DEFAULT_MODEL.into()
+                model: DEFAULT_MODEL.into(),
+                timeout: None,
             }
         );
+    }
+
+    #[test]
+    fn a_model_name_alone_is_a_usage_error_not_a_call_to_openai() {
+        let err = choose_model(&model_args(&["--model", "qwen2.5:7b"]), env(&[])).unwrap_err();
+        assert_eq!(err.code, 2);
+        assert_eq!(
+            err.message,
+            "--model \"qwen2.5:7b\" names a model on a server, and no server is given"
+        );
+        assert!(err.hint.unwrap().contains("--base-url"));
+        // With a server from the environment it is fine.
+        let choice = choose_model(
+            &model_args(&["--model", "qwen2.5:7b", "--timeout", "2.5"]),
+            env(&[("OPENAI_BASE_URL", "http://h/v1")]),
+        )
+        .unwrap();
+        assert!(matches!(
+            choice,
+            ModelChoice::Server { ref model, timeout: Some(t), .. }
+                if model == "qwen2.5:7b" && t == Duration::from_millis(2500)
+        ));
+    }
+
+    #[test]
+    fn a_bad_timeout_variable_is_a_usage_error() {
+        let err = choose_model(
+            &model_args(&[]),
+            env(&[("OPENAI_API_KEY", "k"), ("TINYAGENT_TIMEOUT", "soon")]),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, 2);
+        assert!(err.message.starts_with("TINYAGENT_TIMEOUT: "), "{err:?}");
     }
 
     #[test]
@@ -469,7 +553,8 @@ mod tests {
         let choice = choose_model(
             &model_args(&["--local", "--threads", "1"]),
             env(&[("OPENAI_API_KEY", "k")]),
-        );
+        )
+        .unwrap();
         assert_eq!(
             choice,
             ModelChoice::Local {
@@ -516,7 +601,7 @@ mod tests {
 
     #[test]
     fn arguments_are_summarized() {
-        let weather = demo::weather_tool();
+        let weather = tinyagent::demo::weather_tool();
         assert_eq!(argument_summary(weather.input_schema()), "city*, unit");
     }
 }

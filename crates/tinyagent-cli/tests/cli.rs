@@ -3,7 +3,6 @@
 //! file is there, as `scripts/setup.sh` makes sure) the embedded default model.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -114,12 +113,24 @@ fn assert_one_error_line(out: &Output, code: i32) -> String {
     stderr
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+/// A model-server URL on 127.0.0.1 where nothing listens, for as long as this value lives: its
+/// port is bound (no other process can take it) but never listened on, so connections are
+/// refused at once.
+struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    url: String,
+}
+
+fn closed_port() -> ClosedPort {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("an address"))
+        .expect("bind 127.0.0.1:0");
+    let port = socket.local_addr().expect("the bound address").port();
+    ClosedPort {
+        _socket: socket,
+        url: format!("http://127.0.0.1:{port}/v1"),
+    }
 }
 
 fn require_python_mcp() {
@@ -410,9 +421,9 @@ async fn chat_keeps_the_session_between_turns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_stops_with_an_error_when_not_interactive() {
-    let port = free_port();
+    let closed = closed_port();
     let mut cmd = tinyagent();
-    cmd.args(["chat", "--base-url", &format!("http://127.0.0.1:{port}/v1")])
+    cmd.args(["chat", "--base-url", &closed.url])
         .write_stdin("北京天气怎么样？\n");
     let out = output(cmd).await;
     let stderr = text(&out.stderr);
@@ -440,7 +451,9 @@ fn tools_lists_the_demo_tools_as_a_table() {
     assert!(lines[0].contains("DESCRIPTION"), "{stdout}");
     assert!(lines[1].starts_with("get_weather"), "{stdout}");
     assert!(lines[1].contains("city*, unit"), "{stdout}");
-    assert!(lines[1].contains("获取指定城市的实时天气信息"), "{stdout}");
+    // The weather tool returns a fixed table: it says so, and no longer claims real time.
+    assert!(lines[1].contains("demo data"), "{stdout}");
+    assert!(!lines[1].contains("实时天气信息"), "{stdout}");
     assert!(lines[2].starts_with("calculator"), "{stdout}");
     assert!(lines[2].contains("operation*, a*, b"), "{stdout}");
     assert!(lines[3].starts_with("get_current_time"), "{stdout}");
@@ -464,7 +477,7 @@ fn tools_json_gives_names_descriptions_and_schemas() {
             "translator"
         ]
     );
-    // The seed's schema of get_weather, as the spec gives it.
+    // The tutorial's schema of get_weather, as the spec gives it.
     assert_eq!(
         tools[0]["input_schema"],
         json!({"type":"object","properties":{
@@ -473,7 +486,16 @@ fn tools_json_gives_names_descriptions_and_schemas() {
             "required":["city"]})
     );
     assert_eq!(tools[0]["source"], "demo");
+    // The two tools that return canned data say so to the model.
+    for i in [0, 3] {
+        let description = tools[i]["description"].as_str().unwrap();
+        assert!(
+            description.contains("demo data") && description.contains("演示数据"),
+            "{description}"
+        );
+    }
     assert!(tools[3]["description"].as_str().unwrap().contains("翻译"));
+    assert_eq!(tools[1]["description"], "执行数学运算");
 }
 
 #[test]
@@ -545,7 +567,7 @@ fn serve_mcp_answers_the_python_client_over_stdio() {
     check_client_report(&serde_json::from_slice(&out.stdout).unwrap());
 }
 
-/// The binary serving over HTTP, killed on drop.
+/// The binary serving over HTTP on a port it picks, killed on drop.
 struct HttpServe(Child, String);
 
 impl HttpServe {
@@ -555,26 +577,46 @@ impl HttpServe {
 
     /// `serve-mcp --http` with more options.
     fn start_with(options: &[&str]) -> Self {
-        let port = free_port();
         let mut child = std::process::Command::new(BIN)
-            .args(["serve-mcp", "--http", &format!("127.0.0.1:{port}")])
+            .args(["serve-mcp", "--http", "127.0.0.1:0"])
             .args(options)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // It says where it serves once it listens.
+        // It says where it serves once it listens; a child that never says it fails the test
+        // after a bounded wait instead of hanging it.
         let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        let started = Instant::now();
-        let first = lines.next().expect("a line").expect("read");
-        assert!(started.elapsed() < Duration::from_secs(30));
-        let url = format!("http://127.0.0.1:{port}/mcp");
-        assert!(first.contains(&url), "{first}");
-        // Keep reading its logs (a failed tool call is a warning), so it never writes into a
-        // closed pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stderr).lines();
+            let _ = tx.send(lines.next());
+            // Keep reading, so that later writes to standard error never fail.
+            for _ in lines {}
+        });
+        let first = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Some(Ok(line))) => line,
+            Ok(other) => {
+                let _ = child.kill();
+                panic!(
+                    "serve-mcp --http ended its standard error before saying where it serves \
+                     ({other:?}; exit {:?})",
+                    child.wait()
+                );
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve-mcp --http did not say where it serves within 60 s");
+            }
+        };
+        let url = first
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/mcp"))
+            .unwrap_or_else(|| panic!("no http://127.0.0.1:PORT/mcp in {first:?}"))
+            .to_owned();
+        assert!(!url.contains(":0/"), "the real port, not 0: {first}");
         Self(child, url)
     }
 }
@@ -797,12 +839,8 @@ async fn serve_mcp_is_a_gateway_to_other_servers() {
 }
 
 fn check_client_report(report: &Value) {
-    let names: Vec<&str> = report["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let tools = report["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
         [
@@ -812,12 +850,38 @@ fn check_client_report(report: &Value) {
             "translator"
         ]
     );
+    // Offered to MCP clients, the canned tools say they return demo data.
+    for tool in [&tools[0], &tools[3]] {
+        let description = tool["description"].as_str().unwrap();
+        assert!(description.contains("demo data"), "{tool}");
+    }
     assert_eq!(report["ok"]["isError"], false);
     let ok: Value = serde_json::from_str(report["ok"]["text"][0].as_str().unwrap()).unwrap();
     assert_eq!(ok["expression"], "10.00 + 3.00 = 13.00");
+
+    // Division by zero: the tool's own error text, whole.
     assert_eq!(report["failing"]["isError"], true);
+    assert_eq!(report["failing"]["text"], json!(["除数不能为零"]));
+
+    // Arguments that fail the schema: every violation, by JSON pointer.
     assert_eq!(report["invalid"]["isError"], true);
+    let invalid = report["invalid"]["text"][0].as_str().unwrap();
+    assert!(
+        invalid.contains("invalid arguments (2 problems)"),
+        "{invalid}"
+    );
+    assert!(
+        invalid.contains("/operation") && invalid.contains("modulo"),
+        "{invalid}"
+    );
+    assert!(invalid.contains("/a"), "{invalid}");
+
     assert_eq!(report["translator"]["isError"], false);
+    let translated = report["translator"]["text"][0].as_str().unwrap();
+    assert!(
+        translated.contains("你好，世界") && translated.contains("Hello, World!"),
+        "{translated}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -825,9 +889,10 @@ fn check_client_report(report: &Value) {
 
 #[test]
 fn an_unreachable_server_is_one_error_line() {
-    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    let closed = closed_port();
+    let url = closed.url.as_str();
     let out = tinyagent()
-        .args(["run", "--base-url", &url, "北京天气怎么样？"])
+        .args(["run", "--base-url", url, "北京天气怎么样？"])
         .output()
         .unwrap();
     let stderr = assert_one_error_line(&out, 1);
@@ -841,9 +906,10 @@ fn an_unreachable_server_is_one_error_line() {
 
 #[test]
 fn an_unreachable_server_is_an_error_event_in_json() {
-    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    let closed = closed_port();
+    let url = closed.url.as_str();
     let out = tinyagent()
-        .args(["run", "--json", "--base-url", &url, "北京天气怎么样？"])
+        .args(["run", "--json", "--base-url", url, "北京天气怎么样？"])
         .output()
         .unwrap();
     assert_one_error_line(&out, 1);
@@ -879,7 +945,8 @@ async fn a_bad_key_is_one_error_line() {
 
 #[test]
 fn an_mcp_command_that_fails_to_start_is_one_error_line() {
-    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    let closed = closed_port();
+    let url = closed.url.as_str();
     for command in [
         "/nonexistent/mcp-server --stdio",
         "python3 -c 'import sys; sys.exit(3)'",
@@ -888,7 +955,7 @@ fn an_mcp_command_that_fails_to_start_is_one_error_line() {
             .args([
                 "run",
                 "--base-url",
-                &url,
+                url,
                 "--mcp",
                 command,
                 "北京天气怎么样？",

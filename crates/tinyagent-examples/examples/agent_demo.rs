@@ -1,9 +1,10 @@
-//! The seed's smart assistant on a real model: an agent with the weather, calculator, time
+//! The tutorial's smart assistant on a real model: an agent with the weather, calculator, time
 //! and translator tools, asked about Beijing's weather and a calculation.
 //!
-//! By default it runs offline on the embedded local model (SmolLM2-135M through llama.cpp;
-//! `bash scripts/fetch-model.sh` fetches it once, `TINYAGENT_MODEL` points at another GGUF
-//! file). An OpenAI-compatible server is used instead when the environment configures one:
+//! By default it runs offline on the embedded local model (through llama.cpp, 1 thread,
+//! greedy decoding; `bash scripts/fetch-model.sh` fetches it once, `TINYAGENT_MODEL` points at
+//! another GGUF file). Each question is asked in a session of its own. An OpenAI-compatible
+//! server is used instead when the environment configures one:
 //!
 //! ```text
 //! # the local model
@@ -19,16 +20,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use tinyagent::{Model, Tool, demo};
-use tinyagent_llama::LlamaModel;
 use tinyagent_openai::{ConfigError, OpenAiModel};
 
 /// A model and the tools to offer it.
 type ModelAndTools = (Arc<dyn Model>, Vec<Arc<dyn Tool>>);
 
-/// The model the environment asks for, and the tools to offer it: an OpenAI-compatible server
-/// (with the seed's four tools) when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, the
-/// embedded local model otherwise (without the translator, which draws a 135M-parameter
-/// model to it for any question in Chinese).
+/// The model the environment asks for, with the tutorial's four tools: an OpenAI-compatible
+/// server when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, the embedded local model
+/// otherwise.
 fn configured_model() -> Result<ModelAndTools, String> {
     match OpenAiModel::from_env() {
         Ok(model) => {
@@ -40,17 +39,13 @@ fn configured_model() -> Result<ModelAndTools, String> {
             Ok((Arc::new(model), demo::seed_tools()))
         }
         Err(ConfigError::NotConfigured) => {
-            let model = LlamaModel::default_model().map_err(|err| err.to_string())?;
+            let (model, tools) =
+                tinyagent_examples::local_demo_model().map_err(|err| err.to_string())?;
             println!(
                 "model: {} (local, {}; set OPENAI_API_KEY or OPENAI_BASE_URL to use a server)",
                 model.name(),
                 model.path().display()
             );
-            let tools = vec![
-                demo::weather_tool(),
-                demo::calculator_tool(),
-                demo::time_tool(),
-            ];
             Ok((Arc::new(model), tools))
         }
         Err(err) => Err(err.to_string()),

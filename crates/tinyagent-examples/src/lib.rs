@@ -1,6 +1,6 @@
 //! Runnable examples of tinyagent with a real model.
 //!
-//! [`run_agent_demo`] is the seed's smart assistant: an agent with the four demo tools
+//! [`run_agent_demo`] is the tutorial's smart assistant: an agent with the four demo tools
 //! (weather, calculator, current time, translator) that is asked about Beijing's weather and
 //! a calculation, printing every event of both runs. The `agent_demo` example runs it on the
 //! model the environment configures (see the README's "Use a real model"):
@@ -15,12 +15,16 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tinyagent::{Agent, AgentError, Event, Invocation, LlmAgent, Model, Session, Tool, demo};
+use tinyagent::{
+    Agent, AgentError, Event, Invocation, LlmAgent, Model, Session, Tool, ToolCall, ToolResult,
+    demo,
+};
+use tinyagent_llama::{LlamaConfig, LlamaModel};
 
 /// The questions the demo asks, in order.
 pub const DEMO_QUESTIONS: [&str; 2] = ["北京天气怎么样？", "帮我算一下 7 乘以 8 等于多少。"];
 
-/// The seed's agent instruction (`WithInstruction("你是一个全能助手。")`).
+/// The tutorial's agent instruction (`WithInstruction("你是一个全能助手。")`).
 pub const DEMO_INSTRUCTION: &str = "你是一个全能助手。";
 
 /// Why the demo failed.
@@ -63,7 +67,7 @@ impl From<io::Error> for DemoError {
     }
 }
 
-/// Builds the seed's `smart-assistant` on `model` with `tools` (the seed gives it the four
+/// Builds TinyAgent's `smart-assistant` on `model` with `tools` (the tutorial gives it the four
 /// demo tools, [`demo::seed_tools`]).
 pub fn smart_assistant(
     model: Arc<dyn Model>,
@@ -77,8 +81,9 @@ pub fn smart_assistant(
         .build()
 }
 
-/// Runs the demo: asks the smart assistant each of [`DEMO_QUESTIONS`] in one session,
-/// writing every event to `out`, and returns the answers.
+/// Runs the demo: asks the smart assistant each of [`DEMO_QUESTIONS`], each in a session of
+/// its own (the weather conversation does not steer the arithmetic), writing every event to
+/// `out`, and returns the answers.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -98,16 +103,50 @@ pub async fn run_agent_demo(
     run_agent_demo_with_tools(model, demo::seed_tools(), out).await
 }
 
-/// [`run_agent_demo`] with another set of tools: a model as small as the default local one
-/// (135M parameters) is best offered fewer, so the demo gives it weather, calculator and
-/// time without the translator.
+/// The demo's default model: the embedded local model (see
+/// [`LlamaModel::default_model`]), on 1 thread with greedy decoding so that every run gives
+/// the same answers, offered the tutorial's four tools.
+///
+/// # Errors
+///
+/// When the model file is missing or cannot be loaded; the message says how to get it.
+pub fn local_demo_model() -> Result<(LlamaModel, Vec<Arc<dyn Tool>>), tinyagent::ModelError> {
+    let model = LlamaModel::default_model_with(LlamaConfig::default().threads(1))?;
+    Ok((model, demo::seed_tools()))
+}
+
+/// One question of the demo and what happened: the tool calls, their results, the answer.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DemoTurn {
+    /// The question asked.
+    pub question: String,
+    /// The tool calls the model made, in order.
+    pub calls: Vec<ToolCall>,
+    /// The tools' results, in order.
+    pub results: Vec<ToolResult>,
+    /// The final answer.
+    pub answer: String,
+}
+
+/// [`run_agent_demo`] with another set of tools, returning the answers.
 pub async fn run_agent_demo_with_tools(
     model: Arc<dyn Model>,
     tools: Vec<Arc<dyn Tool>>,
     out: &mut impl Write,
 ) -> Result<Vec<String>, DemoError> {
+    let turns = run_demo_turns(model, tools, out).await?;
+    Ok(turns.into_iter().map(|t| t.answer).collect())
+}
+
+/// The demo itself: asks [`DEMO_QUESTIONS`] with `tools` offered, each question in a session
+/// of its own, writes every event to `out`, and returns what happened on each question.
+pub async fn run_demo_turns(
+    model: Arc<dyn Model>,
+    tools: Vec<Arc<dyn Tool>>,
+    out: &mut impl Write,
+) -> Result<Vec<DemoTurn>, DemoError> {
     let agent = smart_assistant(model, tools)?;
-    let session = Session::new();
     let mut answers = Vec::new();
     writeln!(out, "========================================")?;
     writeln!(
@@ -118,8 +157,10 @@ pub async fn run_agent_demo_with_tools(
     writeln!(out, "========================================")?;
     for question in DEMO_QUESTIONS {
         writeln!(out, "\n用户: {question}")?;
-        let mut events = agent.run(Invocation::new(session.clone(), question));
+        let mut events = agent.run(Invocation::new(Session::new(), question));
         let mut answer = None;
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
         let mut streaming = false;
         while let Some(event) = events.next().await {
             let event = event?;
@@ -143,11 +184,13 @@ pub async fn run_agent_demo_with_tools(
                 } => writeln!(
                     out,
                     "  [第 {step} 步] tokens: 输入 {} / 输出 {}，结束原因: {finish_reason:?}",
-                    usage.input_tokens, usage.output_tokens
+                    usage.input_tokens.unwrap_or(0),
+                    usage.output_tokens.unwrap_or(0)
                 )?,
                 Event::Message(_) => {}
                 Event::ToolCallStarted { call } => {
-                    writeln!(out, "  → 调用工具 {}({})", call.name, call.arguments)?
+                    writeln!(out, "  → 调用工具 {}({})", call.name, call.arguments)?;
+                    calls.push(call);
                 }
                 Event::ToolCallFinished {
                     result, duration, ..
@@ -157,7 +200,8 @@ pub async fn run_agent_demo_with_tools(
                         out,
                         "  ← {} {status}（{:.1?}）: {}",
                         result.name, duration, result.content
-                    )?
+                    )?;
+                    results.push(result);
                 }
                 Event::Finished {
                     answer: text,
@@ -168,7 +212,8 @@ pub async fn run_agent_demo_with_tools(
                     writeln!(
                         out,
                         "  （共 {steps} 步，tokens: 输入 {} / 输出 {}）",
-                        usage.input_tokens, usage.output_tokens
+                        usage.input_tokens.unwrap_or(0),
+                        usage.output_tokens.unwrap_or(0)
                     )?;
                     answer = Some(text);
                 }
@@ -176,8 +221,18 @@ pub async fn run_agent_demo_with_tools(
             }
         }
         match answer {
-            Some(a) => answers.push(a),
-            None => return Err(AgentError::NoAnswer(agent.name().to_owned()).into()),
+            Some(answer) => answers.push(DemoTurn {
+                question: question.to_owned(),
+                calls,
+                results,
+                answer,
+            }),
+            None => {
+                return Err(AgentError::NoAnswer {
+                    agent: agent.name().to_owned(),
+                }
+                .into());
+            }
         }
     }
     writeln!(out, "\n========================================")?;

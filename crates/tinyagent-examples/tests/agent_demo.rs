@@ -1,11 +1,13 @@
 //! The agent demo end to end: the smart assistant on the OpenAI-compatible provider, pointed
-//! at a loopback server that replays a recorded tool-call exchange; and, when the
-//! environment configures a real endpoint, against it.
+//! at a loopback server that replays a hand-built tool-call exchange (in the exact wire format
+//! of OpenAI's streamed Chat Completions; see `tests/fixtures/README.md`); and, when the
+//! environment configures a real endpoint, against it. The demo's default path, the embedded
+//! local model, is under test in `tests/local_demo.rs`.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use tinyagent_openai::{OpenAiConfig, OpenAiModel};
+use tinyagent_openai::{ConfigError, OpenAiConfig, OpenAiModel};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -46,7 +48,7 @@ fn validate_bodies(bodies: &[Value]) {
 }
 
 #[tokio::test]
-async fn the_demo_runs_on_the_provider_against_a_recorded_exchange() {
+async fn the_demo_runs_on_the_provider_against_a_hand_built_exchange() {
     let server = MockServer::start().await;
     // The replies in order: a get_weather call, the answer, a calculator call, the answer.
     for name in [
@@ -66,8 +68,8 @@ async fn the_demo_runs_on_the_provider_against_a_recorded_exchange() {
     }
     let model = OpenAiModel::new(
         OpenAiConfig::new("gpt-4o-mini")
-            .with_base_url(format!("{}/v1", server.uri()))
-            .with_api_key("sk-test"),
+            .base_url(format!("{}/v1", server.uri()))
+            .api_key("sk-test"),
     )
     .unwrap();
 
@@ -116,7 +118,7 @@ async fn the_demo_runs_on_the_provider_against_a_recorded_exchange() {
         assistant["tool_calls"][0]["function"]["name"],
         "get_weather"
     );
-    // Every request offers the four seed tools and streams with usage.
+    // Every request offers the four tutorial tools and streams with usage.
     for body in &bodies {
         let names: Vec<&str> = body["tools"]
             .as_array()
@@ -136,9 +138,13 @@ async fn the_demo_runs_on_the_provider_against_a_recorded_exchange() {
         assert_eq!(body["stream"], true);
         assert_eq!(body["messages"][0]["role"], "system");
     }
-    // The second question is asked in the same session: the history comes along.
+    // The second question is asked in a session of its own: the weather talk is not in it.
     let last = bodies[3]["messages"].as_array().unwrap();
-    assert!(last.iter().any(|m| m["content"] == "北京天气怎么样？"));
+    assert!(
+        !last.iter().any(|m| m["content"] == "北京天气怎么样？"),
+        "{last:#?}"
+    );
+    assert_eq!(last[1]["content"], "帮我算一下 7 乘以 8 等于多少。");
     assert_eq!(last.last().unwrap()["role"], "tool");
     assert!(
         last.last().unwrap()["content"]
@@ -149,13 +155,18 @@ async fn the_demo_runs_on_the_provider_against_a_recorded_exchange() {
 }
 
 /// Runs the demo against the endpoint the environment configures (`OPENAI_API_KEY` and/or
-/// `OPENAI_BASE_URL`, `OPENAI_MODEL`); without one it has nothing to do and passes.
+/// `OPENAI_BASE_URL`, `OPENAI_MODEL`); with nothing configured it has nothing to do and
+/// passes, and any other configuration error fails it.
 #[tokio::test]
 #[ignore = "talks to a real endpoint: cargo test -p tinyagent-examples -- --ignored"]
 async fn the_demo_runs_against_a_configured_endpoint() {
-    let Ok(model) = OpenAiModel::from_env() else {
-        eprintln!("no OPENAI_API_KEY / OPENAI_BASE_URL set: skipping the real-endpoint run");
-        return;
+    let model = match OpenAiModel::from_env() {
+        Ok(model) => model,
+        Err(ConfigError::NotConfigured) => {
+            eprintln!("no OPENAI_API_KEY / OPENAI_BASE_URL set: skipping the real-endpoint run");
+            return;
+        }
+        Err(err) => panic!("the endpoint configuration is wrong: {err}"),
     };
     let mut out = Vec::new();
     let result = tinyagent_examples::run_agent_demo(Arc::new(model), &mut out).await;

@@ -38,10 +38,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut p_tokens, mut p_secs, mut g_tokens, mut g_secs) = (0, 0.0, 0, 0.0);
     for _ in 0..runs {
         let done = model.complete(&prompt, 64)?;
-        p_tokens += done.prompt_tokens;
-        p_secs += done.prompt_time.as_secs_f64();
-        g_tokens += done.output_tokens;
-        g_secs += done.generation_time.as_secs_f64();
+        p_tokens += done.speed.prompt_tokens;
+        p_secs += done.speed.prompt_time.as_secs_f64();
+        g_tokens += done.speed.output_tokens;
+        g_secs += done.speed.generation_time.as_secs_f64();
     }
     println!(
         "prompt:     {:.0} tokens/s ({} tokens per run, {runs} runs)",

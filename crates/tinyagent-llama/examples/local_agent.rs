@@ -1,4 +1,5 @@
-//! The seed's weather agent on the embedded local model: no API key, no network.
+//! The tutorial's smart assistant on the embedded local model, with the tutorial's four tools (weather,
+//! calculator, current time, translator): no API key, no network.
 //!
 //! ```sh
 //! bash scripts/fetch-model.sh        # once: the default model into models/
@@ -26,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = LlmAgent::builder("smart-assistant")
         .model(model)
         .instruction("你是一个全能助手。")
-        .tools([demo::weather_tool()])
+        .tools(demo::seed_tools())
         .build()?;
 
     println!("user: {question}");
@@ -48,7 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("assistant: {answer}");
                 println!(
                     "({} prompt tokens, {} generated)",
-                    usage.input_tokens, usage.output_tokens
+                    usage.input_tokens.unwrap_or(0),
+                    usage.output_tokens.unwrap_or(0)
                 );
             }
             _ => {}

@@ -34,6 +34,62 @@ pub struct LlamaConfig {
     /// How much of each tool's input schema the prompt spells out (default
     /// [`ToolPrompt::Auto`]).
     pub tool_prompt: ToolPrompt,
+    /// The call syntax the prompt teaches (default [`ToolFormat::Auto`]).
+    pub tool_format: ToolFormat,
+    /// How the model picks a tool (default [`ToolSelection::Channel`]).
+    pub tool_selection: ToolSelection,
+    /// Whether the prompt shows one example call per tool, its values taken from the tool's
+    /// schema (`examples`, `default`, `enum`; `<name>` for free strings). Default off.
+    pub tool_examples: bool,
+    /// Whether free text stops when it starts to repeat itself in a loop (default on).
+    pub repetition_guard: bool,
+    /// Whether scores are taken relative to the score the same choice gets when the question
+    /// says nothing (contextual calibration), which removes the model's bias towards some tool,
+    /// some value of a required enum argument, or answering, whatever is asked: for
+    /// [`ToolSelection::Scored`] and the values of required enum arguments, one more reading of
+    /// the prompt per step; for [`ToolSelection::Channel`], a few short readings per tool,
+    /// once. Default on.
+    pub calibrate_tool_choice: bool,
+}
+
+/// The call syntax taught to the model. Whatever the choice, calls are parsed into the same
+/// [`tinyagent::ToolCall`] parts and their arguments are constrained by the tool's schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolFormat {
+    /// [`ToolFormat::Tagged`] when the model's chat template speaks of `<tool_call>` or
+    /// `<tools>` (the model was trained on that format, as Qwen and Hermes-style models are);
+    /// [`ToolFormat::Json`] otherwise.
+    #[default]
+    Auto,
+    /// Tools described in words; a call is `{"name": …, "arguments": {…}}`, an answer
+    /// `{"answer": …}`.
+    Json,
+    /// Tools as JSON inside `<tools></tools>`; calls as `<tool_call>[{"name": …,
+    /// "arguments": {…}}]</tool_call>`, `<tool_call>[]</tool_call>` for none.
+    Tagged,
+}
+
+/// How the model picks which tool to call (or none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolSelection {
+    /// Tool choice is its own step: every offered tool's name (and "no tool", when an answer
+    /// is allowed) is scored by the model's probability of writing it, the most likely wins,
+    /// and only then are the arguments generated under that tool's own grammar. An answer is
+    /// then written as free text. Costs a few extra tokens of reading per tool.
+    Scored,
+    /// Tool choice by the noisy channel: each tool is scored by how much more likely the
+    /// user's question becomes once the model has read the tool's name, description and
+    /// arguments (`log P(question | tool) - log P(question)`); the best tool is called when
+    /// that gain is clear, else the model answers. Robust with very small models, which judge
+    /// "which tool explains this question" far better than "which tool name comes next". The
+    /// arguments are then generated under that tool's grammar.
+    #[default]
+    Channel,
+    /// One grammar for the whole reply (any offered tool's call, or `{"answer": …}`), decoded
+    /// token by token: the first tokens of the names decide.
+    Grammar,
 }
 
 /// How tools are described to the model in its system message. Whatever the choice, the
@@ -65,6 +121,11 @@ impl Default for LlamaConfig {
             context_size: 2048,
             max_tool_rounds: 1,
             tool_prompt: ToolPrompt::Auto,
+            tool_format: ToolFormat::Auto,
+            tool_selection: ToolSelection::Channel,
+            tool_examples: false,
+            repetition_guard: true,
+            calibrate_tool_choice: true,
         }
     }
 }
@@ -113,6 +174,41 @@ impl LlamaConfig {
     #[must_use]
     pub fn tool_prompt(mut self, tool_prompt: ToolPrompt) -> Self {
         self.tool_prompt = tool_prompt;
+        self
+    }
+
+    /// Sets the call syntax taught to the model.
+    #[must_use]
+    pub fn tool_format(mut self, tool_format: ToolFormat) -> Self {
+        self.tool_format = tool_format;
+        self
+    }
+
+    /// Sets how the model picks a tool.
+    #[must_use]
+    pub fn tool_selection(mut self, tool_selection: ToolSelection) -> Self {
+        self.tool_selection = tool_selection;
+        self
+    }
+
+    /// Sets whether the prompt shows an example call per tool.
+    #[must_use]
+    pub fn tool_examples(mut self, on: bool) -> Self {
+        self.tool_examples = on;
+        self
+    }
+
+    /// Sets whether free text stops when it starts to loop.
+    #[must_use]
+    pub fn repetition_guard(mut self, on: bool) -> Self {
+        self.repetition_guard = on;
+        self
+    }
+
+    /// Sets whether tool choice is calibrated against a blank question.
+    #[must_use]
+    pub fn calibrate_tool_choice(mut self, on: bool) -> Self {
+        self.calibrate_tool_choice = on;
         self
     }
 

@@ -1,7 +1,7 @@
 //! The blocking part: one generation on a fresh llama.cpp context.
 
 use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -14,6 +14,7 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use tinyagent::{ModelError, ModelErrorKind};
 
 use crate::backend;
+use crate::model::{Completion, Speed};
 
 /// One generation's settings.
 #[derive(Debug, Clone)]
@@ -28,6 +29,8 @@ pub(crate) struct Job {
     pub context_size: u32,
     /// Stop as soon as the output is one complete JSON value.
     pub stop_at_json_end: bool,
+    /// Stop free text that starts repeating itself.
+    pub repetition_guard: bool,
 }
 
 /// Why generation stopped.
@@ -39,163 +42,291 @@ pub(crate) enum Stop {
     Length,
     /// The caller went away.
     Cancelled,
-}
-
-/// What one generation produced, with its speed.
-#[derive(Debug, Clone)]
-pub(crate) struct Generated {
-    pub text: String,
-    pub stop: Stop,
-    pub prompt_tokens: usize,
-    pub output_tokens: usize,
-    pub prompt_time: Duration,
-    pub generation_time: Duration,
-}
-
-impl Generated {
-    /// Prompt tokens read per second.
-    pub fn prompt_tokens_per_second(&self) -> f64 {
-        per_second(self.prompt_tokens, self.prompt_time)
-    }
-
-    /// Tokens generated per second.
-    pub fn generation_tokens_per_second(&self) -> f64 {
-        per_second(self.output_tokens, self.generation_time)
-    }
-}
-
-fn per_second(tokens: usize, time: Duration) -> f64 {
-    let secs = time.as_secs_f64();
-    if secs > 0.0 {
-        tokens as f64 / secs
-    } else {
-        0.0
-    }
+    /// The text began to repeat itself; the repetition was cut off.
+    Repetition,
 }
 
 fn other(message: String) -> ModelError {
     ModelError::other(message).retryable(false)
 }
 
-/// Runs `job` on `model`. `on_text` gets each piece of decoded text as it is generated and
-/// returns `false` to stop (the caller went away).
+/// A prompt read into a fresh llama.cpp context, ready to be continued: scored against
+/// candidate continuations, extended with forced text, or continued by generation.
+pub(crate) struct Decoder<'m> {
+    model: &'m RawModel,
+    ctx: LlamaContext<'m>,
+    batch: LlamaBatch<'m>,
+    n_ctx: usize,
+    /// Tokens in the context (the next position).
+    pos: usize,
+    /// The logits after the last token fed (a copy: scoring overwrites the context's).
+    last_logits: Vec<f32>,
+    /// Tokens read and generated so far, and the time each took.
+    pub stats: Speed,
+}
+
+impl<'m> Decoder<'m> {
+    /// Creates a context for `job` and reads `job.prompt` into it.
+    pub fn new(model: &'m RawModel, job: &Job) -> Result<Self, ModelError> {
+        let backend = backend()?;
+        let n_ctx = job.context_size.min(model.n_ctx_train().max(64)).max(64);
+        let tokens = model.vocab().tokenize(job.prompt.as_bytes(), true, true);
+        if tokens.is_empty() {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                "the prompt is empty",
+            ));
+        }
+        if tokens.len() + 1 >= n_ctx as usize {
+            return Err(ModelError::new(
+                ModelErrorKind::ContextLengthExceeded,
+                format!(
+                    "the prompt has {} tokens, more than the context window of {n_ctx} \
+                     tokens allows (raise LlamaConfig::context_size or shorten the history)",
+                    tokens.len()
+                ),
+            ));
+        }
+        let threads = i32::try_from(job.threads.max(1)).unwrap_or(1);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_ctx)
+            .with_n_ubatch(n_ctx.min(512))
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let ctx = model
+            .new_context(backend, params)
+            .map_err(|e| other(format!("llama.cpp could not create a context: {e}")))?;
+        let mut decoder = Self {
+            model,
+            ctx,
+            batch: LlamaBatch::new(n_ctx as usize, 1),
+            n_ctx: n_ctx as usize,
+            pos: 0,
+            last_logits: Vec::new(),
+            stats: Speed::default(),
+        };
+        let started = Instant::now();
+        decoder.feed_tokens(&tokens)?;
+        decoder.stats.prompt_tokens = tokens.len();
+        decoder.stats.prompt_time = started.elapsed();
+        Ok(decoder)
+    }
+
+    /// The tokens of `text` (no BOS; special tokens such as `<|im_end|>` recognized).
+    pub fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(text.as_bytes(), false, true)
+    }
+
+    /// Reads `tokens` into the context; the logits after the last one are kept.
+    fn feed_tokens(&mut self, tokens: &[LlamaToken]) -> Result<(), ModelError> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        if self.pos + tokens.len() + 1 >= self.n_ctx {
+            return Err(ModelError::new(
+                ModelErrorKind::ContextLengthExceeded,
+                format!(
+                    "the reply does not fit the context window of {} tokens",
+                    self.n_ctx
+                ),
+            ));
+        }
+        self.batch.clear();
+        let last = tokens.len() - 1;
+        for (i, token) in tokens.iter().enumerate() {
+            self.batch
+                .add(*token, position(self.pos + i), &[0], i == last)
+                .map_err(|e| other(format!("cannot queue the prompt: {e}")))?;
+        }
+        self.ctx
+            .decode(&mut self.batch)
+            .map_err(|e| other(format!("llama.cpp could not read the prompt: {e}")))?;
+        self.pos += tokens.len();
+        self.last_logits.clear();
+        self.last_logits
+            .extend_from_slice(self.ctx.get_logits_ith(position(last)));
+        Ok(())
+    }
+
+    /// Appends `text` as if the model had written it.
+    pub fn force(&mut self, text: &str) -> Result<(), ModelError> {
+        let tokens = self.tokenize(text);
+        self.feed_tokens(&tokens)
+    }
+
+    /// The log-probability of each candidate continuation (the sum over its tokens), without
+    /// changing what the context holds. Candidates that do not fit score `-inf`.
+    pub fn score(&mut self, candidates: &[Vec<LlamaToken>]) -> Result<Vec<f64>, ModelError> {
+        let first = log_softmax(&self.last_logits);
+        let mut scores = Vec::with_capacity(candidates.len());
+        for tokens in candidates {
+            let Some((head, rest)) = tokens.split_first() else {
+                scores.push(f64::NEG_INFINITY);
+                continue;
+            };
+            if self.pos + tokens.len() + 1 >= self.n_ctx {
+                scores.push(f64::NEG_INFINITY);
+                continue;
+            }
+            let mut total = first
+                .get(head.0 as usize)
+                .copied()
+                .unwrap_or(f64::NEG_INFINITY);
+            if !rest.is_empty() {
+                self.batch.clear();
+                for (i, token) in tokens[..tokens.len() - 1].iter().enumerate() {
+                    self.batch
+                        .add(*token, position(self.pos + i), &[0], true)
+                        .map_err(|e| other(format!("cannot queue a candidate: {e}")))?;
+                }
+                self.ctx
+                    .decode(&mut self.batch)
+                    .map_err(|e| other(format!("llama.cpp could not score a candidate: {e}")))?;
+                for (i, token) in rest.iter().enumerate() {
+                    let lp = log_softmax(self.ctx.get_logits_ith(position(i)));
+                    total += lp
+                        .get(token.0 as usize)
+                        .copied()
+                        .unwrap_or(f64::NEG_INFINITY);
+                }
+                self.ctx
+                    .clear_kv_cache_seq(Some(0), u32::try_from(self.pos).ok(), None)
+                    .map_err(|e| other(format!("llama.cpp could not rewind: {e}")))?;
+            }
+            scores.push(total);
+        }
+        Ok(scores)
+    }
+
+    /// Generates at most `job.max_tokens` tokens under `job`'s grammar, if any. `on_text` gets
+    /// each piece of decoded text and returns `false` to stop (the caller went away).
+    pub fn generate(
+        &mut self,
+        job: &Job,
+        grammar: Option<&str>,
+        mut on_text: impl FnMut(&str) -> bool,
+    ) -> Result<(String, Stop), ModelError> {
+        let model = self.model;
+        let vocab = model.vocab();
+        let room = self.n_ctx.saturating_sub(self.pos + 1);
+        let max_tokens = (job.max_tokens as usize).min(room).max(1);
+        let mut sampler = Sampler::new(model, grammar, job)?;
+        let started = Instant::now();
+        let mut text = String::new();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut piece = Vec::new();
+        let mut produced: Vec<LlamaToken> = Vec::new();
+        let mut logits = std::mem::take(&mut self.last_logits);
+        let mut stop = Stop::Length;
+        while produced.len() < max_tokens {
+            let (token, own) = sampler.pick(model, &logits)?;
+            // A complete JSON value that the model wants to end (it would write something the
+            // grammar forbids, such as the comma after an argument) is done.
+            if !own && job.stop_at_json_end && !text.trim().is_empty() && is_json(&text) {
+                stop = Stop::Done;
+                break;
+            }
+            if vocab.is_eog(token) || vocab.is_control(token) {
+                stop = Stop::Done;
+                break;
+            }
+            produced.push(token);
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, false, None);
+            pending.extend_from_slice(&piece);
+            let delta = take_utf8(&mut pending);
+            if job.repetition_guard && grammar.is_none() && repeating_tail(&produced).is_some() {
+                // The text so far (one or more rounds of the loop) was already sent; stop here.
+                stop = Stop::Repetition;
+                break;
+            }
+            text.push_str(&delta);
+            if !on_text(&delta) {
+                stop = Stop::Cancelled;
+                break;
+            }
+            if job.stop_at_json_end && text.trim_end().ends_with('}') && is_json(&text) {
+                stop = Stop::Done;
+                break;
+            }
+            if produced.len() == max_tokens {
+                break;
+            }
+            self.batch.clear();
+            self.batch
+                .add(token, position(self.pos), &[0], true)
+                .map_err(|e| other(format!("cannot queue a token: {e}")))?;
+            self.ctx
+                .decode(&mut self.batch)
+                .map_err(|e| other(format!("llama.cpp could not decode: {e}")))?;
+            self.pos += 1;
+            logits.clear();
+            logits.extend_from_slice(self.ctx.get_logits_ith(0));
+        }
+        if !pending.is_empty() && stop != Stop::Repetition {
+            let rest = String::from_utf8_lossy(&pending).into_owned();
+            text.push_str(&rest);
+            on_text(&rest);
+        }
+        self.last_logits = logits;
+        self.stats.output_tokens += produced.len();
+        self.stats.generation_time += started.elapsed();
+        Ok((text, stop))
+    }
+}
+
+fn position(i: usize) -> i32 {
+    i32::try_from(i).unwrap_or(i32::MAX)
+}
+
+/// Natural-log probabilities from logits.
+fn log_softmax(logits: &[f32]) -> Vec<f64> {
+    let max = logits
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits
+        .iter()
+        .filter(|v| v.is_finite())
+        .map(|&v| (v as f64 - max).exp())
+        .sum();
+    let log_sum = max + sum.ln();
+    logits.iter().map(|&v| v as f64 - log_sum).collect()
+}
+
+/// Whether the output ends in a loop: the same run of 1–3 tokens eight times over, of 4–15
+/// tokens three times, or of 16 to 64 tokens twice. Returns where the repetition began.
+fn repeating_tail(tokens: &[LlamaToken]) -> Option<usize> {
+    let n = tokens.len();
+    for k in 1..=64usize {
+        let times = match k {
+            1..=3 => 8,
+            4..=15 => 3,
+            _ => 2,
+        };
+        if n < k * times {
+            continue;
+        }
+        let tail = &tokens[n - k..];
+        if (2..=times).all(|t| &tokens[n - k * t..n - k * (t - 1)] == tail) {
+            return Some(n - k * (times - 1));
+        }
+    }
+    None
+}
+
+/// Runs `job` on `model` from a fresh context: reads the prompt, then generates.
 pub(crate) fn generate(
     model: &RawModel,
     job: &Job,
-    mut on_text: impl FnMut(&str) -> bool,
-) -> Result<Generated, ModelError> {
-    let backend = backend()?;
-    let vocab = model.vocab();
-    let n_ctx = job.context_size.min(model.n_ctx_train().max(64)).max(64);
-    let tokens = vocab.tokenize(job.prompt.as_bytes(), true, true);
-    let prompt_tokens = tokens.len();
-    if prompt_tokens == 0 {
-        return Err(ModelError::new(
-            ModelErrorKind::InvalidRequest,
-            "the prompt is empty",
-        ));
-    }
-    if prompt_tokens + 1 >= n_ctx as usize {
-        return Err(ModelError::new(
-            ModelErrorKind::ContextLengthExceeded,
-            format!(
-                "the prompt has {prompt_tokens} tokens, more than the context window of {n_ctx} \
-                 tokens allows (raise LlamaConfig::context_size or shorten the history)"
-            ),
-        ));
-    }
-    let room = n_ctx as usize - prompt_tokens;
-    let max_tokens = (job.max_tokens as usize).min(room).max(1);
-
-    let threads = i32::try_from(job.threads.max(1)).unwrap_or(1);
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(n_ctx))
-        .with_n_batch(n_ctx)
-        .with_n_ubatch(n_ctx.min(512))
-        .with_n_threads(threads)
-        .with_n_threads_batch(threads);
-    let mut ctx = model
-        .new_context(backend, params)
-        .map_err(|e| other(format!("llama.cpp could not create a context: {e}")))?;
-
-    let mut sampler = Sampler::new(model, job)?;
-
-    // Read the prompt.
-    let started = Instant::now();
-    let mut batch = LlamaBatch::new(n_ctx as usize, 1);
-    let last = prompt_tokens - 1;
-    for (i, token) in tokens.iter().enumerate() {
-        batch
-            .add(
-                *token,
-                i32::try_from(i).unwrap_or(i32::MAX),
-                &[0],
-                i == last,
-            )
-            .map_err(|e| other(format!("cannot queue the prompt: {e}")))?;
-    }
-    ctx.decode(&mut batch)
-        .map_err(|e| other(format!("llama.cpp could not read the prompt: {e}")))?;
-    let prompt_time = started.elapsed();
-
-    // Generate.
-    let started = Instant::now();
-    let mut text = String::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut piece = Vec::new();
-    let mut logits_index = i32::try_from(last).unwrap_or(i32::MAX);
-    let mut pos = i32::try_from(prompt_tokens).unwrap_or(i32::MAX);
-    let mut output_tokens = 0;
-    let mut stop = Stop::Length;
-    while output_tokens < max_tokens {
-        let token = sampler.pick(model, &ctx, logits_index)?;
-        if vocab.is_eog(token) || vocab.is_control(token) {
-            stop = Stop::Done;
-            break;
-        }
-        output_tokens += 1;
-        piece.clear();
-        vocab.token_to_piece_into(token, &mut piece, false, None);
-        pending.extend_from_slice(&piece);
-        let delta = take_utf8(&mut pending);
-        text.push_str(&delta);
-        if !on_text(&delta) {
-            stop = Stop::Cancelled;
-            break;
-        }
-        if job.stop_at_json_end && text.trim_end().ends_with('}') && is_json(&text) {
-            stop = Stop::Done;
-            break;
-        }
-        if output_tokens == max_tokens {
-            break;
-        }
-        batch.clear();
-        batch
-            .add(token, pos, &[0], true)
-            .map_err(|e| other(format!("cannot queue a token: {e}")))?;
-        pos += 1;
-        logits_index = 0;
-        decode(&mut ctx, &mut batch)?;
-    }
-    if !pending.is_empty() {
-        let rest = String::from_utf8_lossy(&pending).into_owned();
-        text.push_str(&rest);
-        on_text(&rest);
-    }
-    Ok(Generated {
-        text,
-        stop,
-        prompt_tokens,
-        output_tokens,
-        prompt_time,
-        generation_time: started.elapsed(),
-    })
-}
-
-fn decode(ctx: &mut LlamaContext<'_>, batch: &mut LlamaBatch<'_>) -> Result<(), ModelError> {
-    ctx.decode(batch)
-        .map_err(|e| other(format!("llama.cpp could not decode: {e}")))
+    on_text: impl FnMut(&str) -> bool,
+) -> Result<(Completion, Stop), ModelError> {
+    let mut decoder = Decoder::new(model, job)?;
+    let (text, stop) = decoder.generate(job, job.grammar.as_deref(), on_text)?;
+    let speed = decoder.stats;
+    Ok((Completion { text, speed }, stop))
 }
 
 fn is_json(text: &str) -> bool {
@@ -246,8 +377,8 @@ struct Sampler {
 }
 
 impl Sampler {
-    fn new(model: &RawModel, job: &Job) -> Result<Self, ModelError> {
-        let grammar = match &job.grammar {
+    fn new(model: &RawModel, grammar: Option<&str>, job: &Job) -> Result<Self, ModelError> {
+        let grammar = match grammar {
             Some(g) => Some(LlamaSampler::grammar(model, g, "root").map_err(|e| {
                 other(format!(
                     "llama.cpp rejected the output grammar built from the tools' schemas: {e}"
@@ -268,13 +399,9 @@ impl Sampler {
         })
     }
 
-    fn pick(
-        &mut self,
-        model: &RawModel,
-        ctx: &LlamaContext<'_>,
-        index: i32,
-    ) -> Result<LlamaToken, ModelError> {
-        let logits = ctx.get_logits_ith(index);
+    /// The next token, and whether it is the model's own first choice (not one the grammar
+    /// forced instead).
+    fn pick(&mut self, model: &RawModel, logits: &[f32]) -> Result<(LlamaToken, bool), ModelError> {
         let logits = &logits[..self.n_vocab.min(logits.len())];
         let first = match &mut self.random {
             None => argmax(logits.iter().copied().enumerate()),
@@ -287,12 +414,13 @@ impl Sampler {
         .ok_or_else(|| other("the model produced no usable logits".into()))?;
         let first = LlamaToken(i32::try_from(first).unwrap_or(0));
         let Some(grammar) = &mut self.grammar else {
-            return Ok(first);
+            return Ok((first, true));
         };
         let logit = logits.get(first.0 as usize).copied().unwrap_or(0.0);
         let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(first, logit, 0.0)], false);
         one.apply_sampler(grammar);
-        let token = if one.data.first().is_some_and(|d| d.logit().is_finite()) {
+        let own = one.data.first().is_some_and(|d| d.logit().is_finite());
+        let token = if own {
             first
         } else {
             let mut all = full_array(logits);
@@ -314,7 +442,7 @@ impl Sampler {
                 .try_accept(token)
                 .map_err(|e| other(format!("the output grammar refused token {token}: {e}")))?;
         }
-        Ok(token)
+        Ok((token, own))
     }
 }
 
@@ -367,5 +495,33 @@ mod tests {
         ];
         assert_eq!(argmax(v.into_iter()), Some(2));
         assert_eq!(argmax([(0, f32::NEG_INFINITY)].into_iter()), None);
+    }
+
+    #[test]
+    fn loops_are_found_and_varied_text_is_not() {
+        let t = |v: &[i32]| v.iter().map(|&i| LlamaToken(i)).collect::<Vec<_>>();
+        assert_eq!(repeating_tail(&t(&[1, 2, 3, 4, 5, 6, 7, 8, 9])), None);
+        assert_eq!(repeating_tail(&t(&[9; 7])), None);
+        assert!(repeating_tail(&t(&[9; 8])).is_some());
+        let mut phrase: Vec<i32> = (100..120).collect();
+        let once = phrase.clone();
+        assert_eq!(repeating_tail(&t(&phrase)), None);
+        phrase.extend(&once);
+        assert_eq!(repeating_tail(&t(&phrase)), Some(20));
+        // A short run must come back three times before it counts.
+        assert_eq!(repeating_tail(&t(&[5, 1, 2, 3, 4, 1, 2, 3, 4])), None);
+        assert_eq!(
+            repeating_tail(&t(&[5, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4])),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn log_softmax_is_a_distribution() {
+        let lp = log_softmax(&[1.0, 2.0, 3.0, f32::NEG_INFINITY]);
+        let total: f64 = lp.iter().map(|v| v.exp()).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{lp:?}");
+        assert!(lp[2] > lp[1] && lp[1] > lp[0]);
+        assert_eq!(lp[3], f64::NEG_INFINITY);
     }
 }

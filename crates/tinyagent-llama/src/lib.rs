@@ -36,9 +36,10 @@ use std::sync::OnceLock;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use tinyagent::ModelError;
 
-pub use config::{LlamaConfig, ToolPrompt};
-pub use locate::{DEFAULT_MODEL_FILE, MODEL_ENV, find_default_model};
-pub use model::{Completion, LlamaModel};
+pub use config::{LlamaConfig, ToolFormat, ToolPrompt, ToolSelection};
+#[allow(deprecated)]
+pub use locate::{DEFAULT_MODEL_FILE, ENV_MODEL, MODEL_ENV, find_default_model};
+pub use model::{Completion, LlamaModel, Speed};
 
 /// llama.cpp's process-wide backend, started once; its logs go to `tracing`.
 fn backend() -> Result<&'static LlamaBackend, ModelError> {

@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 use tinyagent::{ModelError, ModelErrorKind};
 
 /// The environment variable naming a GGUF file to use instead of the default model.
-pub const MODEL_ENV: &str = "TINYAGENT_MODEL";
+pub const ENV_MODEL: &str = "TINYAGENT_MODEL";
+
+/// The former name of [`ENV_MODEL`].
+#[deprecated(note = "renamed to ENV_MODEL")]
+pub const MODEL_ENV: &str = ENV_MODEL;
 
 /// The file name of the default model, looked for in the repository's `models/` folder.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -33,13 +37,13 @@ const MIN_MODEL_BYTES: u64 = 1024;
 /// println!("using {}", path.display());
 /// ```
 pub fn find_default_model() -> Result<PathBuf, ModelError> {
-    if let Some(path) = std::env::var_os(MODEL_ENV).filter(|p| !p.is_empty()) {
+    if let Some(path) = std::env::var_os(ENV_MODEL).filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
         if path.is_file() {
             return Ok(path);
         }
         return Err(not_found(format!(
-            "{MODEL_ENV} is set to {}, which is not a file; fix it or unset it and {HOW_TO_GET_ONE}",
+            "{ENV_MODEL} is set to {}, which is not a file; fix it or unset it and {HOW_TO_GET_ONE}",
             path.display()
         )));
     }

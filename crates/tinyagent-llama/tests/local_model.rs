@@ -1,16 +1,16 @@
-//! The embedded model end to end, with the real default model (SmolLM2-135M-Instruct), one
-//! thread and greedy decoding. The model is fetched by `bash scripts/setup.sh` (or
+//! The embedded model end to end, with the real default model, one thread and greedy
+//! decoding: with several tools offered, the model must choose the right one and fill in the
+//! arguments the question gives; the tool must succeed. The model is fetched by `bash scripts/setup.sh` (or
 //! `bash scripts/fetch-model.sh`); without it these tests fail and say so.
 
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use serde_json::Value;
-use tinyagent::tools::SchemaValidator;
 use tinyagent::{
     AgentExt, LlmAgent, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Role, Session,
-    ToolCall, ToolChoice, ToolDefinition, demo,
+    ToolCall, ToolChoice, ToolContext, ToolDefinition, ToolError, ToolResult, demo, tools,
 };
 use tinyagent_llama::{LlamaConfig, LlamaModel};
 
@@ -28,7 +28,7 @@ fn model() -> LlamaModel {
 struct Run {
     answer: String,
     calls: Vec<ToolCall>,
-    results: Vec<String>,
+    results: Vec<ToolResult>,
     history: Vec<Message>,
 }
 
@@ -39,6 +39,7 @@ async fn ask(agent: &LlmAgent, question: &str) -> Run {
         .ask(&session, question)
         .await
         .unwrap_or_else(|e| panic!("the run failed: {e}; history: {:#?}", session.messages()));
+
     eprintln!(
         "{question:?} answered in {:?}: {answer:?}",
         started.elapsed()
@@ -50,11 +51,7 @@ async fn ask(agent: &LlmAgent, question: &str) -> Run {
         .collect();
     let results = history
         .iter()
-        .flat_map(|m| {
-            m.tool_results()
-                .map(|r| r.content.clone())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|m| m.tool_results().cloned().collect::<Vec<_>>())
         .collect();
     Run {
         answer,
@@ -64,18 +61,20 @@ async fn ask(agent: &LlmAgent, question: &str) -> Run {
     }
 }
 
-fn weather_agent() -> LlmAgent {
+/// The tutorial's smart assistant with the tutorial's four tools: every test below must pick the
+/// right one among them.
+fn smart_assistant() -> LlmAgent {
     LlmAgent::builder("smart-assistant")
         .model(model())
         .instruction("你是一个全能助手。")
-        .tools([demo::weather_tool()])
+        .tools(demo::seed_tools())
         .build()
         .unwrap()
 }
 
-fn city_of(call: &ToolCall) -> String {
-    let args: Value = serde_json::from_str(&call.arguments).unwrap();
-    args["city"].as_str().unwrap_or_default().to_owned()
+fn args_of(call: &ToolCall) -> Value {
+    serde_json::from_str(&call.arguments)
+        .unwrap_or_else(|e| panic!("arguments are not JSON ({e}): {}", call.arguments))
 }
 
 fn assert_ends_in_text_after_the_tool(run: &Run) {
@@ -92,63 +91,111 @@ fn assert_ends_in_text_after_the_tool(run: &Run) {
 }
 
 #[tokio::test]
-async fn weather_agent_in_chinese_calls_get_weather_and_answers() {
-    let run = ask(&weather_agent(), "北京天气怎么样？").await;
-    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
-    assert_eq!(run.calls[0].name, "get_weather");
-    assert_eq!(city_of(&run.calls[0]), "北京", "{:#?}", run.history);
-    assert!(run.results[0].contains("22.5"), "{:#?}", run.results);
+async fn weather_in_chinese_picks_get_weather_for_the_city_asked() {
+    let run = ask(&smart_assistant(), "北京天气怎么样？").await;
+    assert_eq!(run.calls[0].name, "get_weather", "{:#?}", run.history);
+    assert_eq!(args_of(&run.calls[0])["city"], "北京", "{:#?}", run.history);
+    assert!(!run.results[0].is_error, "{:#?}", run.results);
+    assert!(
+        run.results[0].content.contains("22.5"),
+        "{:#?}",
+        run.results
+    );
+    assert!(run.answer.contains("22.5"), "{:#?}", run.history);
     assert_ends_in_text_after_the_tool(&run);
 }
 
 #[tokio::test]
-async fn weather_agent_in_english_calls_get_weather_and_answers() {
-    let run = ask(&weather_agent(), "What is the weather in Beijing?").await;
-    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
-    assert_eq!(run.calls[0].name, "get_weather");
+async fn weather_in_english_picks_get_weather_and_the_tool_finds_the_city() {
+    // A weather tool that knows English city names, beside the tutorial's other three tools.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Input {
+        /// The city, e.g. London
+        city: String,
+    }
+    let weather = tools::new_func(
+        "get_weather",
+        "Gets the current weather of a city",
+        |_ctx: ToolContext, input: Input| async move {
+            match input.city.trim().to_lowercase().as_str() {
+                "beijing" | "北京" => {
+                    Ok(r#"{"city":"Beijing","temperature":22.5,"condition":"sunny"}"#)
+                }
+                other => Err(ToolError::not_found(format!(
+                    "no weather data for {other:?}"
+                ))),
+            }
+        },
+    );
+    let agent = LlmAgent::builder("assistant")
+        .model(model())
+        .instruction("You are a helpful assistant.")
+        .tools([
+            weather,
+            demo::calculator_tool(),
+            demo::time_tool(),
+            demo::translator_tool(),
+        ])
+        .build()
+        .unwrap();
+    let run = ask(&agent, "What is the weather in Beijing?").await;
+    assert_eq!(run.calls[0].name, "get_weather", "{:#?}", run.history);
+    let city = args_of(&run.calls[0])["city"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(
-        !city_of(&run.calls[0]).trim().is_empty(),
+        ["beijing", "北京"].contains(&city.trim().to_lowercase().as_str()),
         "{:#?}",
         run.history
     );
-    assert_eq!(run.results.len(), 1, "{:#?}", run.history);
+    assert!(!run.results[0].is_error, "{:#?}", run.results);
     assert_ends_in_text_after_the_tool(&run);
 }
 
 #[tokio::test]
-async fn calculator_only_gets_schema_valid_arguments() {
-    let calculator = demo::calculator_tool();
-    let validator = SchemaValidator::new(calculator.input_schema()).unwrap();
-    let agent = LlmAgent::builder("calculator-assistant")
-        .model(model())
-        .instruction("You are a helpful assistant. Use the calculator for arithmetic.")
-        .tools([calculator])
-        .build()
-        .unwrap();
-    let run = ask(&agent, "What is 7 times 8?").await;
-    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
-    assert_eq!(run.calls[0].name, "calculator");
-    validator
-        .validate_str(&run.calls[0].arguments)
-        .unwrap_or_else(|e| panic!("{e}: {}", run.calls[0].arguments));
+async fn arithmetic_picks_the_calculator_with_the_numbers_asked() {
+    let run = ask(&smart_assistant(), "帮我算一下 7 乘以 8 等于多少。").await;
+    assert_eq!(run.calls[0].name, "calculator", "{:#?}", run.history);
+    let args = args_of(&run.calls[0]);
+    assert_eq!(args["operation"], "multiply", "{args}");
+    assert_eq!(args["a"].as_f64(), Some(7.0), "{args}");
+    assert_eq!(args["b"].as_f64(), Some(8.0), "{args}");
+    assert!(!run.results[0].is_error, "{:#?}", run.results);
+    assert!(run.answer.contains("56"), "{:#?}", run.history);
     assert_ends_in_text_after_the_tool(&run);
 }
 
 #[tokio::test]
-async fn a_forced_tool_is_called_with_valid_arguments() {
-    let calculator = demo::calculator_tool();
-    let validator = SchemaValidator::new(calculator.input_schema()).unwrap();
-    let req = ModelRequest::new(vec![Message::user("Hello there!")])
-        .with_tools(vec![
-            ToolDefinition::from_tool(demo::weather_tool().as_ref()),
-            ToolDefinition::from_tool(calculator.as_ref()),
-        ])
+#[ignore = "the default 135M model calls some tool for greetings (0% no-tool in tool_eval); run with --ignored for a larger model"]
+async fn a_greeting_gets_an_answer_and_no_tool_call() {
+    let run = ask(&smart_assistant(), "Hello! How are you?").await;
+    assert!(run.calls.is_empty(), "{:#?}", run.history);
+    assert!(!run.answer.trim().is_empty(), "{:#?}", run.history);
+}
+
+#[tokio::test]
+async fn a_forced_tool_is_called_even_when_another_fits_the_question() {
+    // Left to itself the model calls get_weather here (see the tests above); tool_choice
+    // must override that.
+    let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
+        .with_tools(
+            demo::seed_tools()
+                .iter()
+                .map(|t| ToolDefinition::from_tool(t.as_ref()))
+                .collect(),
+        )
         .with_tool_choice(ToolChoice::Tool("calculator".into()));
     let response = model().generate(&req).await.unwrap();
     let calls: Vec<_> = response.message.tool_calls().collect();
     assert_eq!(calls.len(), 1, "{response:?}");
     assert_eq!(calls[0].name, "calculator");
-    validator.validate_str(&calls[0].arguments).unwrap();
+    let free = model()
+        .generate(&req.clone().with_tool_choice(ToolChoice::Auto))
+        .await
+        .unwrap();
+    let chosen: Vec<_> = free.message.tool_calls().map(|c| c.name.clone()).collect();
+    assert_eq!(chosen, ["get_weather"], "{free:?}");
 }
 
 #[tokio::test]
@@ -174,8 +221,8 @@ async fn text_is_streamed_and_ends_with_one_done() {
     assert!(matches!(events.last(), Some(ModelEvent::Done(_))));
     assert!(!deltas.trim().is_empty());
     assert_eq!(dones[0].message.text(), deltas.trim());
-    assert!(dones[0].usage.output_tokens <= 24);
-    assert!(dones[0].usage.input_tokens > 0);
+    assert!(dones[0].usage.output_tokens.is_some_and(|n| n <= 24));
+    assert!(dones[0].usage.input_tokens.is_some_and(|n| n > 0));
 }
 
 #[tokio::test]
@@ -184,22 +231,24 @@ async fn dropping_the_stream_stops_generation() {
     let req = ModelRequest::new(vec![Message::user(
         "Write a very long story about a dragon.",
     )]);
+    let before = model.speed_totals().output_tokens;
     {
         let mut stream = model.stream(&req);
         let first = stream.next().await.unwrap().unwrap();
         assert!(matches!(first, ModelEvent::TextDelta(_)));
     }
-    // The next request waits for the model; it must not wait for 2000 tokens.
-    let started = Instant::now();
+    // The next request waits for the model, so once it is answered the dropped generation is
+    // over: it must have stopped long before its 2000 tokens. (Counted in tokens, not
+    // seconds; other tests share the model and add their own few tokens meanwhile.)
     let quick = model.with_config(LlamaConfig::default().threads(1).max_tokens(2));
     quick
         .generate(&ModelRequest::new(vec![Message::user("Hi")]))
         .await
         .unwrap();
+    let generated = model.speed_totals().output_tokens - before;
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
+        generated < 2000,
+        "{generated} tokens were generated: the dropped stream did not stop its generation"
     );
 }
 

@@ -6,7 +6,7 @@
 //! cargo run -p tinyagent-mcp --example mcp_agent -- http://127.0.0.1:8000/mcp
 //! ```
 //!
-//! Without arguments it serves the seed's demo tools over streamable HTTP on 127.0.0.1 and
+//! Without arguments it serves the tutorial's demo tools over streamable HTTP on 127.0.0.1 and
 //! connects to them, so the whole round trip runs in one process. It lists the tools it got
 //! from the server; then, when a model is configured (`OPENAI_API_KEY`, or `OPENAI_BASE_URL`
 //! for Ollama, llama.cpp's server or any OpenAI-compatible server, with `OPENAI_MODEL`), an

@@ -14,7 +14,7 @@
 //! use tinyagent_mcp::{McpServer, McpToolset};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! // Serve the seed's demo tools over streamable HTTP...
+//! // Serve the tutorial's demo tools over streamable HTTP...
 //! let handle = McpServer::new(tinyagent::demo::seed_tools()).serve_http("127.0.0.1:0").await?;
 //!
 //! // ...and give an agent the tools of that server.
@@ -35,6 +35,10 @@ mod naming;
 mod remote_tool;
 mod server;
 mod stdio;
+
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
 
 pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
 pub use content::{DEFAULT_MAX_RESULT_BYTES, result_text, truncate_result};

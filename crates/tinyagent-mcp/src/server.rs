@@ -3,10 +3,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt as _;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
@@ -285,21 +283,15 @@ impl McpServer {
             return Ok(error_result(&e));
         }
         let input = arguments.to_string();
-        let outcome = AssertUnwindSafe(served.tool.handle(&ctx, &input))
-            .catch_unwind()
-            .await;
-        Ok(match outcome {
-            Ok(Ok(text)) => {
-                CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))])
-            }
-            Ok(Err(e)) => error_result(&e),
-            Err(_) => {
-                tracing::error!(tool = %name, "tool panicked while serving an MCP call");
-                error_result(&ToolError::failed(format!(
-                    "the tool `{name}` failed unexpectedly (it panicked)"
-                )))
-            }
-        })
+        Ok(
+            match tinyagent::tools::handle_catching_panics(served.tool.as_ref(), &ctx, &input).await
+            {
+                Ok(text) => {
+                    CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))])
+                }
+                Err(e) => error_result(&e),
+            },
+        )
     }
 
     /// Serves MCP over this process's standard input and output until the client closes the

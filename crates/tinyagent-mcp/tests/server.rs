@@ -147,8 +147,51 @@ fn duplicate_names_serve_the_first_tool() {
     );
 }
 
+/// A client speaking raw JSON-RPC lines to a server over an in-memory pipe, so the test
+/// chooses every request id.
+struct RawClient {
+    to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    from_server:
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl RawClient {
+    async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt;
+        let mut line = message.to_string();
+        line.push('\n');
+        self.to_server.write_all(line.as_bytes()).await.unwrap();
+        self.to_server.flush().await.unwrap();
+    }
+
+    /// The next message from the server that answers a request (it has an `id`), within 30 s.
+    async fn answer(&mut self) -> Value {
+        let wait = async {
+            loop {
+                let line = self
+                    .from_server
+                    .next_line()
+                    .await
+                    .expect("read from the server")
+                    .expect("the server closed the pipe");
+                let message: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                if message.get("id").is_some() {
+                    return message;
+                }
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), wait)
+            .await
+            .expect("the server answered within 30 s")
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_served_tool_sees_the_mcp_request_id_as_its_call_id() {
+    use tinyagent_mcp::rmcp::ServiceExt;
+    use tokio::io::AsyncBufReadExt;
+
     let who: Arc<dyn Tool> = tools::new_tool(
         "call_id",
         "returns its call id",
@@ -157,17 +200,60 @@ async fn a_served_tool_sees_the_mcp_request_id_as_its_call_id() {
             Ok::<_, ToolError>(ctx.call_id().unwrap_or("none").to_owned())
         },
     );
-    let handle = McpServer::new([who])
-        .serve_http("127.0.0.1:0")
-        .await
-        .unwrap();
-    let toolset = tinyagent_mcp::McpToolset::http(handle.url());
-    let tools = toolset.tools().await.unwrap();
-    let id = tools[0].handle(&ToolContext::new(), "{}").await.unwrap();
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_end);
+    let server = tokio::spawn(async move {
+        let running = McpServer::new([who])
+            .serve((server_read, server_write))
+            .await
+            .expect("the handshake");
+        let _ = running.waiting().await;
+    });
+    let (client_read, client_write) = tokio::io::split(client_end);
+    let mut client = RawClient {
+        to_server: client_write,
+        from_server: tokio::io::BufReader::new(client_read).lines(),
+    };
+
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        )
+        .await;
+    let init = client.answer().await;
+    assert_eq!(init["id"], 0, "{init}");
     assert!(
-        id.parse::<i64>().is_ok(),
-        "rmcp's request ids are numbers: {id}"
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
     );
-    drop(toolset);
-    handle.shutdown().await;
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+
+    // Ids of both JSON-RPC kinds, chosen here, none of them the next number in a sequence.
+    for id in [json!(90210), json!("req-7f3a"), json!(3)] {
+        client
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": "call_id", "arguments": {}}}))
+            .await;
+        let answer = client.answer().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        let expected = match &id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        assert_eq!(
+            answer["result"]["content"][0]["text"], expected,
+            "the tool's call id is the request's id: {answer}"
+        );
+    }
+    drop(client);
+    tokio::time::timeout(std::time::Duration::from_secs(30), server)
+        .await
+        .expect("the server stops when the client goes")
+        .unwrap();
 }

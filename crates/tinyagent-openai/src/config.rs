@@ -17,6 +17,18 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when none is configured.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
+/// How long a server may take to start answering, by default.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stream may stay silent between two events, by default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The deadline of a whole call (retries included), by default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// The token limit sent when a request sets none, by default.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// The most bytes of one response body, by default (16 MiB: far above what
+/// [`DEFAULT_MAX_TOKENS`] tokens take on the wire).
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
+
 /// Which request field carries the token limit of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -57,7 +69,7 @@ pub enum ConfigError {
 
 /// How to reach an OpenAI-compatible Chat Completions server, and how to talk to it.
 ///
-/// Build one in code ([`OpenAiConfig::new`] and the `with_*` methods) or from the environment
+/// Build one in code ([`OpenAiConfig::new`] and the setters) or from the environment
 /// ([`OpenAiConfig::from_env`]), then make the model with
 /// [`OpenAiModel::new`](crate::OpenAiModel::new). The API key is never printed by `Debug`.
 ///
@@ -66,9 +78,9 @@ pub enum ConfigError {
 /// use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 ///
 /// let config = OpenAiConfig::new("qwen2.5:7b")
-///     .with_base_url("http://localhost:11434/v1")   // Ollama; no key needed
-///     .with_max_retries(3)
-///     .with_read_timeout(Duration::from_secs(120));
+///     .base_url("http://localhost:11434/v1")   // Ollama; no key needed
+///     .max_retries(3)
+///     .first_byte_timeout(Duration::from_secs(120));
 /// let model = OpenAiModel::new(config)?;
 /// assert_eq!(tinyagent::Model::name(&model), "qwen2.5:7b");
 /// # Ok::<(), tinyagent_openai::ConfigError>(())
@@ -104,11 +116,22 @@ pub struct OpenAiConfig {
     pub max_retry_after: Duration,
     /// How long connecting may take.
     pub connect_timeout: Duration,
-    /// How long the server may stay silent while a response is read (also between two
-    /// chunks of a stream).
-    pub read_timeout: Duration,
-    /// A deadline for a whole request, body included; `None` for none (streams can be long).
+    /// How long the server may take to start answering: until the response headers and,
+    /// for a stream, its first event. A non-streaming server usually answers only when the
+    /// whole reply is written, so raise it for long non-streaming calls.
+    pub first_byte_timeout: Duration,
+    /// How long a stream may stay silent between two events (and a body between two
+    /// chunks) once it has started. Reasoning models can think silently for a while.
+    pub idle_timeout: Duration,
+    /// A deadline for a whole call, every retry and wait included; `None` for none.
     pub request_timeout: Option<Duration>,
+    /// The token limit sent when a request sets none (`max_tokens` or
+    /// `max_completion_tokens`, see [`max_tokens_field`](Self::max_tokens_field)), so a
+    /// runaway reply ends; `None` leaves it to the server.
+    pub max_tokens: Option<u32>,
+    /// The most bytes of one response body read; a reply that grows past it (a server that
+    /// never finishes) is an error instead of eating memory forever.
+    pub max_reply_bytes: usize,
     /// Extra HTTP headers sent with every request (`OpenAI-Organization`, a gateway's key…).
     pub headers: Vec<(String, String)>,
     /// Extra top-level fields merged into every request body (`top_p`, `seed`, a server's
@@ -131,8 +154,11 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_backoff", &self.max_backoff)
             .field("max_retry_after", &self.max_retry_after)
             .field("connect_timeout", &self.connect_timeout)
-            .field("read_timeout", &self.read_timeout)
+            .field("first_byte_timeout", &self.first_byte_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("max_tokens", &self.max_tokens)
+            .field("max_reply_bytes", &self.max_reply_bytes)
             .field(
                 "headers",
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
@@ -151,7 +177,10 @@ impl Default for OpenAiConfig {
 impl OpenAiConfig {
     /// A configuration for this model on OpenAI's API, without a key, with the defaults:
     /// 2 retries from 500 ms backoff (at most 30 s), `Retry-After` honoured up to 60 s,
-    /// 10 s to connect, 300 s of silence allowed while reading.
+    /// 10 s to connect, [`DEFAULT_FIRST_BYTE_TIMEOUT`] until the server starts answering,
+    /// [`DEFAULT_IDLE_TIMEOUT`] of silence between two events, [`DEFAULT_REQUEST_TIMEOUT`]
+    /// for a whole call, a token limit of [`DEFAULT_MAX_TOKENS`] and replies of at most
+    /// [`DEFAULT_MAX_REPLY_BYTES`].
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             base_url: DEFAULT_BASE_URL.to_owned(),
@@ -166,8 +195,11 @@ impl OpenAiConfig {
             max_backoff: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(300),
-            request_timeout: None,
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            max_tokens: Some(DEFAULT_MAX_TOKENS),
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             headers: Vec::new(),
             extra_body: Map::new(),
         }
@@ -220,63 +252,63 @@ impl OpenAiConfig {
 
     /// Sets the base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`, …).
     #[must_use]
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = base_url.into();
         self
     }
 
     /// Sets the API key.
     #[must_use]
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
         self.api_key = Some(api_key.into());
         self
     }
 
     /// Sets the model name.
     #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+    pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = model.into();
         self
     }
 
     /// Sends tool schemas in the strict dialect (see [`strict_tools`](Self::strict_tools)).
     #[must_use]
-    pub fn with_strict_tools(mut self, strict: bool) -> Self {
+    pub fn strict_tools(mut self, strict: bool) -> Self {
         self.strict_tools = strict;
         self
     }
 
     /// Sets `parallel_tool_calls` for requests that offer tools.
     #[must_use]
-    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
         self.parallel_tool_calls = Some(parallel);
         self
     }
 
     /// Whether to ask for usage at the end of a stream.
     #[must_use]
-    pub fn with_stream_usage(mut self, stream_usage: bool) -> Self {
+    pub fn stream_usage(mut self, stream_usage: bool) -> Self {
         self.stream_usage = stream_usage;
         self
     }
 
     /// Chooses the field of the token limit.
     #[must_use]
-    pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
+    pub fn max_tokens_field(mut self, field: MaxTokensField) -> Self {
         self.max_tokens_field = field;
         self
     }
 
     /// Sets how often a failed request is retried (0 for never).
     #[must_use]
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+    pub fn max_retries(mut self, max_retries: u32) -> Self {
         self.max_retries = max_retries;
         self
     }
 
     /// Sets the first and the longest backoff between attempts.
     #[must_use]
-    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.initial_backoff = initial;
         self.max_backoff = max.max(initial);
         self
@@ -284,42 +316,71 @@ impl OpenAiConfig {
 
     /// Sets the longest `Retry-After` wait honoured.
     #[must_use]
-    pub fn with_max_retry_after(mut self, max: Duration) -> Self {
+    pub fn max_retry_after(mut self, max: Duration) -> Self {
         self.max_retry_after = max;
         self
     }
 
     /// Sets the connect timeout.
     #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
-    /// Sets the read timeout (the longest silence while reading).
+    /// Sets how long the server may take to start answering (see
+    /// [`first_byte_timeout`](Self::first_byte_timeout)).
     #[must_use]
-    pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
-        self.read_timeout = timeout;
+    pub fn first_byte_timeout(mut self, timeout: Duration) -> Self {
+        self.first_byte_timeout = timeout;
         self
     }
 
-    /// Sets a deadline for each whole request.
+    /// Sets the longest silence between two events of a stream.
     #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets both silence limits at once: [`first_byte_timeout`](Self::first_byte_timeout)
+    /// and [`idle_timeout`](Self::idle_timeout) (what a `--timeout` option means).
+    #[must_use]
+    pub fn silence_timeout(self, timeout: Duration) -> Self {
+        self.first_byte_timeout(timeout).idle_timeout(timeout)
+    }
+
+    /// Sets a deadline for each whole call, retries included (`None` for none).
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.request_timeout = timeout.into();
+        self
+    }
+
+    /// Sets the token limit sent when a request sets none (`None`: send none).
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: impl Into<Option<u32>>) -> Self {
+        self.max_tokens = max_tokens.into();
+        self
+    }
+
+    /// Sets the most bytes of one response body.
+    #[must_use]
+    pub fn max_reply_bytes(mut self, max: usize) -> Self {
+        self.max_reply_bytes = max.max(1);
         self
     }
 
     /// Adds a header sent with every request.
     #[must_use]
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
     /// Adds a top-level field to every request body.
     #[must_use]
-    pub fn with_extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
+    pub fn extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extra_body.insert(key.into(), value);
         self
     }
@@ -396,7 +457,7 @@ mod tests {
         for bad in ["localhost:8080", "ftp://x", "http://", ""] {
             assert!(
                 matches!(
-                    OpenAiConfig::new("m").with_base_url(bad).validate(),
+                    OpenAiConfig::new("m").base_url(bad).validate(),
                     Err(ConfigError::InvalidBaseUrl(_))
                 ),
                 "{bad}"

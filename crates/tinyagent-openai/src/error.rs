@@ -19,11 +19,23 @@ pub(crate) struct ApiError {
     pub param: Option<String>,
 }
 
+/// The most characters of one field of an error body kept in an error: a server's message
+/// is quoted, not a whole page of it.
+const MAX_FIELD_CHARS: usize = 1000;
+
 fn as_text(v: Option<&Value>) -> Option<String> {
     match v? {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::String(s) if !s.is_empty() => Some(bounded(s)),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// `text` cut to [`MAX_FIELD_CHARS`] characters, saying how much was left out.
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_FIELD_CHARS) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}… ({} more bytes)", &text[..end], text.len() - end),
     }
 }
 
@@ -31,7 +43,7 @@ impl ApiError {
     fn from_error_value(err: &Value) -> Self {
         match err {
             Value::String(s) => Self {
-                message: Some(s.clone()),
+                message: Some(bounded(s)),
                 ..Self::default()
             },
             Value::Object(_) => Self {
@@ -118,9 +130,16 @@ pub(crate) fn status_error(
                  and the model name {model:?} (OPENAI_MODEL): {detail}"
             ),
         ),
+        429 if api.is("insufficient_quota") => (
+            ModelErrorKind::RateLimited,
+            format!(
+                "{head}: out of quota: the account has no credit left for this API (waiting does \
+                 not help; check its plan and billing): {detail}"
+            ),
+        ),
         429 => (
             ModelErrorKind::RateLimited,
-            format!("{head}: rate limited: {detail}"),
+            format!("{head}: rate limited (too many requests or tokens per minute): {detail}"),
         ),
         408 => (
             ModelErrorKind::TimedOut,
@@ -168,6 +187,32 @@ pub(crate) fn error_in_body(err: &Value) -> ModelError {
         ModelErrorKind::Other
     };
     ModelError::new(kind, format!("the server reported an error: {detail}"))
+}
+
+/// The error for a 200 response whose body is not what was asked for: an HTML page (a
+/// wrong base URL behind a web server), an empty body, plain text.
+pub(crate) fn unexpected_body(
+    status: StatusCode,
+    content_type: &str,
+    body: &[u8],
+    expected: &str,
+    base_url: &str,
+) -> ModelError {
+    let content_type = if content_type.is_empty() {
+        "no content type"
+    } else {
+        content_type
+    };
+    let what = if body.iter().all(u8::is_ascii_whitespace) {
+        format!("an empty body ({content_type})")
+    } else {
+        format!("{content_type} instead of {expected}: {}", snippet(body))
+    };
+    ModelError::invalid_response(format!(
+        "HTTP {status} from {base_url} with {what}; check the base URL: it must be the root of \
+         an OpenAI-compatible API (usually ending in /v1, such as {})",
+        crate::config::DEFAULT_BASE_URL
+    ))
 }
 
 /// The error for a transport failure.

@@ -1,8 +1,6 @@
 //! [`OpenAiModel`]: the [`Model`] over HTTP, with retries and streaming.
 
 use std::collections::VecDeque;
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -10,14 +8,21 @@ use eventsource_stream::Eventsource;
 use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{
+    BoxFuture, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
+};
 
 use crate::config::{ConfigError, OpenAiConfig};
-use crate::error::{retry_after, status_error, transport_error};
+use crate::error::{retry_after, status_error, transport_error, unexpected_body};
 use crate::stream::Assembler;
+use crate::transport::{
+    BodyError, Budget, Limit, backoff, content_type, guarded, read_body, read_error_body, secs,
+    serialize, strip_bom, too_large, without_bom,
+};
 use crate::wire;
+use tokio::time::Instant;
 
-/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP: the seed's
+/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP: the tutorial's
 /// `openaiProvider`.
 ///
 /// Works with OpenAI and every compatible server (Ollama, vLLM, llama.cpp's server,
@@ -82,14 +87,10 @@ impl OpenAiModel {
             headers.insert(name, value);
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let mut builder = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .default_headers(headers)
             .user_agent(concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout);
-        if let Some(timeout) = config.request_timeout {
-            builder = builder.timeout(timeout);
-        }
+            .connect_timeout(config.connect_timeout);
         let client = builder
             .build()
             .map_err(|e| ConfigError::Client(e.to_string()))?;
@@ -131,22 +132,18 @@ impl OpenAiModel {
         wire::request_body(&self.inner.config, req, stream)
     }
 
-    /// Posts `body`, retrying failures that may pass; returns the successful response.
-    async fn send(&self, body: &[u8], stream: bool) -> Result<reqwest::Response, ModelError> {
-        let mut attempt = 0;
-        self.send_counting(body, stream, &mut attempt).await
-    }
-
-    /// [`send`](Self::send), counting retries in `attempt` so that a caller that also retries
-    /// (a body cut while it was read) shares one budget of `max_retries`.
-    async fn send_counting(
+    /// Posts `body`, retrying failures that may pass, until a successful response's headers
+    /// arrive; `budget` counts the attempts and holds the call's deadline, shared with the
+    /// caller's own retries (a body cut while it was read).
+    async fn send(
         &self,
         body: &[u8],
         stream: bool,
-        attempt: &mut u32,
+        budget: &mut Budget,
     ) -> Result<reqwest::Response, ModelError> {
         let config = &self.inner.config;
         loop {
+            budget.attempt_started = Instant::now();
             let mut request = self
                 .inner
                 .client
@@ -155,12 +152,17 @@ impl OpenAiModel {
             if stream {
                 request = request.header(ACCEPT, "text/event-stream");
             }
-            let (err, wait) = match request.send().await {
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
-                Ok(resp) => {
+            let (limit, at) = budget.limit(Limit::FirstByte, config);
+            let (err, wait) = match tokio::time::timeout_at(at, request.send()).await {
+                Err(_) => (self.timeout_error(limit, budget, 0), None),
+                Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+                Ok(Ok(resp)) => {
                     let status = resp.status();
                     let wait = retry_after(resp.headers(), SystemTime::now());
-                    let body = read_error_body(resp).await;
+                    let (_, at) = budget.limit(Limit::Idle, config);
+                    let body = tokio::time::timeout_at(at, read_error_body(resp))
+                        .await
+                        .unwrap_or_default();
                     let err = status_error(
                         status,
                         &body,
@@ -169,37 +171,107 @@ impl OpenAiModel {
                     );
                     (err, wait)
                 }
-                Err(e) => (transport_error(e, &self.inner.endpoint), None),
+                Ok(Err(e)) => (transport_error(e, &self.inner.endpoint), None),
             };
-            if !err.is_retryable() || *attempt >= config.max_retries {
-                return Err(err);
-            }
-            let delay = match wait {
-                Some(wait) => wait.min(config.max_retry_after),
-                None => backoff(config, *attempt),
-            };
-            *attempt += 1;
-            tracing::warn!(
-                gen_ai.request.model = %config.model,
-                attempt = *attempt,
-                max_retries = config.max_retries,
-                delay_ms = delay.as_millis() as u64,
-                error = %err,
-                "chat completion failed; retrying",
-            );
-            tokio::time::sleep(delay).await;
+            self.before_retry(err, wait, budget).await?;
+        }
+    }
+
+    /// Waits before the next attempt, or returns `err` when it may not pass, the retries are
+    /// spent or the deadline would pass meanwhile.
+    async fn before_retry(
+        &self,
+        err: ModelError,
+        wait: Option<Duration>,
+        budget: &mut Budget,
+    ) -> Result<(), ModelError> {
+        let config = &self.inner.config;
+        if !err.is_retryable() || budget.attempt >= config.max_retries {
+            return Err(err);
+        }
+        let delay = match wait {
+            Some(wait) => wait.min(config.max_retry_after),
+            None => backoff(config, budget.attempt),
+        };
+        if budget
+            .deadline
+            .is_some_and(|deadline| Instant::now() + delay >= deadline)
+        {
+            return Err(err);
+        }
+        budget.attempt += 1;
+        tracing::warn!(
+            gen_ai.request.model = %config.model,
+            attempt = budget.attempt,
+            max_retries = config.max_retries,
+            delay_ms = delay.as_millis() as u64,
+            error = %err,
+            "chat completion failed; retrying",
+        );
+        tokio::time::sleep(delay).await;
+        Ok(())
+    }
+
+    /// The error of a wait that hit `limit`; `chunks` events had arrived.
+    fn timeout_error(&self, limit: Limit, budget: &Budget, chunks: usize) -> ModelError {
+        let config = &self.inner.config;
+        let url = &self.inner.endpoint;
+        let tries = match budget.attempt {
+            0 => String::new(),
+            n => format!("; attempt {} of {}", n + 1, config.max_retries + 1),
+        };
+        match limit {
+            Limit::FirstByte => ModelError::new(
+                ModelErrorKind::TimedOut,
+                format!(
+                    "no answer from {url} within {} (the first-byte timeout{tries})",
+                    secs(config.first_byte_timeout)
+                ),
+            ),
+            Limit::Idle => ModelError::new(
+                ModelErrorKind::TimedOut,
+                format!(
+                    "the stream from {url} went silent for {} after {chunks} events (the idle \
+                     timeout{tries})",
+                    secs(config.idle_timeout)
+                ),
+            ),
+            Limit::Whole => ModelError::new(
+                ModelErrorKind::TimedOut,
+                format!(
+                    "the call to {url} did not finish within {} (the request timeout, \
+                     retries included{tries})",
+                    secs(config.request_timeout.unwrap_or_default())
+                ),
+            )
+            .retryable(false),
         }
     }
 
     async fn generate_once(&self, req: &ModelRequest) -> Result<ModelResponse, ModelError> {
         let config = &self.inner.config;
         let body = serialize(&wire::request_body(config, req, false))?;
-        let mut attempt: u32 = 0;
+        let mut budget = Budget::new(config);
         loop {
-            let resp = self.send_counting(&body, false, &mut attempt).await?;
+            let resp = self.send(&body, false, &mut budget).await?;
+            let status = resp.status();
+            let content_type = content_type(&resp);
             // A body cut while it was read is retried like a failed request.
-            let err = match resp.bytes().await {
+            let err = match read_body(resp, config.max_reply_bytes, &budget, config).await {
                 Ok(bytes) => {
+                    let bytes = strip_bom(bytes);
+                    let empty = bytes.trim_ascii().is_empty();
+                    if empty
+                        || !(content_type.contains("json") || bytes.trim_ascii().starts_with(b"{"))
+                    {
+                        return Err(unexpected_body(
+                            status,
+                            &content_type,
+                            &bytes,
+                            "a JSON response",
+                            &config.base_url,
+                        ));
+                    }
                     let out = wire::parse_response(&bytes, &req.tools)?;
                     tracing::debug!(
                         gen_ai.request.model = %config.model,
@@ -209,49 +281,13 @@ impl OpenAiModel {
                     );
                     return Ok(out);
                 }
-                Err(e) => transport_error(e, &self.inner.endpoint),
+                Err(BodyError::Http(e)) => transport_error(e, &self.inner.endpoint),
+                Err(BodyError::TooLarge(n)) => return Err(too_large(n, config)),
+                Err(BodyError::TimedOut(limit)) => self.timeout_error(limit, &budget, 0),
             };
-            if !err.is_retryable() || attempt >= config.max_retries {
-                return Err(err);
-            }
-            tokio::time::sleep(backoff(config, attempt)).await;
-            attempt += 1;
+            self.before_retry(err, None, &mut budget).await?;
         }
     }
-}
-
-/// The body of an error response, at most 64 KiB of it; empty if it cannot be read.
-async fn read_error_body(mut resp: reqwest::Response) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
-        out.extend_from_slice(&chunk);
-        if out.len() > 64 * 1024 {
-            break;
-        }
-    }
-    out
-}
-
-fn serialize(body: &serde_json::Value) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(body)
-        .map_err(|e| ModelError::other(format!("could not serialize the request: {e}")))
-}
-
-/// Exponential backoff with jitter: `initial * 2^attempt`, capped, then a random point in
-/// its upper half.
-fn backoff(config: &OpenAiConfig, attempt: u32) -> Duration {
-    let base = config
-        .initial_backoff
-        .saturating_mul(1u32 << attempt.min(20))
-        .min(config.max_backoff);
-    let half = base / 2;
-    let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-    let jitter = if nanos == 0 {
-        0
-    } else {
-        RandomState::new().hash_one((attempt, SystemTime::now())) % nanos
-    };
-    half + Duration::from_nanos(jitter)
 }
 
 impl Model for OpenAiModel {
@@ -276,6 +312,9 @@ impl Model for OpenAiModel {
             phase: Phase::Connect,
             pending: VecDeque::new(),
             assembler: Assembler::default(),
+            budget: Budget::new(&self.inner.config),
+            shown: false,
+            restart: None,
         };
         Box::pin(stream::unfold(state, |mut state| async move {
             let item = state.next().await?;
@@ -289,7 +328,7 @@ type Events<'a> = std::pin::Pin<
         dyn Stream<
                 Item = Result<
                     eventsource_stream::Event,
-                    eventsource_stream::EventStreamError<reqwest::Error>,
+                    eventsource_stream::EventStreamError<BodyError>,
                 >,
             > + Send
             + 'a,
@@ -308,6 +347,11 @@ struct StreamState<'a> {
     phase: Phase<'a>,
     pending: VecDeque<Result<ModelEvent, ModelError>>,
     assembler: Assembler,
+    budget: Budget,
+    /// Events of the current attempt went out to the consumer.
+    shown: bool,
+    /// Why the reply restarts, when a retry follows events already shown.
+    restart: Option<String>,
 }
 
 impl<'a> StreamState<'a> {
@@ -315,100 +359,182 @@ impl<'a> StreamState<'a> {
     async fn next(&mut self) -> Option<Result<ModelEvent, ModelError>> {
         loop {
             if let Some(item) = self.pending.pop_front() {
+                if matches!(item, Ok(ref e) if !matches!(e, ModelEvent::Done(_) | ModelEvent::Restart { .. }))
+                {
+                    self.shown = true;
+                }
                 return Some(item);
             }
+            let config = &self.model.inner.config;
             match &mut self.phase {
                 Phase::Over => return None,
                 Phase::Connect => {
-                    let config = &self.model.inner.config;
                     let body = match serialize(&wire::request_body(config, self.req, true)) {
                         Ok(body) => body,
                         Err(e) => return Some(self.fail(e)),
                     };
-                    let resp = match self.model.send(&body, true).await {
+                    let resp = match self.model.send(&body, true, &mut self.budget).await {
                         Ok(resp) => resp,
                         Err(e) => return Some(self.fail(e)),
                     };
-                    let is_json = resp
-                        .headers()
-                        .get(CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
-                    if is_json {
-                        // A server that ignores `stream: true` and answers in one piece.
-                        self.phase = Phase::Over;
-                        let bytes = match resp.bytes().await {
-                            Ok(bytes) => bytes,
+                    if let Some(reason) = self.restart.take() {
+                        self.pending.push_back(Ok(ModelEvent::Restart { reason }));
+                    }
+                    let status = resp.status();
+                    let content_type = content_type(&resp);
+                    if content_type.contains("event-stream") {
+                        let bytes = guarded(
+                            resp,
+                            self.budget.limit(Limit::FirstByte, config),
+                            config.idle_timeout,
+                            self.budget.deadline,
+                            config.max_reply_bytes,
+                        );
+                        self.phase = Phase::Reading(Box::pin(without_bom(bytes).eventsource()));
+                        continue;
+                    }
+                    // Not an event stream: a server that ignores `stream: true` and answers
+                    // in one piece, events under another content type, or something else.
+                    let bytes =
+                        match read_body(resp, config.max_reply_bytes, &self.budget, config).await {
+                            Ok(bytes) => strip_bom(bytes),
                             Err(e) => {
-                                return Some(Err(transport_error(e, &self.model.inner.endpoint)));
+                                let err = self.body_error(e);
+                                if let Some(item) = self.retry(err).await {
+                                    return Some(item);
+                                }
+                                continue;
                             }
                         };
-                        let bytes = strip_bom(bytes);
-                        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-                        if first != Some(&b'{') {
-                            // Events after all, under the wrong content type.
-                            let body = stream::once(async move { Ok::<_, reqwest::Error>(bytes) });
-                            self.phase = Phase::Reading(Box::pin(body.eventsource()));
-                            continue;
-                        }
+                    let start = bytes.trim_ascii_start();
+                    if start.starts_with(b"{") {
+                        self.phase = Phase::Over;
                         match wire::parse_response(&bytes, &self.req.tools) {
                             Ok(response) => self
                                 .pending
                                 .extend(response.into_events().into_iter().map(Ok)),
                             Err(e) => return Some(Err(e)),
                         }
+                    } else if [&b"data:"[..], b":", b"event:", b"id:"]
+                        .iter()
+                        .any(|p| start.starts_with(p))
+                    {
+                        let body = stream::once(async move { Ok::<_, BodyError>(bytes) });
+                        self.phase = Phase::Reading(Box::pin(without_bom(body).eventsource()));
                     } else {
-                        self.phase = Phase::Reading(Box::pin(
-                            without_bom(resp.bytes_stream()).eventsource(),
-                        ));
+                        return Some(self.fail(unexpected_body(
+                            status,
+                            &content_type,
+                            &bytes,
+                            "an event stream",
+                            &config.base_url,
+                        )));
                     }
                 }
-                Phase::Reading(events) => match events.next().await {
-                    Some(Ok(event)) => {
-                        let data = event.data.trim();
-                        if data.is_empty() {
-                            continue;
-                        }
-                        if data == "[DONE]" {
-                            return Some(self.done());
-                        }
-                        let mut out = Vec::new();
-                        let res = self.assembler.push_data(data, &self.req.tools, &mut out);
-                        self.pending.extend(out.into_iter().map(Ok));
-                        if let Err(e) = res {
-                            self.pending.push_back(Err(e));
-                            self.phase = Phase::Over;
-                        }
-                    }
-                    Some(Err(e)) if self.assembler.has_finished() => {
-                        // The reply was complete (it had its finish_reason); only the end of
-                        // the stream was lost.
-                        tracing::debug!("the event stream failed after the reply finished: {e}");
-                        return Some(self.done());
-                    }
-                    Some(Err(e)) => {
-                        let err = match e {
-                            eventsource_stream::EventStreamError::Transport(e) => {
-                                let cause = transport_error(e, &self.model.inner.endpoint);
-                                self.assembler
-                                    .truncation_error(&format!("failed ({cause})"))
+                Phase::Reading(events) => {
+                    match events.next().await {
+                        Some(Ok(event)) => {
+                            let data = event.data.trim();
+                            if data.is_empty() {
+                                continue;
                             }
-                            other => ModelError::invalid_response(format!(
-                                "the event stream could not be read: {other}"
-                            )),
-                        };
-                        return Some(self.fail(err));
-                    }
-                    None => {
-                        if self.assembler.has_finished() {
-                            // Servers that do not send `[DONE]`.
+                            if data == "[DONE]" {
+                                return Some(self.done());
+                            }
+                            let mut out = Vec::new();
+                            let res = self.assembler.push_data(data, &self.req.tools, &mut out);
+                            self.pending.extend(out.into_iter().map(Ok));
+                            if let Err(e) = res {
+                                // An error event: retried when it may pass.
+                                if let Some(item) = self.retry(e).await {
+                                    self.pending.push_back(item);
+                                }
+                            }
+                        }
+                        Some(Err(e)) if self.assembler.has_finished() => {
+                            // The reply was complete (it had its finish_reason); only the end
+                            // of the stream was lost.
+                            tracing::debug!(
+                                "the event stream failed after the reply finished: {e}"
+                            );
                             return Some(self.done());
                         }
-                        let err = self.assembler.truncation_error("ended");
-                        return Some(self.fail(err));
+                        Some(Err(e)) => {
+                            let err = match e {
+                                eventsource_stream::EventStreamError::Transport(e) => {
+                                    self.body_error(e)
+                                }
+                                other => ModelError::invalid_response(format!(
+                                    "the event stream could not be read: {other}"
+                                )),
+                            };
+                            if let Some(item) = self.retry(err).await {
+                                return Some(item);
+                            }
+                        }
+                        None => {
+                            if self.assembler.has_finished() {
+                                // Servers that do not send `[DONE]`.
+                                return Some(self.done());
+                            }
+                            let err = if self.assembler.chunks() == 0 {
+                                ModelError::invalid_response(format!(
+                                    "the event stream from {} ended before its first event; \
+                                     check the base URL and the server's logs",
+                                    config.base_url
+                                ))
+                            } else {
+                                self.assembler.truncation_error("ended")
+                            };
+                            if let Some(item) = self.retry(err).await {
+                                return Some(item);
+                            }
+                        }
                     }
-                },
+                }
             }
+        }
+    }
+
+    /// The error of a body that could not be read.
+    fn body_error(&self, err: BodyError) -> ModelError {
+        let config = &self.model.inner.config;
+        match err {
+            BodyError::Http(e) => {
+                let cause = transport_error(e, &self.model.inner.endpoint);
+                self.assembler
+                    .truncation_error(&format!("failed ({cause})"))
+            }
+            BodyError::TooLarge(n) => too_large(n, config),
+            BodyError::TimedOut(limit) => {
+                self.model
+                    .timeout_error(limit, &self.budget, self.assembler.chunks())
+            }
+        }
+    }
+
+    /// Starts the request again after `err` when it may pass and the budget allows (`None`:
+    /// the caller goes on with the next attempt); otherwise ends the stream with the error.
+    async fn retry(&mut self, err: ModelError) -> Option<Result<ModelEvent, ModelError>> {
+        let shown = self.shown;
+        let reason = err.message().to_owned();
+        match self.model.before_retry(err, None, &mut self.budget).await {
+            Ok(()) => {
+                // What was queued but not shown is dropped with the attempt.
+                self.pending.clear();
+                self.assembler = Assembler::default();
+                self.phase = Phase::Connect;
+                if shown {
+                    self.restart = Some(format!(
+                        "{reason}; retrying (attempt {} of {}, the reply starts again)",
+                        self.budget.attempt + 1,
+                        self.model.inner.config.max_retries + 1
+                    ));
+                }
+                self.shown = false;
+                None
+            }
+            Err(err) => Some(self.fail(err)),
         }
     }
 
@@ -427,54 +553,5 @@ impl<'a> StreamState<'a> {
             "chat completion stream",
         );
         Ok(ModelEvent::Done(response))
-    }
-}
-
-/// The UTF-8 byte order mark some servers put before a body.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// A body without a leading byte order mark.
-fn strip_bom(bytes: bytes::Bytes) -> bytes::Bytes {
-    if bytes.starts_with(BOM) {
-        bytes.slice(BOM.len()..)
-    } else {
-        bytes
-    }
-}
-
-/// A byte stream without a leading byte order mark (the SSE parser cannot take one). The mark
-/// is looked for in the first non-empty chunk.
-fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
-where
-    S: futures::Stream<Item = Result<bytes::Bytes, E>>,
-{
-    let mut at_start = true;
-    chunks.map(move |chunk| {
-        chunk.map(|bytes| {
-            if !at_start || bytes.is_empty() {
-                return bytes;
-            }
-            at_start = false;
-            strip_bom(bytes)
-        })
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_with_jitter_and_is_capped() {
-        let config = OpenAiConfig::new("m")
-            .with_backoff(Duration::from_millis(100), Duration::from_millis(1000));
-        for attempt in 0..30 {
-            let d = backoff(&config, attempt);
-            let base = (100u64 << attempt.min(20)).min(1000);
-            let d = d.as_millis() as u64;
-            assert!(d >= base / 2 && d <= base, "attempt {attempt}: {d}ms");
-        }
-        let zero = OpenAiConfig::new("m").with_backoff(Duration::ZERO, Duration::ZERO);
-        assert_eq!(backoff(&zero, 3), Duration::ZERO);
     }
 }

@@ -176,6 +176,11 @@ impl Assembler {
         }
     }
 
+    /// How many chunks arrived.
+    pub(crate) fn chunks(&self) -> usize {
+        self.chunks
+    }
+
     /// Whether the server said why it stopped.
     pub(crate) fn has_finished(&self) -> bool {
         self.finish_reason.is_some()

@@ -43,7 +43,7 @@ pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bo
             body.insert("temperature".into(), Value::Number(n));
         }
     }
-    if let Some(max) = req.max_tokens {
+    if let Some(max) = req.max_tokens.or(config.max_tokens) {
         let field = match config.max_tokens_field {
             MaxTokensField::MaxTokens => "max_tokens",
             MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
@@ -104,7 +104,7 @@ fn assistant_message(m: &Message) -> Value {
             json!({
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
+                "function": {"name": c.name, "arguments": history_arguments(&c.arguments)},
             })
         })
         .collect();
@@ -115,6 +115,22 @@ fn assistant_message(m: &Message) -> Value {
         msg["tool_calls"] = Value::Array(calls);
     }
     msg
+}
+
+/// The arguments of a past call as they are sent back: the model's text when it is a JSON
+/// object, `{}` when it is empty, and otherwise the text kept whole inside
+/// `{"invalid_arguments": "…"}`: servers that parse the history (vLLM, llama.cpp's chat
+/// templates) reject arguments that are not a JSON object, and the model still sees what it
+/// wrote.
+pub(crate) fn history_arguments(arguments: &str) -> String {
+    let trimmed = arguments.trim();
+    if trimmed.is_empty() {
+        return "{}".to_owned();
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Object(_)) => arguments.to_owned(),
+        _ => json!({"invalid_arguments": arguments}).to_string(),
+    }
 }
 
 fn tool(def: &ToolDefinition, strict: bool) -> Value {
@@ -228,14 +244,34 @@ pub(crate) struct WireUsage {
     pub prompt_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<WirePromptDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<WireCompletionDetails>,
+}
+
+/// `usage.prompt_tokens_details`: the cached part of the prompt.
+#[derive(Debug, Default, Deserialize, Clone, Copy)]
+pub(crate) struct WirePromptDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// `usage.completion_tokens_details`: the reasoning part of the completion.
+#[derive(Debug, Default, Deserialize, Clone, Copy)]
+pub(crate) struct WireCompletionDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for Usage {
     fn from(u: WireUsage) -> Self {
-        Usage::new(
-            u.prompt_tokens.unwrap_or_default(),
-            u.completion_tokens.unwrap_or_default(),
-        )
+        let mut usage = Usage::default();
+        usage.input_tokens = u.prompt_tokens;
+        usage.output_tokens = u.completion_tokens;
+        usage.cached_input_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        usage.reasoning_tokens = u.completion_tokens_details.and_then(|d| d.reasoning_tokens);
+        usage
     }
 }
 
@@ -467,6 +503,20 @@ mod tests {
         assert!(!can_be_strict(&json!({"type": "object", "properties": {
             "m": {"type": "object", "additionalProperties": {"type": "string"}}
         }})));
+    }
+
+    #[test]
+    fn history_arguments_are_always_a_json_object() {
+        assert_eq!(
+            history_arguments(r#"{"city":"北京"}"#),
+            r#"{"city":"北京"}"#
+        );
+        assert_eq!(history_arguments("  "), "{}");
+        assert_eq!(
+            history_arguments(r#"{"city":"北"#),
+            r#"{"invalid_arguments":"{\"city\":\"北"}"#
+        );
+        assert_eq!(history_arguments("[1]"), r#"{"invalid_arguments":"[1]"}"#);
     }
 
     #[test]

@@ -201,8 +201,8 @@ async fn generate_parallel_tool_calls() {
     serve(&server, json_reply("chat_parallel_tool_calls.json")).await;
     let model = OpenAiModel::new(
         config_for(&server.uri())
-            .with_parallel_tool_calls(true)
-            .with_max_tokens_field(MaxTokensField::MaxCompletionTokens),
+            .parallel_tool_calls(true)
+            .max_tokens_field(MaxTokensField::MaxCompletionTokens),
     )
     .unwrap();
     let req = ask("北京天气怎么样？再算一下 7 乘以 8。")
@@ -244,7 +244,7 @@ async fn history_with_tool_calls_and_results_is_sent_as_servers_accept_it() {
             "labels": {"type": "object", "additionalProperties": {"type": "string"}}
         }}),
     };
-    let model = OpenAiModel::new(config_for(&server.uri()).with_strict_tools(true)).unwrap();
+    let model = OpenAiModel::new(config_for(&server.uri()).strict_tools(true)).unwrap();
     let history = vec![
         Message::system("回答要简短。"),
         Message::user("北京和上海天气怎么样？"),
@@ -323,9 +323,9 @@ async fn no_key_means_no_authorization_header_and_extra_fields_are_merged() {
     let server = MockServer::start().await;
     serve(&server, json_reply("chat_default.json")).await;
     let mut config = config_for(&server.uri())
-        .with_header("X-Gateway", "tinyagent")
-        .with_extra_body("seed", json!(42))
-        .with_extra_body("top_p", json!(0.5));
+        .header("X-Gateway", "tinyagent")
+        .extra_body("seed", json!(42))
+        .extra_body("top_p", json!(0.5));
     config.api_key = None;
     let model = OpenAiModel::new(config).unwrap();
     model.generate(&ask("你好")).await.unwrap();
@@ -405,8 +405,7 @@ async fn stream_a_tool_call_assembled_from_pieces() {
 async fn stream_parallel_tool_calls_with_interleaved_pieces() {
     let server = MockServer::start().await;
     serve(&server, sse_reply("stream_parallel_tool_calls.sse")).await;
-    let model =
-        OpenAiModel::new(config_for(&server.uri()).with_parallel_tool_calls(false)).unwrap();
+    let model = OpenAiModel::new(config_for(&server.uri()).parallel_tool_calls(false)).unwrap();
     let req = ask("北京天气怎么样？再算一下 7 乘以 8。")
         .with_tools(vec![weather_def(), calculator_def()]);
     let (events, err) = stream_all(&model, &req).await;
@@ -497,8 +496,13 @@ async fn a_stream_cut_mid_tool_call_is_an_error_without_done() {
     assert!(err.message().contains("ended before"), "{err}");
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::Done(_))));
     assert!(matches!(events[0], ModelEvent::ToolCallStart { .. }));
-    // Not retried: events were already delivered.
-    assert_eq!(validated_bodies(&server).await.len(), 1);
+    // Retried twice (the default), each time after telling the consumer to start over.
+    let restarts = events
+        .iter()
+        .filter(|e| matches!(e, ModelEvent::Restart { .. }))
+        .count();
+    assert_eq!(restarts, 2, "{events:#?}");
+    assert_eq!(validated_bodies(&server).await.len(), 3);
 }
 
 #[tokio::test]
@@ -517,7 +521,8 @@ async fn an_error_inside_a_stream_is_an_error() {
         ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"),
     )
     .await;
-    let (events, err) = stream_all(&model_for(&server), &ask("Hello!")).await;
+    let model = OpenAiModel::new(config_for(&server.uri()).max_retries(0)).unwrap();
+    let (events, err) = stream_all(&model, &ask("Hello!")).await;
     let err = err.unwrap();
     assert_eq!(err.kind(), ModelErrorKind::Unavailable);
     assert!(err.message().contains("while processing"), "{err}");
@@ -608,7 +613,7 @@ async fn repeated_503_gives_up_after_the_retries() {
         ResponseTemplate::new(503).set_body_raw(fixture("error_503.json"), "application/json"),
     )
     .await;
-    let model = OpenAiModel::new(config_for(&server.uri()).with_max_retries(3)).unwrap();
+    let model = OpenAiModel::new(config_for(&server.uri()).max_retries(3)).unwrap();
     let err = model.generate(&ask("Hello!")).await.unwrap_err();
     assert_eq!(err.kind(), ModelErrorKind::Unavailable);
     assert!(err.is_retryable());
@@ -623,7 +628,7 @@ async fn repeated_503_gives_up_after_the_retries() {
         ResponseTemplate::new(502).set_body_string("<html>Bad Gateway</html>"),
     )
     .await;
-    let model = OpenAiModel::new(config_for(&server.uri()).with_max_retries(1)).unwrap();
+    let model = OpenAiModel::new(config_for(&server.uri()).max_retries(1)).unwrap();
     let (events, err) = stream_all(&model, &ask("Hello!")).await;
     assert!(events.is_empty());
     let err = err.unwrap();
@@ -774,16 +779,18 @@ async fn a_server_that_never_answers_times_out() {
     .await;
     let model = OpenAiModel::new(
         config_for(&server.uri())
-            .with_read_timeout(Duration::from_millis(300))
-            .with_max_retries(1),
+            .silence_timeout(Duration::from_millis(300))
+            .max_retries(1),
     )
     .unwrap();
-    let started = Instant::now();
-    let err = model.generate(&ask("Hello!")).await.unwrap_err();
+    // Bounded waits: the 300 ms read timeout must end each call long before the server's
+    // 30 s delay would.
+    let err = within_20s(model.generate(&ask("Hello!")))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ModelErrorKind::TimedOut, "{err}");
-    assert!(err.message().contains("timed out"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(10));
-    let (_, err) = stream_all(&model, &ask("Hello!")).await;
+    assert!(err.message().contains("first-byte timeout"), "{err}");
+    let (_, err) = within_20s(stream_all(&model, &ask("Hello!"))).await;
     assert_eq!(err.unwrap().kind(), ModelErrorKind::TimedOut);
     // One try and one retry for each call.
     assert_eq!(validated_bodies(&server).await.len(), 4);
@@ -791,13 +798,13 @@ async fn a_server_that_never_answers_times_out() {
 
 #[tokio::test]
 async fn nothing_listening_is_unavailable() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    // A port bound for the whole test but never listened on: connections are refused, and no
+    // other process can start listening there meanwhile.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
     let model =
-        OpenAiModel::new(config_for(&format!("http://127.0.0.1:{port}")).with_max_retries(1))
-            .unwrap();
+        OpenAiModel::new(config_for(&format!("http://127.0.0.1:{port}")).max_retries(1)).unwrap();
     let err = model.generate(&ask("Hello!")).await.unwrap_err();
     assert_eq!(err.kind(), ModelErrorKind::Unavailable, "{err}");
     assert!(err.message().contains("could not connect"), "{err}");
@@ -858,7 +865,7 @@ async fn a_connection_dropped_mid_stream_is_an_error() {
     response.extend_from_slice(format!("{:x}\r\n{partial}\r\n", partial.len()).as_bytes());
     // The connection closes without the last chunk: a broken transfer.
     let base = raw_server(response.clone(), false).await;
-    let model = OpenAiModel::new(config_for(&base).with_max_retries(0)).unwrap();
+    let model = OpenAiModel::new(config_for(&base).max_retries(0)).unwrap();
     let req = ask("北京天气怎么样？").with_tools(vec![weather_def()]);
     let (events, err) = stream_all(&model, &req).await;
     let err = err.expect("an error");
@@ -869,16 +876,22 @@ async fn a_connection_dropped_mid_stream_is_an_error() {
     let base = raw_server(response, true).await;
     let model = OpenAiModel::new(
         config_for(&base)
-            .with_read_timeout(Duration::from_millis(300))
-            .with_max_retries(0),
+            .silence_timeout(Duration::from_millis(300))
+            .max_retries(0),
     )
     .unwrap();
-    let started = Instant::now();
-    let (events, err) = stream_all(&model, &req).await;
+    let (events, err) = within_20s(stream_all(&model, &req)).await;
     let err = err.expect("an error");
-    assert!(err.message().contains("timed out"), "{err}");
+    assert!(err.message().contains("idle timeout"), "{err}");
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::Done(_))));
-    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// `fut`'s output, failing the test if it takes 20 s: for calls that a short timeout of their
+/// own must end (a bound, not a measurement).
+async fn within_20s<T>(fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), fut)
+        .await
+        .expect("the call's own timeout did not end it within 20 s")
 }
 
 #[tokio::test]
@@ -896,9 +909,9 @@ async fn request_bodies_for_every_option_match_the_spec() {
         ] {
             let model = OpenAiModel::new(
                 config_for(&server.uri())
-                    .with_strict_tools(strict)
-                    .with_parallel_tool_calls(strict)
-                    .with_stream_usage(strict),
+                    .strict_tools(strict)
+                    .parallel_tool_calls(strict)
+                    .stream_usage(strict),
             )
             .unwrap();
             let mut req = ask("你好").with_tools(tools.clone()).with_temperature(0.0);

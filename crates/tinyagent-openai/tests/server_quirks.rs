@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use tinyagent::{FinishReason, Message, Model, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{
+    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
+};
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
@@ -12,10 +14,10 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn config(base: &str) -> OpenAiConfig {
     OpenAiConfig::new("m")
-        .with_base_url(format!("{base}/v1"))
-        .with_api_key("sk-test")
-        .with_backoff(Duration::from_millis(1), Duration::from_millis(5))
-        .with_read_timeout(Duration::from_secs(3))
+        .base_url(format!("{base}/v1"))
+        .api_key("sk-test")
+        .backoff(Duration::from_millis(1), Duration::from_millis(5))
+        .silence_timeout(Duration::from_secs(3))
 }
 
 async fn serve(body: &str, content_type: &str) -> MockServer {
@@ -129,7 +131,7 @@ async fn a_stream_lost_after_the_reply_finished_still_gives_the_reply() {
     let mut reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
     reply.extend_from_slice(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes());
     let (base, _) = raw_server(vec![reply]).await;
-    let model = OpenAiModel::new(config(&base).with_max_retries(0)).unwrap();
+    let model = OpenAiModel::new(config(&base).max_retries(0)).unwrap();
     let response = streamed(&model).await.unwrap();
     assert_eq!(response.message.text(), "hi");
     assert_eq!(response.finish_reason, FinishReason::Stop);
@@ -139,8 +141,8 @@ async fn a_stream_lost_after_the_reply_finished_still_gives_the_reply() {
 fn debug_output_hides_extra_headers_and_the_key() {
     let model = OpenAiModel::new(
         OpenAiConfig::new("m")
-            .with_api_key("sk-AUTHSECRET")
-            .with_header("api-key", "AZURESECRET42"),
+            .api_key("sk-AUTHSECRET")
+            .header("api-key", "AZURESECRET42"),
     )
     .unwrap();
     let debug = format!("{model:?}");
@@ -196,9 +198,22 @@ async fn retries_of_a_failed_request_and_of_a_cut_body_share_one_budget() {
     let error = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".to_vec();
     let cut = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n{\"choi".to_vec();
     let (base, requests) = raw_server(vec![error, cut]).await;
-    let model = OpenAiModel::new(config(&base).with_max_retries(1)).unwrap();
+    let model = OpenAiModel::new(config(&base).max_retries(1)).unwrap();
     let req = ModelRequest::new(vec![Message::user("hi")]);
-    assert!(model.generate(&req).await.is_err());
+    let err = model
+        .generate(&req)
+        .await
+        .expect_err("both tries failed: a 500, then a body cut short");
+    // The error is the last failure's, the cut body, and says so; another try may pass.
+    assert_eq!(err.kind(), ModelErrorKind::Unavailable, "{err}");
+    assert!(err.is_retryable(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "the connection failed while reading from {base}/v1/chat/completions"
+        )),
+        "{text}"
+    );
     assert_eq!(
         requests.load(std::sync::atomic::Ordering::SeqCst),
         2,

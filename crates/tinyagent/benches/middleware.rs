@@ -1,4 +1,4 @@
-//! The cost of the middleware stack: the seed's calculator bare, and wrapped in logging (no
+//! The cost of the middleware stack: the tutorial's calculator bare, and wrapped in logging (no
 //! subscriber listening) + timeout + retry.
 //!
 //! Run with `cargo bench --bench middleware -- --warm-up-time 1 --measurement-time 3`.

@@ -1,4 +1,4 @@
-//! The seed's tool-system demo (`main.go` of the tutorial), in Rust.
+//! The tutorial's tool-system demo (`main.go` of the tutorial), in Rust.
 //!
 //! Run with `cargo run --example tools_demo`.
 

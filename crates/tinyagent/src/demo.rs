@@ -1,4 +1,4 @@
-//! The seed's demo tools: weather, calculator, current time and translator.
+//! The tutorial's demo tools: weather, calculator, current time and translator.
 //!
 //! They are what the tutorial builds in its `main.go`, kept here so that the examples, the
 //! command-line program and the MCP server all offer the same tools. Enabled by the `demo`
@@ -10,9 +10,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolContext, ToolHints};
 use crate::tools;
+use crate::tools::{Tool, ToolHints};
 
 /// A temperature unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -73,7 +74,7 @@ pub async fn get_weather(
     })
 }
 
-/// The seed's `get_weather` tool.
+/// TinyAgent's `get_weather` tool.
 pub fn weather_tool() -> Arc<dyn Tool> {
     let tool = tools::try_new_func("get_weather", "获取指定城市的实时天气信息", get_weather)
         .expect("a valid tool name")
@@ -119,7 +120,7 @@ pub struct CalcOutput {
     pub expression: String,
 }
 
-/// Computes one operation; the seed's `calculate`.
+/// Computes one operation; TinyAgent's `calculate`.
 pub async fn calculate(_ctx: ToolContext, input: CalcInput) -> Result<CalcOutput, ToolError> {
     calculate_sync(&input)
 }
@@ -174,7 +175,7 @@ pub fn calculate_sync(input: &CalcInput) -> Result<CalcOutput, ToolError> {
     Ok(CalcOutput { result, expression })
 }
 
-/// The seed's `calculator` tool.
+/// TinyAgent's `calculator` tool.
 pub fn calculator_tool() -> Arc<dyn Tool> {
     let tool = tools::try_new_func("calculator", "执行数学运算", calculate)
         .expect("a valid tool name")
@@ -194,7 +195,7 @@ pub fn format_time(timezone: &str, at: jiff::Timestamp) -> Result<String, ToolEr
     ))
 }
 
-/// The seed's `get_current_time` tool, made with a hand-written schema through
+/// TinyAgent's `get_current_time` tool, made with a hand-written schema through
 /// [`tools::new_tool`].
 pub fn time_tool() -> Arc<dyn Tool> {
     #[derive(Deserialize)]
@@ -228,8 +229,8 @@ pub fn time_tool() -> Arc<dyn Tool> {
     Arc::new(tool)
 }
 
-/// The seed's `translator`: an agent-style tool (schema `{"message": string}`) that, as in the
-/// seed's demo, answers with a canned translation rather than running a model.
+/// TinyAgent's `translator`: an agent-style tool (schema `{"message": string}`) that, as in the
+/// tutorial's demo, answers with a canned translation rather than running a model.
 pub fn translator_tool() -> Arc<dyn Tool> {
     tools::new_agent_tool_fn(
         "translator",

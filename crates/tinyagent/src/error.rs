@@ -1,4 +1,5 @@
-//! The error every tool returns: [`ToolError`], with its [`ToolErrorKind`].
+//! The error every tool returns: [`ToolError`], with its [`ToolErrorKind`]; and the core it
+//! shares with [`ModelError`](crate::ModelError).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -7,7 +8,8 @@ use std::fmt;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What went wrong in a tool call, in broad classes that middleware and the agent loop act on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolErrorKind {
     /// The input was not what the tool accepts (bad JSON, wrong types, missing fields, schema
@@ -58,6 +60,121 @@ impl fmt::Display for ToolErrorKind {
     }
 }
 
+impl ErrorKind for ToolErrorKind {
+    fn default_retryable(self) -> bool {
+        ToolErrorKind::default_retryable(self)
+    }
+}
+
+/// What the shared error core needs of a kind.
+pub(crate) trait ErrorKind:
+    Copy + fmt::Debug + fmt::Display + Send + Sync + 'static
+{
+    /// Whether errors of this kind are retryable unless said otherwise.
+    fn default_retryable(self) -> bool;
+}
+
+/// The body [`ToolError`] and [`ModelError`](crate::ModelError) share: a kind, a message, a
+/// retryable flag and the underlying error. The public types wrap it and add what is their
+/// own (constructors per kind, `Display`); [`error_type!`] writes the rest once for both.
+pub(crate) struct ErrorCore<K> {
+    pub(crate) kind: K,
+    pub(crate) message: Cow<'static, str>,
+    pub(crate) retryable: bool,
+    pub(crate) source: Option<BoxError>,
+}
+
+impl<K: ErrorKind> ErrorCore<K> {
+    pub(crate) fn new(kind: K, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            retryable: kind.default_retryable(),
+            source: None,
+        }
+    }
+
+    pub(crate) fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+
+    pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(name)
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .field("retryable", &self.retryable)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// The methods every error type built on [`ErrorCore`] has, written once.
+macro_rules! error_type {
+    ($name:ident, $kind:ty) => {
+        impl $name {
+            /// An error of the given kind, retryable as the kind says by default.
+            pub fn new(kind: $kind, message: impl Into<::std::borrow::Cow<'static, str>>) -> Self {
+                Self($crate::error::ErrorCore::new(kind, message))
+            }
+
+            /// Marks the error as retryable or not, overriding the kind's default.
+            #[must_use]
+            pub fn retryable(mut self, retryable: bool) -> Self {
+                self.0.retryable = retryable;
+                self
+            }
+
+            /// Attaches the underlying error, kept for operators (`Display` does not show it;
+            /// [`std::error::Error::source`] returns it).
+            #[must_use]
+            pub fn with_source(mut self, source: impl Into<$crate::BoxError>) -> Self {
+                self.0.source = Some(source.into());
+                self
+            }
+
+            /// Replaces the message, keeping kind, retryable flag and source.
+            #[must_use]
+            pub fn with_message(
+                mut self,
+                message: impl Into<::std::borrow::Cow<'static, str>>,
+            ) -> Self {
+                self.0.message = message.into();
+                self
+            }
+
+            /// The kind of failure.
+            pub fn kind(&self) -> $kind {
+                self.0.kind
+            }
+
+            /// The message, without the kind or the source.
+            pub fn message(&self) -> &str {
+                &self.0.message
+            }
+
+            /// Whether trying the same call again may succeed.
+            pub fn is_retryable(&self) -> bool {
+                self.0.retryable
+            }
+        }
+
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                self.0.debug(stringify!($name), f)
+            }
+        }
+
+        impl ::std::error::Error for $name {
+            fn source(&self) -> Option<&(dyn ::std::error::Error + 'static)> {
+                self.0.source()
+            }
+        }
+    };
+}
+pub(crate) use error_type;
+
 /// The error of a tool call.
 ///
 /// It carries a [`kind`](Self::kind) that middleware acts on, a
@@ -73,26 +190,12 @@ impl fmt::Display for ToolErrorKind {
 /// assert!(err.is_retryable());
 /// assert_eq!(err.to_string(), "upstream returned 502");
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
-pub struct ToolError {
-    kind: ToolErrorKind,
-    message: Cow<'static, str>,
-    retryable: bool,
-    source: Option<BoxError>,
-}
+pub struct ToolError(ErrorCore<ToolErrorKind>);
+
+error_type!(ToolError, ToolErrorKind);
 
 impl ToolError {
-    /// An error of the given kind, retryable as the kind says by default.
-    pub fn new(kind: ToolErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            retryable: kind.default_retryable(),
-            source: None,
-        }
-    }
-
     /// The input was not acceptable; see [`ToolErrorKind::InvalidInput`].
     pub fn invalid_input(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(ToolErrorKind::InvalidInput, message)
@@ -142,63 +245,16 @@ impl ToolError {
         let boxed: BoxError = err.into();
         match boxed.downcast::<ToolError>() {
             Ok(tool_err) => *tool_err,
-            Err(other) => Self {
-                kind: ToolErrorKind::Failed,
-                message: Cow::Owned(other.to_string()),
-                retryable: false,
-                source: Some(other),
-            },
+            Err(other) => Self::failed(other.to_string())
+                .retryable(false)
+                .with_source(other),
         }
-    }
-
-    /// Marks the error as retryable or not, overriding the kind's default.
-    #[must_use]
-    pub fn retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
-        self
-    }
-
-    /// Attaches the underlying error, kept for operators (not shown to the model).
-    #[must_use]
-    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
-        self.source = Some(source.into());
-        self
-    }
-
-    /// Replaces the message, keeping kind, retryable flag and source.
-    #[must_use]
-    pub fn with_message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
-        self.message = message.into();
-        self
-    }
-
-    /// The kind of failure.
-    pub fn kind(&self) -> ToolErrorKind {
-        self.kind
-    }
-
-    /// The message meant for the model.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// Whether trying the same call again may succeed.
-    pub fn is_retryable(&self) -> bool {
-        self.retryable
     }
 }
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ToolError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        f.write_str(self.message())
     }
 }
 
@@ -247,6 +303,21 @@ mod tests {
 
         let from_string = ToolError::from_error(String::from("除数不能为零"));
         assert_eq!(from_string.message(), "除数不能为零");
+    }
+
+    #[test]
+    fn messages_can_be_replaced_and_debug_names_the_type() {
+        let err = ToolError::denied("no")
+            .with_message("not today")
+            .with_source(DiskFull);
+        assert_eq!(err.kind(), ToolErrorKind::Denied);
+        assert_eq!(err.to_string(), "not today");
+        assert_eq!(err.source().unwrap().to_string(), "disk full");
+        let debug = format!("{err:?}");
+        assert!(
+            debug.starts_with("ToolError { kind: Denied, message: \"not today\", retryable: false"),
+            "{debug}"
+        );
     }
 
     #[test]

@@ -31,9 +31,10 @@
 //! # }).unwrap();
 //! ```
 //!
-//! The pieces, with the seed's names:
+//! Coming from the Go framework TinyAgent? [`coming_from_go`] maps its names to these. The
+//! pieces:
 //!
-//! - [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`], [`ToolError`], [`ToolHints`];
+//! - [`Tool`], [`Handler`], [`HandleFunc`] (made by [`handler_fn`]), [`ToolContext`], [`ToolError`], [`ToolHints`];
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
 //!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`],
 //!   [`tools::ToolResolver`], [`tools::new_agent_tool`];
@@ -44,36 +45,55 @@
 //!   `tools::ToolMiddleware::from_tower`;
 //! - [`Model`] with [`ModelRequest`], [`ModelResponse`] and [`ModelEvent`]; [`Message`] and
 //!   its [`Part`]s;
-//! - [`Agent`], [`LlmAgent`] (built like the seed's `NewAgent`), [`Invocation`], [`Session`],
-//!   [`Event`];
+//! - [`Agent`], [`LlmAgent`] (built like TinyAgent's `NewAgent`), [`Invocation`], [`Session`],
+//!   [`Event`] (with a stable JSON shape), [`Budget`] (what one invocation tree may spend);
 //! - [`testing`]: a scripted model for tests.
 
 pub mod agent;
+#[doc = include_str!("../docs/coming_from_go.md")]
+pub mod coming_from_go {}
+mod budget;
+mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod error;
 mod message;
 mod model;
-mod session;
 pub mod testing;
-mod tool;
-pub mod tools;
 
-pub use agent::{Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, LlmAgentBuilder};
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
+pub mod tools;
+mod util;
+
+pub use agent::{Agent, AgentError, AgentExt, Event, LlmAgent, LlmAgentBuilder};
+pub use budget::{
+    Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
+    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
+};
+pub use context::{Invocation, Session, State, ToolContext};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{
     FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
     ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
 };
-pub use session::{Session, State};
-pub use tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
+pub use tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
+pub use util::BoxFuture;
+
+/// The JSON Schema crate tool input types derive [`JsonSchema`](schemars::JsonSchema) from,
+/// re-exported so that its version always matches the one tinyagent builds schemas with.
+pub use schemars;
+/// The JSON crate of tinyagent's public API (schemas, arguments, session state), re-exported
+/// so that its version always matches.
+pub use serde_json;
 
 /// The names most programs need: `use tinyagent::prelude::*;`.
 pub mod prelude {
     pub use crate::tools;
     pub use crate::{
-        Agent, AgentExt, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model, Session,
-        Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
+        Agent, AgentExt, Budget, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model,
+        Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, handler_fn,
     };
 }

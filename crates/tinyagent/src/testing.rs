@@ -6,14 +6,10 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use crate::model::{Model, ModelError, ModelRequest, ModelResponse};
-use crate::tool::BoxFuture;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::util::{BoxFuture, lock};
 
 /// A [`Model`] for tests: replays a list of prepared replies, one per request, and records
 /// every request it was sent.
@@ -21,6 +17,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// When the replies run out, a request fails with a [`ModelError`] saying so.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::sync::Arc;
 /// use tinyagent::{AgentExt, LlmAgent, Session};
 /// use tinyagent::testing::{ScriptedModel, reply};
@@ -42,6 +39,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// assert_eq!(requests[0].tools.len(), 4);
 /// let result = requests[1].messages.last().unwrap().tool_results().next().unwrap().clone();
 /// assert!(result.content.contains("10.00 + 3.00 = 13.00"));
+/// # }
 /// ```
 pub struct ScriptedModel {
     replies: Mutex<VecDeque<Result<ModelResponse, ModelError>>>,

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
+use tinyagent::agent::{ConfigProblem, ToolSource};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, AgentTool, ToolResolverFunc};
+use tinyagent::tools::{self, AgentTool, resolver_fn};
 use tinyagent::{
     Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, ModelError, ModelErrorKind,
     ModelRequest, Role, Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
@@ -64,7 +65,7 @@ async fn collect(agent: &dyn Agent, inv: Invocation) -> (Vec<Event>, Option<Agen
 }
 
 // ---------------------------------------------------------------------------------------------
-// The seed's role-based resolver
+// The tutorial's role-based resolver
 // ---------------------------------------------------------------------------------------------
 
 struct RoleSetup {
@@ -81,7 +82,7 @@ fn role_setup() -> RoleSetup {
     let search_tool = counted("search", s.clone());
     let query_tool = counted("db_query", q.clone());
     let write_tool = counted("db_write", w.clone());
-    let by_role = ToolResolverFunc(move |inv: &Invocation| {
+    let by_role = resolver_fn(move |inv: &Invocation| {
         let mut offered = vec![search_tool.clone()];
         if inv.session().get_str("role").as_deref() == Some("admin") {
             offered.push(query_tool.clone());
@@ -163,14 +164,21 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(counted("search", calls.clone()))
-        .tool_resolver(ToolResolverFunc(move |_inv: &Invocation| {
+        .tool_resolver(resolver_fn(move |_inv: &Invocation| {
             let again = again.clone();
             async move { Ok::<_, ToolError>(vec![again]) }
         }))
         .build()
         .unwrap();
     let err = agent.ask(&Session::new(), "hi").await.unwrap_err();
-    assert!(matches!(err, AgentError::ToolConflict { .. }), "{err:?}");
+    assert!(
+        matches!(
+            &err,
+            AgentError::ToolConflict { name, first: ToolSource::Agent, second: ToolSource::Resolver(1) }
+                if name == "search"
+        ),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         "tool name \"search\" is offered twice in this invocation: by the agent's static tools \
@@ -183,7 +191,7 @@ async fn a_name_offered_twice_is_an_error_naming_both_sources() {
 async fn a_failing_resolver_ends_the_run_with_its_error() {
     let agent = LlmAgent::builder("a")
         .model(ScriptedModel::default())
-        .tool_resolver(ToolResolverFunc(|_inv: &Invocation| async {
+        .tool_resolver(resolver_fn(|_inv: &Invocation| async {
             Err::<Vec<Arc<dyn Tool>>, _>(ToolError::unavailable("MCP server down"))
         }))
         .build()
@@ -745,7 +753,9 @@ async fn a_run_reports_its_events_in_order() {
         .iter()
         .map(|e| match e {
             Event::TextDelta(t) => format!("delta {t}"),
-            Event::Usage { step, usage, .. } => format!("usage {step} {}", usage.total_tokens()),
+            Event::Usage { step, usage, .. } => {
+                format!("usage {step} {}", usage.total_tokens().unwrap_or(0))
+            }
             Event::Message(m) => format!("message {} calls", m.tool_calls().count()),
             Event::ToolCallStarted { call } => format!("start {}", call.name),
             Event::ToolCallFinished { result, .. } => {
@@ -756,7 +766,10 @@ async fn a_run_reports_its_events_in_order() {
                 usage,
                 steps,
             } => {
-                format!("finished {answer} {} {steps}", usage.total_tokens())
+                format!(
+                    "finished {answer} {} {steps}",
+                    usage.total_tokens().unwrap_or(0)
+                )
             }
             other => format!("{other:?}"),
         })
@@ -816,9 +829,8 @@ async fn the_session_keeps_the_conversation_between_runs() {
 #[tokio::test]
 async fn default_middleware_wraps_every_tool_the_agent_runs() {
     use tinyagent::Handler;
-    use tinyagent::tools::ToolMiddleware;
-    let tag = ToolMiddleware::from_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
-        Arc::new(tinyagent::HandleFunc(
+    let tag = tools::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        Arc::new(tinyagent::handler_fn(
             move |ctx: ToolContext, input: String| {
                 let next = next.clone();
                 async move { Ok::<_, ToolError>(format!("[mw] {}", next.handle(&ctx, &input).await?)) }
@@ -834,7 +846,7 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(counted("static", calls.clone()))
-        .tool_resolver(ToolResolverFunc(move |_inv: &Invocation| {
+        .tool_resolver(resolver_fn(move |_inv: &Invocation| {
             let resolved = resolved.clone();
             async move { Ok::<_, ToolError>(vec![resolved]) }
         }))
@@ -851,6 +863,24 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
 fn building_checks_the_configuration() {
     let no_model = LlmAgent::builder("a").build().unwrap_err();
     assert!(no_model.to_string().contains("has no model"), "{no_model}");
+    assert!(
+        matches!(&no_model, AgentError::Config { agent, problem: ConfigProblem::NoModel } if agent == "a"),
+        "{no_model:?}"
+    );
+    let unnamed = LlmAgent::builder("")
+        .model(ScriptedModel::default())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &unnamed,
+            AgentError::Config {
+                problem: ConfigProblem::EmptyName,
+                ..
+            }
+        ),
+        "{unnamed:?}"
+    );
     let calls = Arc::new(Calls::default());
     let dup = LlmAgent::builder("a")
         .model(ScriptedModel::default())
@@ -858,12 +888,28 @@ fn building_checks_the_configuration() {
         .build()
         .unwrap_err();
     assert!(dup.to_string().contains("two tools named \"t\""), "{dup}");
+    assert!(
+        matches!(&dup, AgentError::Config { problem: ConfigProblem::DuplicateTool { name }, .. } if name == "t"),
+        "{dup:?}"
+    );
     let zero = LlmAgent::builder("a")
         .model(ScriptedModel::default())
         .max_steps(0)
         .build()
         .unwrap_err();
     assert!(zero.to_string().contains("max_steps"));
+    assert!(
+        matches!(
+            &zero,
+            AgentError::Config {
+                problem: ConfigProblem::ZeroLimit {
+                    setting: "max_steps"
+                },
+                ..
+            }
+        ),
+        "{zero:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -930,22 +976,92 @@ fn nested(levels: usize, max_depth: usize, model: &Arc<ScriptedModel>) -> LlmAge
     inner.unwrap()
 }
 
+/// A tool that reports where it runs: the chain of agents above its invocation, the agent
+/// running it and the depth.
+fn where_am_i() -> Arc<dyn Tool> {
+    tools::new_tool(
+        "where",
+        "where the call runs",
+        json!({"type": "object"}),
+        |ctx: ToolContext, _input: String| async move {
+            let inv = ctx.invocation().expect("the loop passes the invocation");
+            let chain: Vec<&str> = inv.chain().iter().map(|a| &**a).collect();
+            Ok::<_, ToolError>(format!(
+                "chain {} | agent {} | depth {}",
+                chain.join(" → "),
+                inv.agent().unwrap_or("none"),
+                inv.depth()
+            ))
+        },
+    )
+}
+
 #[tokio::test]
 async fn nesting_within_the_limit_works() {
-    let model = Arc::new(ScriptedModel::default());
-    for level in 1..=2 {
-        model.push(reply::tool_call(
-            format!("c{level}"),
-            format!("level{level}"),
-            "go down",
-        ));
-    }
-    model.push(reply::text("bottom"));
-    model.push(reply::text("level1 got: bottom"));
-    model.push(reply::text("top got: level1 got: bottom"));
-    let top = nested(2, 2, &model);
-    let answer = top.ask(&Session::new(), "go").await.unwrap();
+    // level0 → level1 → level2, two deep with a limit of two; level2 asks where it runs.
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_call("c1", "level1", r#"{"message": "ask level2"}"#),
+        reply::tool_call("c2", "level2", "go down"),
+        reply::tool_call("c3", "where", "{}"),
+        reply::text("bottom"),
+        reply::text("level1 got: bottom"),
+        reply::text("top got: level1 got: bottom"),
+    ]));
+    let level2 = LlmAgent::builder("level2")
+        .model(model.clone())
+        .tool(where_am_i())
+        .build()
+        .unwrap();
+    let level1 = LlmAgent::builder("level1")
+        .model(model.clone())
+        .tool(Arc::new(
+            AgentTool::try_new(level2).unwrap().with_max_depth(2),
+        ))
+        .build()
+        .unwrap();
+    let top = LlmAgent::builder("level0")
+        .model(model.clone())
+        .tool(Arc::new(
+            AgentTool::try_new(level1).unwrap().with_max_depth(2),
+        ))
+        .build()
+        .unwrap();
+    let session = Session::new();
+    let answer = top.ask(&session, "go").await.unwrap();
     assert_eq!(answer, "top got: level1 got: bottom");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6, "every level asked its model");
+    // Each sub-agent starts from the request its caller sent (JSON or plain text), alone.
+    let texts =
+        |n: usize| -> Vec<String> { requests[n].messages.iter().map(|m| m.text()).collect() };
+    assert_eq!(texts(1), ["ask level2"]);
+    assert_eq!(tool_names(&requests[1]), ["level2"]);
+    assert_eq!(texts(2), ["go down"]);
+    assert_eq!(tool_names(&requests[2]), ["where"]);
+    // The bottom agent runs two deep, below level0 and level1.
+    let here = &results_of(&requests, 3)[0];
+    assert!(!here.is_error, "{}", here.content);
+    assert_eq!(
+        here.content,
+        "chain level0 → level1 | agent level2 | depth 2"
+    );
+    // Each answer goes up as its caller's tool result.
+    let from_level2 = &results_of(&requests, 4)[0];
+    assert_eq!(
+        (from_level2.is_error, &*from_level2.content),
+        (false, "bottom")
+    );
+    let from_level1 = &results_of(&requests, 5)[0];
+    assert_eq!(
+        (from_level1.is_error, &*from_level1.content),
+        (false, "level1 got: bottom")
+    );
+    assert_eq!(
+        session.len(),
+        4,
+        "only level0's messages are in its session"
+    );
 }
 
 #[tokio::test]

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, ToolResolverFunc};
+use tinyagent::tools::{self, resolver_fn};
 use tinyagent::{
-    AgentError, AgentExt, BoxFuture, HandleFunc, Handler, Invocation, LlmAgent, ModelError,
-    ModelErrorKind, ModelEvent, ModelResponseBuilder, Role, Session, Tool, ToolContext, ToolError,
-    ToolErrorKind, ToolResult,
+    AgentError, AgentExt, BoxFuture, Handler, Invocation, LlmAgent, ModelError, ModelErrorKind,
+    ModelEvent, ModelResponseBuilder, Role, Session, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolHints, ToolResult, handler_fn,
 };
 
 fn results_of(model: &ScriptedModel, request: usize) -> Vec<ToolResult> {
@@ -49,6 +49,10 @@ impl Tool for SlicesEagerly {
     fn input_schema(&self) -> &Value {
         &self.0
     }
+    // Plain text reaches only tools that take it.
+    fn hints(&self) -> ToolHints {
+        ToolHints::default().with_plain_text(true)
+    }
     fn handle<'a>(
         &'a self,
         _ctx: &'a ToolContext,
@@ -74,7 +78,8 @@ async fn a_panic_before_the_tools_future_exists_is_a_result() {
     let result = &results_of(&model, 1)[0];
     assert!(result.is_error);
     assert!(
-        result.content.contains("crashed (panic: ") && result.content.contains("char boundary"),
+        result.content.starts_with("tool \"eager\" panicked: ")
+            && result.content.contains("char boundary"),
         "{}",
         result.content
     );
@@ -109,7 +114,7 @@ async fn null_for_an_optional_field_is_accepted() {
 async fn middleware_state_of_resolved_tools_lasts_across_invocations() {
     let runs = Arc::new(AtomicUsize::new(0));
     let tool = counting_tool("lookup", runs.clone());
-    let resolver = ToolResolverFunc(move |_inv: &Invocation| {
+    let resolver = resolver_fn(move |_inv: &Invocation| {
         let tool = tool.clone();
         async move { Ok::<_, ToolError>(vec![tool]) }
     });
@@ -122,7 +127,7 @@ async fn middleware_state_of_resolved_tools_lasts_across_invocations() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool_resolver(resolver)
-        .middleware([tools::RateLimit::new(1, Duration::from_secs(3600))
+        .middleware([tools::RateLimitLayer::new(1, Duration::from_secs(3600))
             .max_wait(Duration::ZERO)
             .into()])
         .build()
@@ -143,9 +148,9 @@ async fn middleware_state_of_resolved_tools_lasts_across_invocations() {
 async fn refused_calls_pass_through_the_agents_middleware() {
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
-    let count = tools::ToolMiddleware::from_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+    let count = tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
         let counter = counter.clone();
-        Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
+        Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
             let (next, counter) = (next.clone(), counter.clone());
             async move {
                 counter.fetch_add(1, Ordering::SeqCst);
@@ -281,7 +286,7 @@ async fn a_rate_limit_with_an_endless_period_refuses_the_second_call() {
     let runs = Arc::new(AtomicUsize::new(0));
     let limited = tools::wrap_tool(
         counting_tool("t", runs.clone()),
-        [tools::RateLimit::new(1, Duration::MAX)
+        [tools::RateLimitLayer::new(1, Duration::MAX)
             .max_wait(Duration::ZERO)
             .into()],
     );

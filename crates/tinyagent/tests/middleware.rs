@@ -11,10 +11,10 @@ use std::time::Duration;
 use futures::future::join_all;
 use serde_json::json;
 use tinyagent::tools::{
-    self, Approval, ApprovalRequest, Cache, ConcurrencyLimit, Logging, RateLimit, RetryPolicy,
-    ToolMiddleware,
+    self, Approval, ApprovalRequest, CacheLayer, ConcurrencyLimitLayer, LoggingLayer,
+    RateLimitLayer, RetryLayer, ToolMiddleware,
 };
-use tinyagent::{HandleFunc, Handler, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+use tinyagent::{Handler, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, handler_fn};
 use tokio::time::Instant;
 
 /// A tool named `probe` with a permissive schema, the given hints and handler.
@@ -78,9 +78,9 @@ async fn first_listed_middleware_is_outermost_and_wrapped_tool_keeps_its_identit
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
     let recorder = |name: &'static str| {
         let log = log.clone();
-        ToolMiddleware::from_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
             let log = log.clone();
-            Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
+            Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
                 let (next, log) = (next.clone(), log.clone());
                 async move {
                     log.lock()
@@ -241,7 +241,7 @@ async fn retry_gives_up_after_n_retries_and_wraps_the_last_error() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_backoff_grows_exponentially_within_jitter_bounds() {
-    let policy = RetryPolicy::new(6)
+    let policy = RetryLayer::new(6)
         .base(Duration::from_millis(100))
         .cap(Duration::from_millis(1500));
     let f = flaky(ToolHints::read_only(), |_| {
@@ -267,7 +267,7 @@ async fn retry_backoff_grows_exponentially_within_jitter_bounds() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_without_jitter_waits_exactly_the_backoff() {
-    let policy = RetryPolicy::new(3)
+    let policy = RetryLayer::new(3)
         .base(Duration::from_millis(250))
         .jitter(false);
     let f = flaky(ToolHints::read_only(), |_| {
@@ -281,7 +281,7 @@ async fn retry_without_jitter_waits_exactly_the_backoff() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_stops_when_the_call_is_cancelled_mid_backoff() {
-    let policy = RetryPolicy::new(10)
+    let policy = RetryLayer::new(10)
         .base(Duration::from_secs(1))
         .cap(Duration::from_secs(60));
     let f = flaky(ToolHints::read_only(), |_| {
@@ -350,7 +350,7 @@ async fn retry_respects_hints_unless_told_otherwise() {
 
     // ignore_hints retries anything retryable.
     let f = flaky(ToolHints::default(), |_| Some(ToolError::timed_out("slow")));
-    let retried = tools::wrap_tool(f.tool, [RetryPolicy::new(2).ignore_hints(true).into()]);
+    let retried = tools::wrap_tool(f.tool, [RetryLayer::new(2).ignore_hints(true).into()]);
     retried.handle(&ctx(), "{}").await.unwrap_err();
     assert_eq!(f.calls.load(Ordering::SeqCst), 3);
 }
@@ -513,7 +513,7 @@ async fn concurrency_limit_with_max_wait_refuses_late_calls() {
     let (tool, _, _) = busy_tool(Duration::from_secs(10));
     let limited = tools::wrap_tool(
         tool,
-        [ConcurrencyLimit::new(1)
+        [ConcurrencyLimitLayer::new(1)
             .max_wait(Duration::from_secs(1))
             .into()],
     );
@@ -557,7 +557,7 @@ async fn rate_limit_with_max_wait_refuses_with_a_hint_when_to_retry() {
     let (tool, _, _) = busy_tool(Duration::from_millis(1));
     let limited = tools::wrap_tool(
         tool,
-        [RateLimit::new(2, Duration::from_secs(60))
+        [RateLimitLayer::new(2, Duration::from_secs(60))
             .max_wait(Duration::from_secs(1))
             .into()],
     );
@@ -629,7 +629,7 @@ async fn cache_serves_equal_arguments_until_they_expire() {
 #[tokio::test(start_paused = true)]
 async fn cache_evicts_the_least_recently_used_at_capacity() {
     let (tool, calls) = counting(ToolHints::read_only());
-    let cached = tools::wrap_tool(tool, [Cache::new().capacity(2).into()]);
+    let cached = tools::wrap_tool(tool, [CacheLayer::new().capacity(2).into()]);
     cached.handle(&ctx(), r#"{"k":1}"#).await.unwrap();
     cached.handle(&ctx(), r#"{"k":2}"#).await.unwrap();
     cached.handle(&ctx(), r#"{"k":1}"#).await.unwrap(); // hit; k=2 is now least recent
@@ -652,7 +652,7 @@ async fn cache_skips_unsafe_tools_errors_and_non_json() {
 
     // ...unless told to.
     let (tool, calls) = counting(ToolHints::default());
-    let cached = tools::wrap_tool(tool, [Cache::new().ignore_hints(true).into()]);
+    let cached = tools::wrap_tool(tool, [CacheLayer::new().ignore_hints(true).into()]);
     cached.handle(&ctx(), "{}").await.unwrap();
     cached.handle(&ctx(), "{}").await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -747,7 +747,7 @@ async fn logging_records_failures_with_their_kind() {
 
 #[tokio::test]
 async fn logging_redacts_recorded_arguments_and_results() {
-    let logging = Logging::new()
+    let logging = LoggingLayer::new()
         .record_arguments(true)
         .record_results(true)
         .redact_key("user")
@@ -841,9 +841,9 @@ async fn approval_approves_denies_and_rewrites() {
         let calls = Arc::new(Mutex::new(Vec::<String>::new()));
         let log = calls.clone();
         let inner = tinyagent::demo::weather_tool();
-        let spy = ToolMiddleware::from_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        let spy = tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
             let log = log.clone();
-            Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
+            Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
                 let (next, log) = (next.clone(), log.clone());
                 async move {
                     log.lock().unwrap().push(input.clone());
@@ -966,4 +966,45 @@ mod tower_interop {
         assert_eq!(err2.to_string(), "forbidden by the guard");
         assert_eq!(seen.load(Ordering::SeqCst), 3);
     }
+}
+
+#[tokio::test]
+async fn inside_an_agent_a_logged_call_has_one_span() {
+    use tinyagent::testing::{ScriptedModel, reply};
+    use tinyagent::{AgentExt, LlmAgent, Session};
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let tool = probe(ToolHints::read_only(), |_ctx, _input| async move {
+        Ok("sunny".to_owned())
+    });
+    let agent = LlmAgent::builder("logged")
+        .model(ScriptedModel::new([
+            reply::tool_call("call_7", "probe", "{}"),
+            reply::text("done"),
+        ]))
+        .tool(tools::wrap_tool(tool, [tools::with_logging()]))
+        .build()
+        .unwrap();
+    assert_eq!(agent.ask(&Session::new(), "go").await.unwrap(), "done");
+    let out = captured.text();
+    let closes: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("close") && l.contains("execute_tool"))
+        .collect();
+    assert_eq!(closes.len(), 1, "one execute_tool span per call:\n{out}");
+    // The logging middleware filled in the agent's span.
+    assert!(
+        closes[0].contains(r#"gen_ai.tool.call.id="call_7""#),
+        "{out}"
+    );
+    assert!(out.contains("output_len=5"), "{out}");
+    assert!(out.contains("tool call succeeded"), "{out}");
 }

@@ -1,4 +1,4 @@
-//! The schema pipeline: the seed's three schemas and each rule of `generate_schema`.
+//! The schema pipeline: the tutorial's three schemas and each rule of `generate_schema`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tinyagent::tools::{self, generate_schema, strict_schema};
 
 fn seed_schema(text: &str) -> Value {
-    serde_json::from_str(text).expect("the seed's schema is JSON")
+    serde_json::from_str(text).expect("the tutorial's schema is JSON")
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn root_is_an_inline_object_without_noise() {
     assert!(schema.get("description").is_none());
     assert_eq!(
         schema["properties"]["inner"],
-        json!({"type": "object", "properties": {"x": {"type": "integer", "description": "The x coordinate"}}, "required": ["x"]})
+        json!({"type": "object", "properties": {"x": {"type": "integer", "description": "The x coordinate", "minimum": i32::MIN, "maximum": i32::MAX}}, "required": ["x"]})
     );
     assert_eq!(
         schema["properties"]["more"]["items"],
@@ -197,7 +197,7 @@ fn unit_enums_become_string_enums_with_serde_renames() {
             BTreeSet::from(["LOW_PRIORITY".into(), "urgent!".into()])
         );
     }
-    // The seed's comma-list `enum:"a,b"` tag on a string field.
+    // The tutorial's comma-list `enum:"a,b"` tag on a string field.
     assert_eq!(
         schema["properties"]["unit_as_string"],
         json!({"type": "string", "enum": ["celsius", "fahrenheit"]})
@@ -256,7 +256,13 @@ fn numbers_map_to_integer_and_number() {
         assert!(p[unsigned].get("format").is_none());
     }
     assert_eq!(p["small"]["maximum"], 255);
-    assert_eq!(p["signed"], json!({"type": "integer"}));
+    // Every bounded integer states its range: the decoder refuses what does not fit.
+    assert_eq!(p["count"]["maximum"], u64::MAX);
+    assert_eq!(p["size"]["maximum"], u64::MAX);
+    assert_eq!(
+        p["signed"],
+        json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX})
+    );
     assert_eq!(p["ratio"], json!({"type": "number"}));
     assert_eq!(p["precise"], json!({"type": "number"}));
     assert_eq!(p["flag"], json!({"type": "boolean"}));
@@ -281,7 +287,10 @@ fn collections_and_maps() {
         json!({"type": "array", "items": {"type": "string"}})
     );
     assert_eq!(p["fixed"]["type"], "array");
-    assert_eq!(p["fixed"]["items"], json!({"type": "integer"}));
+    assert_eq!(
+        p["fixed"]["items"],
+        json!({"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX})
+    );
     assert_eq!(p["set"]["type"], "array");
     assert_eq!(p["set"]["items"], json!({"type": "string"}));
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Serves the seed's demo tools (weather, calculator, current time, translator) over MCP.
+//! Serves the tutorial's demo tools (weather, calculator, current time, translator) over MCP.
 //!
 //! ```text
 //! serve_demo_tools                     # stdio: for an MCP client that starts this program
@@ -27,7 +27,7 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let server = McpServer::new(tinyagent::demo::seed_tools())
         .name("tinyagent-demo-tools")
-        .instructions("The seed's demo tools: weather, calculator, current time, translator.");
+        .instructions("The tutorial's demo tools: weather, calculator, current time, translator.");
     let result = match args.as_slice() {
         [] => server.serve_stdio().await,
         [flag, addr] if flag == "--http" => match server.serve_http(addr.as_str()).await {

@@ -1,8 +1,8 @@
-//! Helpers shared by the interop tests: the Python fixtures and free ports.
+//! Helpers shared by the interop tests: the Python fixtures and bounded waits.
 
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,12 +36,6 @@ pub fn require_python_mcp() {
     }
 }
 
-/// A port on 127.0.0.1 that was free a moment ago.
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
-}
-
 /// The fixture server over streamable HTTP, killed on drop.
 pub struct PythonHttpServer {
     child: Child,
@@ -50,8 +44,10 @@ pub struct PythonHttpServer {
 }
 
 impl PythonHttpServer {
+    /// Starts the server on a port it picks itself (no window in which another process could
+    /// take a port chosen here).
     pub fn start() -> Self {
-        Self::start_on(free_port())
+        Self::start_on(0)
     }
 
     /// The port the server listens on.
@@ -59,37 +55,63 @@ impl PythonHttpServer {
         self.port
     }
 
+    /// Starts the server on `port` (0: any free port) and waits, at most 30 s, until it
+    /// says it listens.
     pub fn start_on(port: u16) -> Self {
         require_python_mcp();
-        let child = Command::new("python3")
+        let mut child = Command::new("python3")
             .arg(fixture("fixture_server.py"))
             .args(["http", &port.to_string()])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("start the Python fixture server");
-        let mut server = Self {
-            child,
-            port,
-            url: format!("http://127.0.0.1:{port}/mcp"),
+        let stdout = child.stdout.take().expect("piped stdout");
+        let line = first_line_within(stdout, Duration::from_secs(30));
+        let bound = match line {
+            Ok(line) => line
+                .strip_prefix("listening on ")
+                .and_then(|p| p.trim().parse::<u16>().ok()),
+            Err(problem) => {
+                let _ = child.kill();
+                let status = child.wait();
+                panic!("the Python fixture server (port {port}) {problem}; exit: {status:?}");
+            }
         };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                break;
-            }
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("the Python fixture server exited early: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the Python fixture server did not listen on {addr} within 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        let Some(bound) = bound else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the Python fixture server did not say `listening on PORT`");
+        };
+        assert!(port == 0 || bound == port, "asked for {port}, got {bound}");
+        Self {
+            child,
+            port: bound,
+            url: format!("http://127.0.0.1:{bound}/mcp"),
         }
-        server
+    }
+}
+
+/// The first line `reader` gives, read on a thread so that a child that never writes fails
+/// the test after `limit` instead of hanging it.
+pub fn first_line_within(
+    reader: impl std::io::Read + Send + 'static,
+    limit: Duration,
+) -> Result<String, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let result = BufReader::new(reader)
+            .read_line(&mut line)
+            .map(|n| (n, line));
+        let _ = tx.send(result);
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok((0, _))) => Err("closed its output before saying it listens".to_owned()),
+        Ok(Ok((_, line))) => Ok(line.trim_end().to_owned()),
+        Ok(Err(e)) => Err(format!("could not be read from: {e}")),
+        Err(_) => Err(format!("said nothing within {limit:?}")),
     }
 }
 

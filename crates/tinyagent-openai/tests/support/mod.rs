@@ -32,11 +32,11 @@ pub fn sse_reply(name: &str) -> ResponseTemplate {
 /// A configuration for `base` with a key, tiny backoffs and short timeouts.
 pub fn config_for(base: &str) -> OpenAiConfig {
     OpenAiConfig::new("gpt-4o-mini")
-        .with_base_url(format!("{base}/v1"))
-        .with_api_key("sk-test")
-        .with_backoff(Duration::from_millis(1), Duration::from_millis(5))
-        .with_connect_timeout(Duration::from_secs(2))
-        .with_read_timeout(Duration::from_secs(5))
+        .base_url(format!("{base}/v1"))
+        .api_key("sk-test")
+        .backoff(Duration::from_millis(1), Duration::from_millis(5))
+        .connect_timeout(Duration::from_secs(2))
+        .silence_timeout(Duration::from_secs(5))
 }
 
 /// A model for the mock server.

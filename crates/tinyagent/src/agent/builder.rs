@@ -1,16 +1,20 @@
-//! [`LlmAgent`] and its builder (the seed's `NewAgent(name, With...)`).
+//! [`LlmAgent`] and its builder (TinyAgent's `NewAgent(name, With...)`).
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
 
-use super::{Agent, AgentError, Event, Invocation};
+use super::{Agent, AgentError, ConfigProblem, Event, Invocation};
+use crate::budget::Budget;
 use crate::model::{Model, ToolChoice, ToolDefinition};
-use crate::tool::Tool;
-use crate::tools::{ToolMiddleware, ToolResolver, Validation, with_timeout, wrap_tool};
+use crate::tools::Tool;
+use crate::tools::{
+    ToolMiddleware, ToolResolver, ValidationLayer, with_spawn_blocking, with_timeout, wrap_tool,
+};
 
 /// Default of [`LlmAgentBuilder::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 16;
@@ -18,10 +22,14 @@ pub const DEFAULT_MAX_STEPS: usize = 16;
 pub const DEFAULT_MAX_TOOL_CALLS_PER_STEP: usize = 32;
 /// Default of [`LlmAgentBuilder::max_concurrent_tool_calls`].
 pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 8;
+/// Default of [`LlmAgentBuilder::max_tool_output`]: characters of one tool result (or error)
+/// that reach the model.
+pub const DEFAULT_MAX_TOOL_OUTPUT: usize = 20_000;
 
 /// A tool as the loop holds it: wrapped in the agent's middleware, then (innermost) the
 /// agent's own tool timeout and argument validation, so that every layer the user added sees
-/// every call, refused ones included, and rewritten arguments are checked too.
+/// every call, refused ones included, and rewritten arguments are checked too. A tool whose
+/// hints say it blocks runs on Tokio's blocking pool, inside the timeout.
 pub(crate) struct ToolEntry {
     /// The tool as given, before wrapping.
     source: Arc<dyn Tool>,
@@ -36,11 +44,13 @@ impl ToolEntry {
         middleware: &[ToolMiddleware],
         tool_timeout: Option<Duration>,
     ) -> Self {
-        let exclusive = !tool.hints().read_only;
+        let hints = tool.hints();
+        let exclusive = !hints.read_only;
         let innermost = tool_timeout
             .map(with_timeout)
             .into_iter()
-            .chain([Validation::new().pass_plain_text(true).into()]);
+            .chain(hints.blocking.then(with_spawn_blocking))
+            .chain([ValidationLayer::new().into()]);
         let wrapped = wrap_tool(tool.clone(), middleware.iter().cloned().chain(innermost));
         Self {
             source: tool,
@@ -82,16 +92,13 @@ impl ResolvedEntries {
     }
 }
 
-pub(crate) struct Config {
-    pub(crate) name: Arc<str>,
+/// Everything the builder's setters set besides the name, the model and the static tools,
+/// kept as is in the built agent (which reads it through `Deref`).
+pub(crate) struct Settings {
     pub(crate) description: String,
-    pub(crate) model: Arc<dyn Model>,
     pub(crate) instruction: String,
-    pub(crate) static_tools: Arc<[Arc<ToolEntry>]>,
-    pub(crate) static_definitions: Vec<ToolDefinition>,
     pub(crate) resolvers: Vec<Arc<dyn ToolResolver>>,
     pub(crate) middleware: Vec<ToolMiddleware>,
-    pub(crate) resolved: ResolvedEntries,
     pub(crate) max_steps: usize,
     pub(crate) max_tool_calls_per_step: usize,
     pub(crate) max_concurrent_tool_calls: usize,
@@ -100,12 +107,52 @@ pub(crate) struct Config {
     pub(crate) temperature: Option<f32>,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) tool_choice: Option<ToolChoice>,
+    pub(crate) budget: Budget,
+    pub(crate) max_tool_output: Option<usize>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            description: String::new(),
+            instruction: String::new(),
+            resolvers: Vec::new(),
+            middleware: Vec::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+            max_tool_calls_per_step: DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+            max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
+            parallel_tool_calls: true,
+            tool_timeout: None,
+            temperature: None,
+            max_tokens: None,
+            tool_choice: None,
+            budget: Budget::default(),
+            max_tool_output: Some(DEFAULT_MAX_TOOL_OUTPUT),
+        }
+    }
+}
+
+pub(crate) struct Config {
+    pub(crate) name: Arc<str>,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) static_tools: Arc<[Arc<ToolEntry>]>,
+    pub(crate) static_definitions: Vec<ToolDefinition>,
+    pub(crate) resolved: ResolvedEntries,
+    pub(crate) settings: Settings,
+}
+
+impl Deref for Config {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
 }
 
 /// An agent driven by a [`Model`]: it asks the model, runs the tool calls it gets back, feeds
 /// the results in, and loops until the model answers in text.
 ///
-/// Built with [`LlmAgent::builder`], the seed's `NewAgent("name", WithModel(..), ...)`. Cheap
+/// Built with [`LlmAgent::builder`], TinyAgent's `NewAgent("name", WithModel(..), ...)`. Cheap
 /// to clone (clones share the configuration).
 ///
 /// # The loop
@@ -127,10 +174,17 @@ pub(crate) struct Config {
 /// 5. After [`max_steps`](LlmAgentBuilder::max_steps) model calls without an answer the run
 ///    fails with [`AgentError::StepLimit`]. A model error ends the run too.
 ///
+/// Every invocation tree (the run and the agents it calls as tools, at any depth) draws from
+/// one [`Budget`] of model calls, tool calls, tokens and wall time, set on the agent that
+/// starts the tree ([`budget`](LlmAgentBuilder::budget)); when it runs out the run fails with
+/// [`AgentError::BudgetExhausted`]. Each tool result (or error) the model reads is cut to
+/// [`max_tool_output`](LlmAgentBuilder::max_tool_output) characters.
+///
 /// Tools run inside the run's own future (no tasks are spawned): dropping the event stream or
 /// the [`ask`](super::AgentExt::ask) future cancels the tools still running.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::sync::Arc;
 /// use tinyagent::{AgentExt, LlmAgent, Session};
 /// use tinyagent::testing::{ScriptedModel, reply};
@@ -152,6 +206,7 @@ pub(crate) struct Config {
 /// let tool_message = model.requests()[1].messages.last().cloned().unwrap();
 /// assert!(tool_message.tool_results().next().unwrap().content.contains("\"temperature\":22.5"));
 /// # });
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct LlmAgent {
@@ -182,20 +237,9 @@ impl LlmAgent {
     pub fn builder(name: impl Into<String>) -> LlmAgentBuilder {
         LlmAgentBuilder {
             name: name.into(),
-            description: String::new(),
             model: None,
-            instruction: String::new(),
             tools: Vec::new(),
-            resolvers: Vec::new(),
-            middleware: Vec::new(),
-            max_steps: DEFAULT_MAX_STEPS,
-            max_tool_calls_per_step: DEFAULT_MAX_TOOL_CALLS_PER_STEP,
-            max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
-            parallel_tool_calls: true,
-            tool_timeout: None,
-            temperature: None,
-            max_tokens: None,
-            tool_choice: None,
+            settings: Settings::default(),
         }
     }
 
@@ -224,8 +268,8 @@ impl Agent for LlmAgent {
         &self.config.description
     }
 
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
-        super::run::run(&self.config, inv)
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
+        super::run::run(self.config.clone(), inv)
     }
 }
 
@@ -233,20 +277,9 @@ impl Agent for LlmAgent {
 #[must_use]
 pub struct LlmAgentBuilder {
     name: String,
-    description: String,
     model: Option<Arc<dyn Model>>,
-    instruction: String,
     tools: Vec<Arc<dyn Tool>>,
-    resolvers: Vec<Arc<dyn ToolResolver>>,
-    middleware: Vec<ToolMiddleware>,
-    max_steps: usize,
-    max_tool_calls_per_step: usize,
-    max_concurrent_tool_calls: usize,
-    parallel_tool_calls: bool,
-    tool_timeout: Option<Duration>,
-    temperature: Option<f32>,
-    max_tokens: Option<u32>,
-    tool_choice: Option<ToolChoice>,
+    settings: Settings,
 }
 
 impl fmt::Debug for LlmAgentBuilder {
@@ -260,20 +293,20 @@ impl fmt::Debug for LlmAgentBuilder {
 impl LlmAgentBuilder {
     /// What the agent does; the description of its tool when it becomes one.
     pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
+        self.settings.description = description.into();
         self
     }
 
-    /// The model (required; the seed's `WithModel`). Any [`Model`], including an
+    /// The model (required; TinyAgent's `WithModel`). Any [`Model`], including an
     /// `Arc<dyn Model>` or an `Arc` of a concrete model kept for inspection.
     pub fn model(mut self, model: impl Model + 'static) -> Self {
         self.model = Some(Arc::new(model));
         self
     }
 
-    /// The instruction sent with every request (the seed's `WithInstruction`).
+    /// The instruction sent with every request (TinyAgent's `WithInstruction`).
     pub fn instruction(mut self, instruction: impl Into<String>) -> Self {
-        self.instruction = instruction.into();
+        self.settings.instruction = instruction.into();
         self
     }
 
@@ -283,125 +316,176 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// Adds static tools, offered in every invocation (the seed's `WithTools`).
+    /// Adds static tools, offered in every invocation (TinyAgent's `WithTools`).
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
         self
     }
 
-    /// Adds a resolver of per-invocation tools (the seed's `WithToolResolver`); may be called
+    /// Adds a resolver of per-invocation tools (TinyAgent's `WithToolResolver`); may be called
     /// more than once.
     pub fn tool_resolver(mut self, resolver: impl ToolResolver + 'static) -> Self {
-        self.resolvers.push(Arc::new(resolver));
+        self.settings.resolvers.push(Arc::new(resolver));
         self
     }
 
     /// Adds default middleware, applied to every tool the agent runs (static or resolved); the
     /// first listed is the outermost, as in [`wrap_tool`].
     pub fn middleware(mut self, middleware: impl IntoIterator<Item = ToolMiddleware>) -> Self {
-        self.middleware.extend(middleware);
+        self.settings.middleware.extend(middleware);
         self
     }
 
     /// The most model calls in one run (default [`DEFAULT_MAX_STEPS`]; at least 1).
     pub fn max_steps(mut self, max_steps: usize) -> Self {
-        self.max_steps = max_steps;
+        self.settings.max_steps = max_steps;
         self
     }
 
     /// The most tool calls run per model step (default [`DEFAULT_MAX_TOOL_CALLS_PER_STEP`]);
     /// calls beyond it are answered with an error result and not run.
     pub fn max_tool_calls_per_step(mut self, max: usize) -> Self {
-        self.max_tool_calls_per_step = max;
+        self.settings.max_tool_calls_per_step = max;
         self
     }
 
     /// The most tool calls running at once (default [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`];
     /// at least 1).
     pub fn max_concurrent_tool_calls(mut self, max: usize) -> Self {
-        self.max_concurrent_tool_calls = max;
+        self.settings.max_concurrent_tool_calls = max;
         self
     }
 
     /// Whether read-only tools of one step may run at once (default `true`). With `false`,
     /// every call runs alone, in the model's order.
     pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
-        self.parallel_tool_calls = parallel;
+        self.settings.parallel_tool_calls = parallel;
         self
     }
 
-    /// A deadline for each tool call; a call that misses it is dropped (really stopped) and
-    /// answered with a timeout error. Needs a Tokio runtime with its timer.
+    /// A deadline for each tool call; a call that misses it is answered with a timeout error
+    /// and the model goes on. Needs a Tokio runtime with its timer.
+    ///
+    /// What is stopped: the tool's future is dropped, so an async tool stops at its next
+    /// `.await` and whatever it awaited (an HTTP request, a sleep, a sub-agent) is cancelled.
+    ///
+    /// What is not: code that blocks the thread without awaiting (`std::thread::sleep`,
+    /// synchronous I/O, a long computation) cannot be interrupted. In an ordinary async tool it
+    /// also holds up the timeout itself and the other calls of the step until it returns. A
+    /// tool that declares it blocks ([`ToolHints::blocking`](crate::ToolHints::blocking)) runs
+    /// on Tokio's blocking thread pool instead (see
+    /// [`tools::with_spawn_blocking`](crate::tools::with_spawn_blocking)): the timeout then
+    /// returns on time and the other calls go on, while the thread finishes the work in the
+    /// background and its result is dropped. Work a tool hands to other threads or processes
+    /// is never stopped by a timeout.
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
-        self.tool_timeout = Some(timeout);
+        self.settings.tool_timeout = Some(timeout);
         self
     }
 
     /// The sampling temperature sent to the model.
     pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
+        self.settings.temperature = Some(temperature);
         self
     }
 
     /// The token limit of one model step.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
+        self.settings.max_tokens = Some(max_tokens);
         self
     }
 
     /// Whether and which tool the model must call.
     pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
-        self.tool_choice = Some(tool_choice);
+        self.settings.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// What an invocation tree started by this agent may spend: model calls, tool calls,
+    /// tokens and wall time, shared with every agent it calls as a tool (default
+    /// [`Budget::default`]: 64 model calls, 256 tool calls, 2,000,000 tokens, 15 minutes;
+    /// [`Budget::unlimited`] for none). An agent running as another agent's tool draws from
+    /// its caller's budget instead of its own.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{AgentError, AgentExt, Budget, BudgetResource, LlmAgent, Session};
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    ///
+    /// let model = Arc::new(ScriptedModel::new([
+    ///     reply::tool_call("c1", "get_weather", r#"{"city": "北京"}"#),
+    ///     reply::tool_call("c2", "get_weather", r#"{"city": "上海"}"#),
+    /// ]));
+    /// let agent = LlmAgent::builder("assistant")
+    ///     .model(model)
+    ///     .tools(tinyagent::demo::seed_tools())
+    ///     .budget(Budget::default().max_model_calls(1))
+    ///     .build()
+    ///     .unwrap();
+    /// # tokio_test::block_on(async {
+    /// let err = agent.ask(&Session::new(), "天气？").await.unwrap_err();
+    /// assert!(matches!(
+    ///     err,
+    ///     AgentError::BudgetExhausted { resource: BudgetResource::ModelCalls, limit: 1, .. }
+    /// ));
+    /// # });
+    /// ```
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.settings.budget = budget;
+        self
+    }
+
+    /// The most characters of one tool result, or one tool error, that the model reads
+    /// (default [`DEFAULT_MAX_TOOL_OUTPUT`]); longer ones keep their head and tail with a note
+    /// of how much was left out (see [`OutputBudget`](crate::tools::OutputBudget)). `None`
+    /// passes everything.
+    pub fn max_tool_output(mut self, max_chars: impl Into<Option<usize>>) -> Self {
+        self.settings.max_tool_output = max_chars.into();
         self
     }
 
     /// Builds the agent.
     ///
-    /// Fails with [`AgentError::Config`] without a model, with an empty name, with a zero
-    /// step, per-step or concurrency limit, or when two static tools share a name.
+    /// Fails with [`AgentError::Config`], saying which [`ConfigProblem`]: without a model,
+    /// with an empty name, with a zero step, per-step or concurrency limit, or when two static
+    /// tools share a name.
     pub fn build(self) -> Result<LlmAgent, AgentError> {
-        let model = self.model.ok_or_else(|| {
-            AgentError::Config(format!(
-                "agent {:?} has no model; set one with `.model(..)`",
-                self.name
-            ))
-        })?;
+        let config_error = |problem| AgentError::Config {
+            agent: self.name.clone(),
+            problem,
+        };
+        let Some(model) = self.model.clone() else {
+            return Err(config_error(ConfigProblem::NoModel));
+        };
         if self.name.is_empty() {
-            return Err(AgentError::Config(
-                "an agent's name must not be empty".into(),
-            ));
+            return Err(config_error(ConfigProblem::EmptyName));
         }
-        if self.max_steps == 0 {
-            return Err(AgentError::Config(format!(
-                "agent {:?}: max_steps must be at least 1",
-                self.name
-            )));
-        }
-        if self.max_tool_calls_per_step == 0 {
-            return Err(AgentError::Config(format!(
-                "agent {:?}: max_tool_calls_per_step must be at least 1",
-                self.name
-            )));
-        }
-        if self.max_concurrent_tool_calls == 0 {
-            return Err(AgentError::Config(format!(
-                "agent {:?}: max_concurrent_tool_calls must be at least 1",
-                self.name
-            )));
+        for (setting, value) in [
+            ("max_steps", self.settings.max_steps),
+            (
+                "max_tool_calls_per_step",
+                self.settings.max_tool_calls_per_step,
+            ),
+            (
+                "max_concurrent_tool_calls",
+                self.settings.max_concurrent_tool_calls,
+            ),
+        ] {
+            if value == 0 {
+                return Err(config_error(ConfigProblem::ZeroLimit { setting }));
+            }
         }
         let mut entries: Vec<Arc<ToolEntry>> = Vec::with_capacity(self.tools.len());
-        for tool in self.tools {
+        for tool in &self.tools {
             if entries.iter().any(|e| e.tool.name() == tool.name()) {
-                return Err(AgentError::Config(format!(
-                    "agent {:?} has two tools named {:?}",
-                    self.name,
-                    tool.name()
-                )));
+                return Err(config_error(ConfigProblem::DuplicateTool {
+                    name: tool.name().to_owned(),
+                }));
             }
             entries.push(Arc::new(ToolEntry::new(
-                tool,
-                &self.middleware,
-                self.tool_timeout,
+                tool.clone(),
+                &self.settings.middleware,
+                self.settings.tool_timeout,
             )));
         }
         let static_definitions = entries
@@ -411,22 +495,11 @@ impl LlmAgentBuilder {
         Ok(LlmAgent {
             config: Arc::new(Config {
                 name: self.name.into(),
-                description: self.description,
                 model,
-                instruction: self.instruction,
                 static_tools: entries.into(),
                 static_definitions,
-                resolvers: self.resolvers,
-                middleware: self.middleware,
                 resolved: ResolvedEntries::default(),
-                max_steps: self.max_steps,
-                max_tool_calls_per_step: self.max_tool_calls_per_step,
-                max_concurrent_tool_calls: self.max_concurrent_tool_calls,
-                parallel_tool_calls: self.parallel_tool_calls,
-                tool_timeout: self.tool_timeout,
-                temperature: self.temperature,
-                max_tokens: self.max_tokens,
-                tool_choice: self.tool_choice,
+                settings: self.settings,
             }),
         })
     }

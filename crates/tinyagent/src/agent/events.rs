@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
 use crate::error::ToolErrorKind;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::model::{FinishReason, Usage};
@@ -14,11 +17,48 @@ use crate::model::{FinishReason, Usage};
 /// [`ToolCallFinished`](Self::ToolCallFinished) (calls running at once interleave; each
 /// finishes in its own time). The last event of a successful run is
 /// [`Finished`](Self::Finished).
+///
+/// # JSON shape
+///
+/// Events serialize (serde) as one flat JSON object each, tagged by `type`; this shape is
+/// stable, and the `tinyagent` command's `--json` prints it:
+///
+/// ```text
+/// {"type":"text_delta","text":"北京"}
+/// {"type":"reply_restarted","reason":"the stream was cut after 12 chunks"}
+/// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
+/// {"type":"message","message":{"id":"msg_…","role":"assistant","parts":[…]}}
+/// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
+/// {"type":"tool_call_finished","id":"call_1","name":"get_weather","is_error":false,
+///  "content":"{…}","duration_ms":0.05,"error_kind":null}
+/// {"type":"finished","answer":"…","steps":2,"input_tokens":160,"output_tokens":40}
+/// ```
+///
+/// Token counts a provider did not report are left out (see [`Usage`]); `arguments` is the
+/// JSON object or array the model sent, or its raw text when that is anything else (not
+/// JSON, or a bare value); `error_kind` is a [`ToolErrorKind`] name or `null`.
+///
+/// ```
+/// use tinyagent::{Event, ToolCall};
+///
+/// let event = Event::ToolCallStarted { call: ToolCall::new("call_1", "get_weather", r#"{"city":"北京"}"#) };
+/// let line = serde_json::to_string(&event).unwrap();
+/// assert_eq!(line, r#"{"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}"#);
+/// let back: Event = serde_json::from_str(&line).unwrap();
+/// assert_eq!(back, event);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
     /// A piece of the model's text, as it streams.
     TextDelta(String),
+    /// The model's reply of the current step restarts: the provider lost the stream after
+    /// some of it had been shown and asks again. The [`TextDelta`](Self::TextDelta)s of this
+    /// step shown so far are void; the new reply follows.
+    ReplyRestarted {
+        /// Why, for people.
+        reason: String,
+    },
     /// Tokens used by one model step.
     Usage {
         /// The step, counted from 1.
@@ -53,4 +93,275 @@ pub enum Event {
         /// How many model steps the run took.
         steps: usize,
     },
+}
+
+/// The serialized shape of an [`Event`]: flat objects tagged by `type`.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Repr {
+    TextDelta {
+        text: String,
+    },
+    ReplyRestarted {
+        reason: String,
+    },
+    Usage {
+        step: usize,
+        #[serde(flatten)]
+        usage: Usage,
+        finish_reason: FinishReason,
+    },
+    Message {
+        message: Message,
+    },
+    ToolCallStarted {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolCallFinished {
+        id: String,
+        name: String,
+        is_error: bool,
+        content: String,
+        duration_ms: f64,
+        error_kind: Option<ToolErrorKind>,
+    },
+    Finished {
+        answer: String,
+        steps: usize,
+        #[serde(flatten)]
+        usage: Usage,
+    },
+}
+
+/// A call's arguments as JSON: the object or array itself when they are one, else the text.
+fn arguments_value(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
+        _ => Value::String(arguments.to_owned()),
+    }
+}
+
+fn arguments_text(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let repr = match self.clone() {
+            Event::TextDelta(text) => Repr::TextDelta { text },
+            Event::ReplyRestarted { reason } => Repr::ReplyRestarted { reason },
+            Event::Usage {
+                step,
+                usage,
+                finish_reason,
+            } => Repr::Usage {
+                step,
+                usage,
+                finish_reason,
+            },
+            Event::Message(message) => Repr::Message { message },
+            Event::ToolCallStarted { call } => Repr::ToolCallStarted {
+                arguments: arguments_value(&call.arguments),
+                id: call.id,
+                name: call.name,
+            },
+            Event::ToolCallFinished {
+                result,
+                duration,
+                error_kind,
+            } => Repr::ToolCallFinished {
+                id: result.call_id,
+                name: result.name,
+                is_error: result.is_error,
+                content: result.content,
+                duration_ms: duration.as_secs_f64() * 1000.0,
+                error_kind,
+            },
+            Event::Finished {
+                answer,
+                usage,
+                steps,
+            } => Repr::Finished {
+                answer,
+                steps,
+                usage,
+            },
+        };
+        repr.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Repr::deserialize(deserializer)? {
+            Repr::TextDelta { text } => Event::TextDelta(text),
+            Repr::ReplyRestarted { reason } => Event::ReplyRestarted { reason },
+            Repr::Usage {
+                step,
+                usage,
+                finish_reason,
+            } => Event::Usage {
+                step,
+                usage,
+                finish_reason,
+            },
+            Repr::Message { message } => Event::Message(message),
+            Repr::ToolCallStarted {
+                id,
+                name,
+                arguments,
+            } => Event::ToolCallStarted {
+                call: ToolCall::new(id, name, arguments_text(arguments)),
+            },
+            Repr::ToolCallFinished {
+                id,
+                name,
+                is_error,
+                content,
+                duration_ms,
+                error_kind,
+            } => {
+                let duration = Duration::try_from_secs_f64(duration_ms / 1000.0).map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "duration_ms must be a finite, non-negative number, not {duration_ms}"
+                    ))
+                })?;
+                let result = if is_error {
+                    ToolResult::error(id, name, content)
+                } else {
+                    ToolResult::ok(id, name, content)
+                };
+                Event::ToolCallFinished {
+                    result,
+                    duration,
+                    error_kind,
+                }
+            }
+            Repr::Finished {
+                answer,
+                steps,
+                usage,
+            } => Event::Finished {
+                answer,
+                usage,
+                steps,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Part, Role};
+    use serde_json::json;
+
+    fn round_trip(event: &Event) -> Value {
+        let value = serde_json::to_value(event).unwrap();
+        let back: Event = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(&back, event, "{value}");
+        value
+    }
+
+    #[test]
+    fn every_event_round_trips_in_its_documented_shape() {
+        assert_eq!(
+            round_trip(&Event::TextDelta("北京".into())),
+            json!({"type": "text_delta", "text": "北京"})
+        );
+        assert_eq!(
+            round_trip(&Event::ReplyRestarted {
+                reason: "cut".into()
+            }),
+            json!({"type": "reply_restarted", "reason": "cut"})
+        );
+        assert_eq!(
+            round_trip(&Event::Usage {
+                step: 1,
+                usage: Usage::new(80, 17).with_reasoning_tokens(5),
+                finish_reason: FinishReason::ToolCalls,
+            }),
+            json!({"type": "usage", "step": 1, "input_tokens": 80, "output_tokens": 17,
+                   "reasoning_tokens": 5, "finish_reason": "tool_calls"})
+        );
+        assert_eq!(
+            round_trip(&Event::Usage {
+                step: 2,
+                usage: Usage::default(),
+                finish_reason: FinishReason::Other("pause_turn".into()),
+            }),
+            json!({"type": "usage", "step": 2, "finish_reason": "pause_turn"})
+        );
+        let message = Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("好的"),
+                ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#).into(),
+            ],
+        )
+        .with_id("m1");
+        assert_eq!(
+            round_trip(&Event::Message(message))["message"]["parts"][1],
+            json!({"type": "tool_call", "id": "c1", "name": "get_weather",
+                   "arguments": "{\"city\":\"北京\"}"})
+        );
+        assert_eq!(
+            round_trip(&Event::ToolCallStarted {
+                call: ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#)
+            }),
+            json!({"type": "tool_call_started", "id": "c1", "name": "get_weather",
+                   "arguments": {"city": "北京"}})
+        );
+        for raw in ["{not json", "42", "\"text\"", ""] {
+            assert_eq!(
+                round_trip(&Event::ToolCallStarted {
+                    call: ToolCall::new("c2", "t", raw)
+                })["arguments"],
+                json!(raw),
+                "arguments that are not an object or array stay text"
+            );
+        }
+        assert_eq!(
+            round_trip(&Event::ToolCallFinished {
+                result: ToolResult::error("c1", "calculator", "除数不能为零"),
+                duration: Duration::from_micros(1500),
+                error_kind: Some(ToolErrorKind::InvalidInput),
+            }),
+            json!({"type": "tool_call_finished", "id": "c1", "name": "calculator",
+                   "is_error": true, "content": "除数不能为零", "duration_ms": 1.5,
+                   "error_kind": "invalid_input"})
+        );
+        assert_eq!(
+            round_trip(&Event::Finished {
+                answer: "晴".into(),
+                usage: Usage::new(10, 2),
+                steps: 2,
+            }),
+            json!({"type": "finished", "answer": "晴", "steps": 2,
+                   "input_tokens": 10, "output_tokens": 2})
+        );
+    }
+
+    #[test]
+    fn bad_events_are_errors_not_panics() {
+        for bad in [
+            json!({"type": "tool_call_finished", "id": "c", "name": "t", "is_error": false,
+                   "content": "", "duration_ms": -1.0, "error_kind": null}),
+            json!({"type": "tool_call_finished", "id": "c", "name": "t", "is_error": false,
+                   "content": "", "duration_ms": 1e300, "error_kind": null}),
+            json!({"type": "no_such_event"}),
+            json!({"type": "usage", "step": 1, "finish_reason": 3}),
+            json!({"type": "text_delta"}),
+        ] {
+            assert!(
+                serde_json::from_value::<Event>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+    }
 }

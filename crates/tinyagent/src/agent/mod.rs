@@ -1,9 +1,10 @@
 //! Agents: the [`Agent`] trait, the model-driven [`LlmAgent`] and its loop, [`Invocation`]s
 //! and the [`Event`]s a run reports.
 
+mod agent_tool;
 mod builder;
+mod error;
 mod events;
-mod invocation;
 mod run;
 
 use std::sync::Arc;
@@ -11,65 +12,23 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+pub use crate::context::Invocation;
+pub use agent_tool::{
+    AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
+    new_agent_tool, new_agent_tool_fn, parse_agent_message,
+};
 pub use builder::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
-    LlmAgent, LlmAgentBuilder,
+    DEFAULT_MAX_TOOL_OUTPUT, LlmAgent, LlmAgentBuilder,
 };
+pub use error::{AgentError, ConfigProblem, ToolSource};
 pub use events::Event;
-pub use invocation::Invocation;
 
-use crate::error::ToolError;
+use crate::context::Session;
 use crate::message::Message;
-use crate::model::ModelError;
-use crate::session::Session;
-use crate::tool::BoxFuture;
+use crate::util::BoxFuture;
 
-/// Why an agent run ended without an answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The model failed.
-    #[error("the model failed: {0}")]
-    Model(#[from] ModelError),
-    /// The model asked for tools in every one of the allowed steps.
-    #[error(
-        "agent {agent:?} reached its limit of {max_steps} model steps without a final answer \
-         (the model kept calling tools); raise it with `max_steps`"
-    )]
-    StepLimit {
-        /// The agent's name.
-        agent: String,
-        /// The limit that was reached.
-        max_steps: usize,
-    },
-    /// Two sources offered tools of the same name.
-    #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
-    ToolConflict {
-        /// The clashing name.
-        name: String,
-        /// The first source (`"the agent's tools"` or `"tool resolver #n"`).
-        first: String,
-        /// The second source.
-        second: String,
-    },
-    /// A tool resolver failed.
-    #[error("{resolver} failed: {source}")]
-    Resolver {
-        /// Which resolver (`"tool resolver #n"`).
-        resolver: String,
-        /// Its error.
-        #[source]
-        source: ToolError,
-    },
-    /// The agent is misconfigured.
-    #[error("invalid agent configuration: {0}")]
-    Config(String),
-    /// The agent's event stream ended without a [`Event::Finished`].
-    #[error("agent {0:?} stopped without a final answer")]
-    NoAnswer(String),
-}
-
-/// Something that answers a user message, reporting its progress as [`Event`]s: the seed's
+/// Something that answers a user message, reporting its progress as [`Event`]s: the tutorial's
 /// `Agent` interface (`Name`, `Description`, `Run`).
 ///
 /// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the
@@ -83,7 +42,51 @@ pub trait Agent: Send + Sync {
 
     /// Runs one invocation. The stream ends after [`Event::Finished`] or an error; dropping it
     /// cancels the run, including tools still running.
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>>;
+    ///
+    /// The stream is `'static`: it owns what it needs (an agent is a cheap handle to shared
+    /// configuration), so it can be returned from a web handler, stored, or moved into a task
+    /// without keeping the agent borrowed.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use futures::StreamExt;
+    /// use tinyagent::{Agent, Event, Invocation, LlmAgent, Session};
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    ///
+    /// fn events(question: &str) -> futures::stream::BoxStream<'static, Result<Event, tinyagent::AgentError>> {
+    ///     let model = ScriptedModel::new([
+    ///         reply::tool_call("call_1", "add", r#"{"a": 7, "b": 8}"#),
+    ///         reply::text("7 + 8 = 15"),
+    ///     ]);
+    ///     let add = tinyagent::tools::new_tool(
+    ///         "add",
+    ///         "Adds two numbers",
+    ///         serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+    ///         |_ctx, input: String| async move {
+    ///             let v: serde_json::Value = serde_json::from_str(&input)?;
+    ///             Ok::<_, tinyagent::ToolError>((v["a"].as_f64().unwrap_or(0.0) + v["b"].as_f64().unwrap_or(0.0)).to_string())
+    ///         },
+    ///     );
+    ///     let agent = LlmAgent::builder("calc").model(model).tool(add).build().unwrap();
+    ///     // The agent goes out of scope here; its stream lives on.
+    ///     agent.run(Invocation::new(Session::new(), question))
+    /// }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let mut lines = Vec::new();
+    /// let mut stream = events("7 + 8?");
+    /// while let Some(event) = stream.next().await {
+    ///     match event.unwrap() {
+    ///         Event::ToolCallStarted { call } => lines.push(format!("→ {} {}", call.name, call.arguments)),
+    ///         Event::ToolCallFinished { result, .. } => lines.push(format!("← {}", result.content)),
+    ///         Event::Finished { answer, .. } => lines.push(answer),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// assert_eq!(lines, [r#"→ add {"a": 7, "b": 8}"#, "← 15", "7 + 8 = 15"]);
+    /// # });
+    /// ```
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>>;
 }
 
 impl<A: Agent + ?Sized> Agent for Arc<A> {
@@ -95,7 +98,7 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
         (**self).description()
     }
 
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
         (**self).run(inv)
     }
 }
@@ -109,7 +112,7 @@ impl<A: Agent + ?Sized> Agent for Box<A> {
         (**self).description()
     }
 
-    fn run(&self, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
         (**self).run(inv)
     }
 }
@@ -143,7 +146,9 @@ pub trait AgentExt: Agent {
                     return Ok(answer);
                 }
             }
-            Err(AgentError::NoAnswer(self.name().to_owned()))
+            Err(AgentError::NoAnswer {
+                agent: self.name().to_owned(),
+            })
         })
     }
 }

@@ -1,9 +1,8 @@
 //! The loop of an [`LlmAgent`](super::LlmAgent): resolve tools, ask the model, run the calls,
 //! feed the results back, until the model answers.
 
-use std::any::Any;
 use std::collections::VecDeque;
-use std::panic::AssertUnwindSafe;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -13,13 +12,16 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
-use super::{AgentError, Event, Invocation};
+use super::{AgentError, Event, Invocation, ToolSource};
+use crate::budget::{BudgetExceeded, SharedBudget};
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
-    Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
+    FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
-use crate::tool::{BoxFuture, ToolContext};
+use crate::tools::{OutputBudgetLayer, handle_catching_panics, redact_text};
+use crate::util::BoxFuture;
 
 /// Events produced by the driver and not yet taken by the consumer.
 ///
@@ -46,13 +48,13 @@ impl Queue {
 }
 
 /// The event stream of a run: drains the queue, polling the driver when it is empty.
-struct RunStream<'a> {
+struct RunStream {
     queue: Queue,
-    driver: Option<BoxFuture<'a, Result<(), AgentError>>>,
+    driver: Option<BoxFuture<'static, Result<(), AgentError>>>,
     error: Option<AgentError>,
 }
 
-impl Stream for RunStream<'_> {
+impl Stream for RunStream {
     type Item = Result<Event, AgentError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -76,7 +78,10 @@ impl Stream for RunStream<'_> {
     }
 }
 
-pub(super) fn run(config: &Config, inv: Invocation) -> BoxStream<'_, Result<Event, AgentError>> {
+pub(super) fn run(
+    config: Arc<Config>,
+    inv: Invocation,
+) -> BoxStream<'static, Result<Event, AgentError>> {
     let queue = Queue::default();
     let span = tracing::info_span!(
         "invoke_agent",
@@ -85,7 +90,8 @@ pub(super) fn run(config: &Config, inv: Invocation) -> BoxStream<'_, Result<Even
         gen_ai.conversation.id = %inv.session().id(),
         invocation.id = %inv.id(),
     );
-    let driver = Box::pin(drive(config, inv, queue.clone()).instrument(span));
+    let out = queue.clone();
+    let driver = Box::pin(async move { drive(&config, inv, out).await }.instrument(span));
     Box::pin(RunStream {
         queue,
         driver: Some(driver),
@@ -99,14 +105,6 @@ struct ToolSet {
     definitions: Vec<ToolDefinition>,
 }
 
-fn source_name(source: usize) -> String {
-    if source == 0 {
-        "the agent's static tools".to_owned()
-    } else {
-        format!("tool resolver #{source}")
-    }
-}
-
 async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentError> {
     if config.resolvers.is_empty() {
         return Ok(ToolSet {
@@ -117,20 +115,19 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
     let resolved =
         futures::future::join_all(config.resolvers.iter().map(|r| r.resolve_tools(inv))).await;
     let mut entries: Vec<Arc<ToolEntry>> = config.static_tools.to_vec();
-    let mut sources: Vec<usize> = vec![0; entries.len()];
+    let mut sources: Vec<ToolSource> = vec![ToolSource::Agent; entries.len()];
     let mut definitions = config.static_definitions.clone();
     for (i, tools) in resolved.into_iter().enumerate() {
-        let source = i + 1;
         let tools = tools.map_err(|err| AgentError::Resolver {
-            resolver: source_name(source),
+            resolver: i + 1,
             source: err,
         })?;
         for tool in tools {
             if let Some(k) = entries.iter().position(|e| e.tool.name() == tool.name()) {
                 return Err(AgentError::ToolConflict {
                     name: tool.name().to_owned(),
-                    first: source_name(sources[k]),
-                    second: source_name(source),
+                    first: sources[k],
+                    second: ToolSource::Resolver(i + 1),
                 });
             }
             definitions.push(ToolDefinition::from_tool(tool.as_ref()));
@@ -139,7 +136,7 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
                 &config.middleware,
                 config.tool_timeout,
             ));
-            sources.push(source);
+            sources.push(ToolSource::Resolver(i + 1));
         }
     }
     Ok(ToolSet {
@@ -150,6 +147,15 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
 
 async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), AgentError> {
     inv.set_agent(config.name.clone());
+    let budget = match inv.budget() {
+        Some(budget) => budget.clone(),
+        None => {
+            let budget = SharedBudget::new(config.budget);
+            inv = inv.with_budget(budget.clone());
+            budget
+        }
+    };
+    let over = |exceeded| AgentError::budget(&config.name, exceeded);
     let tools = resolve(config, &inv).await?;
     let session = inv.session().clone();
 
@@ -168,12 +174,17 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
     let mut total = Usage::default();
 
     for step in 1..=config.max_steps {
+        budget.charge_model_call().map_err(over)?;
         let ModelResponse {
             mut message,
             usage,
             finish_reason,
-        } = call_model(config.model.as_ref(), &req, &out).await?;
+        } = within(&budget, call_model(config.model.as_ref(), &req, &out))
+            .await
+            .map_err(over)??;
+        budget.add_tokens(usage.total_tokens().unwrap_or(0));
         total += usage;
+        let cut = finish_reason == FinishReason::Length;
         out.push(Event::Usage {
             step,
             usage,
@@ -189,6 +200,15 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
                 }
                 seen.push(call.id.clone());
             }
+        }
+        if cut && message.has_tool_calls() {
+            // The calls' arguments may be cut anywhere: running them would act on half a
+            // request.
+            return Err(AgentError::ReplyTruncated {
+                agent: config.name.to_string(),
+                max_tokens: req.max_tokens,
+                tools: message.tool_calls().map(|c| c.name.clone()).collect(),
+            });
         }
         out.push(Event::Message(message.clone()));
 
@@ -209,7 +229,15 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
             break;
         }
         let calls: Vec<&ToolCall> = message.tool_calls().collect();
-        let results = execute(config, &tools.entries, &ctx, &calls, &out).await;
+        let results = within(
+            &budget,
+            execute(config, &tools.entries, &ctx, &budget, &calls, &out),
+        )
+        .await
+        .map_err(over)?;
+        // A budget spent during the step (here or in an agent called as a tool) ends the run:
+        // the next model call could not be paid for.
+        budget.check().map_err(over)?;
         req.messages.push(message);
         req.messages.push(Message::from_tool_results(results));
     }
@@ -217,6 +245,18 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
         agent: config.name.to_string(),
         max_steps: config.max_steps,
     })
+}
+
+/// Runs `fut` until the budget's wall time ends (when there is a runtime to keep time).
+async fn within<F: Future>(budget: &SharedBudget, fut: F) -> Result<F::Output, BudgetExceeded> {
+    match budget.deadline() {
+        Some(deadline) if tokio::runtime::Handle::try_current().is_ok() => {
+            tokio::time::timeout_at(deadline, fut)
+                .await
+                .map_err(|_elapsed| budget.wall_time_exceeded())
+        }
+        _ => Ok(fut.await),
+    }
 }
 
 /// Streams one model step, forwarding text deltas, and returns the final response.
@@ -229,6 +269,7 @@ async fn call_model(
     while let Some(event) = events.next().await {
         match event? {
             ModelEvent::TextDelta(text) => out.push(Event::TextDelta(text)),
+            ModelEvent::Restart { reason } => out.push(Event::ReplyRestarted { reason }),
             ModelEvent::Done(response) => return Ok(response),
             _ => {}
         }
@@ -241,6 +282,7 @@ async fn execute(
     config: &Config,
     entries: &[Arc<ToolEntry>],
     ctx: &ToolContext,
+    budget: &SharedBudget,
     calls: &[&ToolCall],
     out: &Queue,
 ) -> Vec<ToolResult> {
@@ -270,7 +312,15 @@ async fn execute(
         } else {
             None
         };
-        run_call(lookup[k], refusal, ctx, calls[k], out)
+        run_call(
+            lookup[k],
+            refusal,
+            ctx,
+            budget,
+            config.max_tool_output,
+            calls[k],
+            out,
+        )
     };
 
     let mut results: Vec<Option<ToolResult>> = vec![None; n];
@@ -320,19 +370,35 @@ async fn run_call(
     entry: Option<&ToolEntry>,
     refusal: Option<ToolError>,
     ctx: &ToolContext,
+    budget: &SharedBudget,
+    max_output: Option<usize>,
     call: &ToolCall,
     out: &Queue,
 ) -> ToolResult {
     out.push(Event::ToolCallStarted { call: call.clone() });
     let started = tokio::time::Instant::now();
+    let refusal = refusal.or_else(|| {
+        budget.charge_tool_call().err().map(|exceeded| {
+            ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
+        })
+    });
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
         (None, Some(entry)) => {
+            // The call's one span: logging middleware records into it rather than nesting
+            // another, so it declares the fields that middleware fills in.
             let span = tracing::info_span!(
                 "execute_tool",
+                otel.name = format!("execute_tool {}", call.name),
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = %call.name,
                 gen_ai.tool.call.id = %call.id,
+                gen_ai.tool.call.arguments = tracing::field::Empty,
+                gen_ai.tool.call.result = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
+                output_len = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
             );
             invoke(entry, ctx, call).instrument(span).await
         }
@@ -342,12 +408,21 @@ async fn run_call(
         ))),
     };
     let duration = started.elapsed();
+    let bounded = |text: String| match max_output {
+        Some(max) if text.len() > max => OutputBudgetLayer::new(max).apply(&text),
+        _ => text,
+    };
     let (result, error_kind) = match outcome {
-        Ok(content) => (ToolResult::ok(&call.id, &call.name, content), None),
+        Ok(content) => (ToolResult::ok(&call.id, &call.name, bounded(content)), None),
         Err(err) => {
-            tracing::debug!(gen_ai.tool.name = %call.name, error.type = %err.kind(), "tool call failed: {err}");
+            tracing::debug!(
+                gen_ai.tool.name = %call.name,
+                error.type = %err.kind(),
+                "tool call failed: {}",
+                redact_text(&OutputBudgetLayer::new(2048).apply(err.message()))
+            );
             (
-                ToolResult::error(&call.id, &call.name, err.message()),
+                ToolResult::error(&call.id, &call.name, bounded(err.message().to_owned())),
                 Some(err.kind()),
             )
         }
@@ -365,27 +440,6 @@ async fn invoke(
     ctx: &ToolContext,
     call: &ToolCall,
 ) -> Result<String, ToolError> {
-    let ctx = ctx.clone().with_call_id(call.id.as_str());
-    // The handler is called inside the guard too: a panic before its future exists (in a
-    // hand-written tool or a middleware) is caught like one while it runs.
-    let outcome = AssertUnwindSafe(async { entry.tool.handle(&ctx, &call.arguments).await })
-        .catch_unwind()
-        .await;
-    outcome.unwrap_or_else(|panic| {
-        Err(ToolError::failed(format!(
-            "tool {:?} crashed (panic: {}); the call has no result",
-            call.name,
-            panic_message(panic.as_ref())
-        )))
-    })
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-text panic payload"
-    }
+    let ctx = ctx.clone().with_call_id(call.id.as_str()).in_tool_span();
+    handle_catching_panics(entry.tool.as_ref(), &ctx, &call.arguments).await
 }

@@ -7,8 +7,11 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::arguments::{MAX_PROBLEM_CHARS, ValidatedArguments, cut};
+use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError};
-use crate::tool::{BoxFuture, Handler, ToolContext};
+use crate::tools::Handler;
+use crate::util::BoxFuture;
 
 /// How much of a bad input an error message quotes.
 const QUOTE_LIMIT: usize = 200;
@@ -67,7 +70,7 @@ impl<F: Clone, I> Clone for JsonAdapter<F, I> {
     }
 }
 
-/// Adapts a typed async function into a [`Handler`] (the seed's `JSONAdapter`).
+/// Adapts a typed async function into a [`Handler`] (TinyAgent's `JSONAdapter`).
 ///
 /// The raw input is decoded from JSON into `I`, the function is called, and its output is
 /// encoded as JSON. An empty input counts as `{}`, which models send for tools without
@@ -129,7 +132,12 @@ where
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
-            let input: I = decode_input(input)?;
+            let input: I = match ctx.extension::<ValidatedArguments>() {
+                Some(validated) if validated.is_for(input) => {
+                    decode_value(&validated.value, input)?
+                }
+                _ => decode_input(input)?,
+            };
             let output = self
                 .f
                 .call(ctx.clone(), input)
@@ -145,12 +153,46 @@ where
     }
 }
 
+/// Decodes arguments that were already parsed (and checked against the tool's schema) into
+/// `I`, naming the field at fault when they do not fit.
+fn decode_value<I: DeserializeOwned>(value: &serde_json::Value, raw: &str) -> Result<I, ToolError> {
+    serde_path_to_error::deserialize::<_, I>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let err = e.into_inner();
+        let field = if path == "." || path.is_empty() {
+            String::new()
+        } else {
+            format!(" at `{}`", cut(&path, MAX_PROBLEM_CHARS))
+        };
+        ToolError::invalid_input(format!(
+            "invalid arguments: the arguments do not match the tool's input{field}: {}; input was {}",
+            cut(&err.to_string(), MAX_PROBLEM_CHARS),
+            quote_input(raw)
+        ))
+        .with_source(err)
+    })
+}
+
+/// The arguments a tool is called with, made whole: blank input (what many models send for a
+/// tool without parameters) means `{}`; anything else is returned unchanged.
+///
+/// ```
+/// use tinyagent::tools::normalize_arguments;
+///
+/// assert_eq!(normalize_arguments(""), "{}");
+/// assert_eq!(normalize_arguments("  \n"), "{}");
+/// assert_eq!(normalize_arguments(r#"{"city":"北京"}"#), r#"{"city":"北京"}"#);
+/// ```
+pub fn normalize_arguments(raw: &str) -> &str {
+    if raw.trim().is_empty() { "{}" } else { raw }
+}
+
 /// Decodes a tool's raw JSON input into `I`, with an error a model can act on.
 ///
 /// The fast path is plain `serde_json`; only when that fails is the input decoded again, with
 /// path tracking, to name the field at fault.
 pub fn decode_input<I: DeserializeOwned>(raw: &str) -> Result<I, ToolError> {
-    let src = if raw.trim().is_empty() { "{}" } else { raw };
+    let src = normalize_arguments(raw);
     match serde_json::from_str(src) {
         Ok(value) => Ok(value),
         Err(plain) => Err(describe_decode_error::<I>(src, raw, plain)),
@@ -181,7 +223,7 @@ fn describe_decode_error<I: DeserializeOwned>(
     let field = if path == "." || path.is_empty() {
         String::new()
     } else {
-        format!(" at `{path}`")
+        format!(" at `{}`", cut(&path, MAX_PROBLEM_CHARS))
     };
     // Tool arguments are a JSON object; say so plainly when other valid JSON came.
     let got = match src.trim_start().as_bytes().first() {
@@ -200,7 +242,8 @@ fn describe_decode_error<I: DeserializeOwned>(
         .with_source(err);
     }
     ToolError::invalid_input(format!(
-        "invalid arguments: {what}{field}: {err}; input was {}",
+        "invalid arguments: {what}{field}: {}; input was {}",
+        cut(&err.to_string(), MAX_PROBLEM_CHARS),
         quote_input(raw)
     ))
     .with_source(err)

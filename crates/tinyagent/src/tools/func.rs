@@ -10,8 +10,10 @@ use serde_json::Value;
 
 use super::adapter::{JsonAdapter, ToolFn, json_adapter};
 use super::schema::generate_schema;
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, HandleFunc, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
+use crate::util::BoxFuture;
 
 /// Checks a tool name against what model providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
 ///
@@ -136,7 +138,7 @@ impl<H: Handler> Tool for FuncTool<H> {
 /// A tool made by [`new_tool`]: a hand-written schema and a raw-string handler.
 pub type ManualTool<F> = FuncTool<HandleFunc<F>>;
 
-/// Makes a typed tool (the seed's `NewFunc`): the input schema is generated from `I` by
+/// Makes a typed tool (TinyAgent's `NewFunc`): the input schema is generated from `I` by
 /// [`generate_schema`], the input is decoded and the output encoded by [`json_adapter`].
 ///
 /// # Panics
@@ -212,7 +214,7 @@ where
     })
 }
 
-/// Makes a tool from a hand-written schema and a raw-string handler (the seed's `NewTool`).
+/// Makes a tool from a hand-written schema and a raw-string handler (TinyAgent's `NewTool`).
 ///
 /// The handler gets the model's arguments as they came, unparsed. The schema's root must be a
 /// JSON object (`"type": "object"` when a type is given).
@@ -276,6 +278,6 @@ where
         description: description.into(),
         schema,
         hints: ToolHints::default(),
-        handler: HandleFunc(f),
+        handler: handler_fn(f),
     })
 }

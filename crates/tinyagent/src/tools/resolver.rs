@@ -1,14 +1,15 @@
-//! Tools chosen per invocation: [`ToolResolver`] and [`ToolResolverFunc`].
+//! Tools chosen per invocation: [`ToolResolver`], and [`resolver_fn`] for closures.
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::agent::Invocation;
+use crate::context::Invocation;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Tool};
+use crate::tools::Tool;
+use crate::util::BoxFuture;
 
-/// Decides which tools an agent offers in one invocation (the seed's `ToolResolver`): by the
+/// Decides which tools an agent offers in one invocation (TinyAgent's `ToolResolver`): by the
 /// user's role in the session state, by the topic, or by asking an MCP server.
 ///
 /// An agent calls each of its resolvers once per invocation, before the first model call, and
@@ -16,7 +17,7 @@ use crate::tool::{BoxFuture, Tool};
 /// both sources. The set is then fixed for the invocation: the model may call only those
 /// tools, and a tool offered in another invocation never runs in this one.
 ///
-/// Most resolvers are closures, through [`ToolResolverFunc`].
+/// Most resolvers are closures, through [`resolver_fn`].
 pub trait ToolResolver: Send + Sync {
     /// The tools to offer in `inv`.
     fn resolve_tools<'a>(
@@ -34,24 +35,25 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
     }
 }
 
-/// Adapts a closure into a [`ToolResolver`] (the seed's `ToolResolverFunc`).
+/// Makes a closure `Fn(&Invocation) -> impl Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>>`
+/// into a [`ToolResolver`] (TinyAgent's `ToolResolverFunc`).
 ///
 /// The closure gets the invocation by reference and returns a future that owns what it needs
 /// (read the session state before the `async` block), so it may outlive the borrow.
 ///
-/// The seed's role-based resolver: everyone gets the search tool, an admin also gets the
+/// The tutorial's role-based resolver: everyone gets the search tool, an admin also gets the
 /// database tools.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use tinyagent::{Invocation, Session, Tool, ToolContext, ToolError, tools};
-/// use tinyagent::tools::{ToolResolver, ToolResolverFunc};
+/// use tinyagent::tools::{ToolResolver, resolver_fn};
 ///
 /// let tool = |name: &'static str| tools::new_tool(name, name, serde_json::json!({"type": "object"}),
 ///     |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>(String::new()) });
 /// let (search, db_query) = (tool("search"), tool("db_query"));
 ///
-/// let by_role = ToolResolverFunc(move |inv: &Invocation| {
+/// let by_role = resolver_fn(move |inv: &Invocation| {
 ///     let mut offered = vec![search.clone()];
 ///     if inv.session().get_str("role").as_deref() == Some("admin") {
 ///         offered.push(db_query.clone());
@@ -68,8 +70,17 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
+pub fn resolver_fn<F, Fut>(f: F) -> ToolResolverFunc<F>
+where
+    F: Fn(&Invocation) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>> + Send + 'static,
+{
+    ToolResolverFunc(f)
+}
+
+/// A closure made into a [`ToolResolver`]; made by [`resolver_fn`].
 #[derive(Clone, Copy)]
-pub struct ToolResolverFunc<F>(pub F);
+pub struct ToolResolverFunc<F>(F);
 
 impl<F> fmt::Debug for ToolResolverFunc<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

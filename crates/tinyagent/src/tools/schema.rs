@@ -12,9 +12,9 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-/// Generates the JSON Schema of a tool input type (the seed's `GenerateSchema[T]()`).
+/// Generates the JSON Schema of a tool input type (TinyAgent's `GenerateSchema[T]()`).
 ///
-/// The result is what model providers accept and what the seed printed:
+/// The result is what model providers accept and what the tutorial printed:
 ///
 /// - the root is `{"type": "object", ...}`; subschemas are inlined (`$ref`/`$defs` only remain
 ///   for recursive types); there is no `$schema` and no `title`;
@@ -23,10 +23,11 @@ use serde_json::{Map, Value};
 ///   speaks for it);
 /// - an enum of unit variants becomes `{"type": "string", "enum": [...]}` honouring serde
 ///   renames (variant doc comments are Rust documentation, not part of the schema);
-///   `#[schemars(extend("enum" = ["a", "b"]))]` on a `String` field is the seed's `enum:"a,b"`;
+///   `#[schemars(extend("enum" = ["a", "b"]))]` on a `String` field is TinyAgent's `enum:"a,b"`;
 /// - `Option<T>` fields and `#[serde(default)]` fields are not `required`, and an `Option<T>`
 ///   field's schema is `T`'s (no `"null"`);
-/// - integers are `"integer"` (unsigned ones with `"minimum": 0`), floats `"number"`, sequences
+/// - integers are `"integer"` with the `minimum` and `maximum` of their Rust type (so a
+///   `u32` field refuses `4294967296` before the decoder has to), floats `"number"`, sequences
 ///   and sets `"array"` with `items`, string-keyed maps `"object"` with `additionalProperties`;
 ///   Rust-specific `format`s such as `uint32` or `double` are dropped.
 ///
@@ -194,6 +195,23 @@ fn is_rust_numeric_format(format: &str) -> bool {
     )
 }
 
+/// The range of the Rust integer type behind a schemars `format`, when JSON numbers can
+/// state it exactly (128-bit types cannot).
+fn integer_bounds(format: &str) -> Option<(Value, Value)> {
+    let (min, max): (Value, Value) = match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0.into(), u8::MAX.into()),
+        "uint16" => (0.into(), u16::MAX.into()),
+        "uint32" => (0.into(), u32::MAX.into()),
+        "uint64" | "uint" => (0.into(), u64::MAX.into()),
+        _ => return None,
+    };
+    Some((min, max))
+}
+
 /// The property names an object schema lists as `required`.
 fn required_names(schema: &Map<String, Value>) -> Vec<String> {
     schema
@@ -215,12 +233,20 @@ fn normalize(value: &mut Value) {
     for_each_subschema(schema, normalize);
 
     schema.remove("title");
-    if schema
+    if let Some(format) = schema
         .get("format")
         .and_then(Value::as_str)
-        .is_some_and(is_rust_numeric_format)
+        .map(str::to_owned)
     {
-        schema.remove("format");
+        let format = format.as_str();
+        if let Some((min, max)) = integer_bounds(format) {
+            // The decoder refuses what does not fit the Rust type; so must the schema.
+            schema.entry("minimum").or_insert(min);
+            schema.entry("maximum").or_insert(max);
+        }
+        if is_rust_numeric_format(format) {
+            schema.remove("format");
+        }
     }
     merge_unit_enum(schema);
 
@@ -321,8 +347,10 @@ fn strip_null(value: &mut Value) {
 ///
 /// On every object: every property becomes `required`, the ones that were optional become
 /// nullable (`"type": ["string", "null"]`, `null` added to an `enum`, or an `anyOf` with
-/// `{"type": "null"}`), and `additionalProperties` is set to `false`. `default` is removed,
-/// since every field is now sent.
+/// `{"type": "null"}`), and `additionalProperties` is set to `false` (also when it held
+/// something that is not a schema). A name listed as `required` without a schema in
+/// `properties` stays required, with the schema `{}`. `default` is removed, since every field
+/// is now sent.
 ///
 /// A map (an object whose `additionalProperties` is itself a schema) cannot be expressed in
 /// the strict dialect; it is left as it is, and providers should not send such a tool as strict.
@@ -365,6 +393,9 @@ fn make_strict(value: &mut Value) {
         return;
     }
     let required = required_names(schema);
+    if !matches!(schema.get("properties"), Some(Value::Object(_))) {
+        schema.insert("properties".into(), Value::Object(Map::new()));
+    }
     let mut all = Vec::new();
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         for (name, prop) in props.iter_mut() {
@@ -373,15 +404,23 @@ fn make_strict(value: &mut Value) {
             }
             all.push(Value::String(name.clone()));
         }
-    } else {
-        schema.insert("properties".into(), Value::Object(Map::new()));
+        // A required name the schema does not describe stays required (as any value), rather
+        // than becoming forbidden by `additionalProperties: false`.
+        for name in &required {
+            if !props.contains_key(name) {
+                props.insert(name.clone(), Value::Object(Map::new()));
+                all.push(Value::String(name.clone()));
+            }
+        }
     }
     schema.insert("required".into(), Value::Array(all));
     match schema.get("additionalProperties") {
-        None | Some(Value::Bool(true)) => {
+        // A schema for the values of a map: not expressible in the strict dialect, kept.
+        Some(Value::Object(_)) | Some(Value::Bool(false)) => {}
+        // Absent, `true`, or not a schema at all.
+        _ => {
             schema.insert("additionalProperties".into(), Value::Bool(false));
         }
-        _ => {}
     }
 }
 
@@ -438,9 +477,9 @@ fn make_nullable(value: &mut Value) {
             return;
         }
     }
-    if let Some(Value::Array(values)) = schema.get_mut("enum") {
-        if !values.iter().any(Value::is_null) {
-            values.push(Value::Null);
-        }
+    if let Some(Value::Array(values)) = schema.get_mut("enum")
+        && !values.iter().any(Value::is_null)
+    {
+        values.push(Value::Null);
     }
 }

@@ -4,8 +4,11 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::adapter::quote_input;
+use super::arguments::{MAX_PROBLEM_CHARS, cut, parse_arguments};
 use crate::error::ToolError;
+
+/// The most violations one error lists; the rest are counted ("and 3 more").
+const MAX_LISTED_PROBLEMS: usize = 10;
 
 /// Escapes one JSON pointer segment (RFC 6901): `~` as `~0`, `/` as `~1`.
 fn escape_pointer(segment: &str) -> String {
@@ -59,25 +62,33 @@ impl SchemaValidator {
         Ok(Self { validator })
     }
 
-    /// Parses raw arguments and checks them, returning the parsed value. Empty input counts as
-    /// `{}`.
+    /// Parses raw arguments strictly (see [`parse_arguments`]: duplicate keys, lone
+    /// surrogates and numbers out of range are refused) and checks them, returning the parsed
+    /// value. Empty input counts as `{}`.
     pub fn validate_str(&self, input: &str) -> Result<Value, ToolError> {
-        let src = if input.trim().is_empty() { "{}" } else { input };
-        let value: Value = serde_json::from_str(src).map_err(|e| {
-            ToolError::invalid_input(format!(
-                "invalid arguments: the arguments are not valid JSON: {e}; input was {}",
-                quote_input(input)
-            ))
-            .with_source(e)
-        })?;
+        let value = parse_arguments(input)?;
         self.validate(&value)?;
         Ok(value)
     }
 
     /// Checks a parsed value, reporting every violation.
+    ///
+    /// The message stays small whatever the input: each violation is cut to 300 characters
+    /// (a huge offending value is quoted only in part) and at most 10 are listed, followed by
+    /// how many more there are.
     pub fn validate(&self, instance: &Value) -> Result<(), ToolError> {
         let mut problems = Vec::new();
+        let mut count = 0usize;
         for error in self.validator.iter_errors(instance) {
+            if problems.len() >= MAX_LISTED_PROBLEMS {
+                count += match error.kind() {
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        unexpected.len().max(1)
+                    }
+                    _ => 1,
+                };
+                continue;
+            }
             let path = error.instance_path().as_str();
             match error.kind() {
                 // Point at the missing or unexpected property itself, not at its parent.
@@ -87,30 +98,44 @@ impl SchemaValidator {
                         .map_or_else(|| property.to_string(), str::to_owned);
                     problems.push(format!(
                         "{path}/{}: required property is missing",
-                        escape_pointer(&name)
+                        cut(&escape_pointer(&name), MAX_PROBLEM_CHARS)
                     ));
+                    count += 1;
                 }
                 jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                     for name in unexpected {
-                        problems.push(format!(
-                            "{path}/{}: unexpected property (the schema does not allow it)",
-                            escape_pointer(name)
-                        ));
+                        count += 1;
+                        if problems.len() < MAX_LISTED_PROBLEMS {
+                            problems.push(format!(
+                                "{path}/{}: unexpected property (the schema does not allow it)",
+                                cut(&escape_pointer(name), MAX_PROBLEM_CHARS)
+                            ));
+                        }
                     }
                 }
                 _ => {
                     let at = if path.is_empty() { "(root)" } else { path };
-                    problems.push(format!("{at}: {error}"));
+                    let at = cut(at, MAX_PROBLEM_CHARS);
+                    problems.push(format!(
+                        "{at}: {}",
+                        cut(&error.to_string(), MAX_PROBLEM_CHARS)
+                    ));
+                    count += 1;
                 }
             }
         }
         if problems.is_empty() {
             return Ok(());
         }
-        let count = problems.len();
         let noun = if count == 1 { "problem" } else { "problems" };
+        let more = count - problems.len();
+        let tail = if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        };
         Err(ToolError::invalid_input(format!(
-            "invalid arguments ({count} {noun}): {}",
+            "invalid arguments ({count} {noun}): {}{tail}",
             problems.join("; ")
         )))
     }

@@ -5,8 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{Handler, Tool, ToolHints};
+use crate::util::BoxFuture;
 
 /// What an [`ApprovalHook`] decides about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +56,7 @@ pub struct ApprovalRequest {
 /// Any `Fn(ApprovalRequest) -> impl Future<Output = Approval>` closure is a hook.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 /// use tinyagent::tools::{Approval, ApprovalRequest};
 ///
@@ -75,6 +78,7 @@ pub struct ApprovalRequest {
 /// assert_eq!(err.to_string(), "the call to get_weather was denied: we do not report the weather on Mars");
 /// assert!(weather.handle(&ctx, r#"{"city":"广州"}"#).await.unwrap().contains("北京"));
 /// # });
+/// # }
 /// ```
 pub trait ApprovalHook: Send + Sync + 'static {
     /// Reviews one call.

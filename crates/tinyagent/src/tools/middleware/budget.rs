@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Cuts results longer than a budget of characters, keeping the head and the tail, with a
 /// note in the middle saying how much was dropped.
@@ -17,7 +19,7 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// pass through unchanged.
 ///
 /// ```
-/// use tinyagent::{HandleFunc, ToolContext, ToolError, tools};
+/// use tinyagent::{handler_fn, ToolContext, ToolError, tools};
 ///
 /// let big = tools::new_tool("dump", "dumps", serde_json::json!({"type": "object"}),
 ///     |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>("x".repeat(10_000)) });
@@ -30,11 +32,11 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// # }).unwrap();
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct OutputBudget {
+pub struct OutputBudgetLayer {
     max_chars: usize,
 }
 
-impl OutputBudget {
+impl OutputBudgetLayer {
     /// Results are cut to at most `max_chars` characters.
     pub fn new(max_chars: usize) -> Self {
         Self { max_chars }
@@ -43,25 +45,25 @@ impl OutputBudget {
     /// Applies the budget to one text; what the middleware does to each result.
     ///
     /// ```
-    /// use tinyagent::tools::OutputBudget;
+    /// use tinyagent::tools::OutputBudgetLayer;
     ///
     /// let text: String = ('a'..='z').cycle().take(1000).collect();
-    /// let cut = OutputBudget::new(120).apply(&text);
+    /// let cut = OutputBudgetLayer::new(120).apply(&text);
     /// assert!(cut.starts_with("abcdef") && cut.ends_with("jkl"));
     /// assert!(cut.chars().count() <= 120 && cut.contains("characters omitted"), "{cut}");
-    /// assert_eq!(OutputBudget::new(120).apply("short"), "short");
+    /// assert_eq!(OutputBudgetLayer::new(120).apply("short"), "short");
     /// ```
     pub fn apply(&self, text: &str) -> String {
         truncate_middle(text, self.max_chars)
     }
 }
 
-/// Cuts results longer than `max_chars` characters, head and tail kept; see [`OutputBudget`].
+/// Cuts results longer than `max_chars` characters, head and tail kept; see [`OutputBudgetLayer`].
 pub fn with_output_budget(max_chars: usize) -> ToolMiddleware {
-    OutputBudget::new(max_chars).into()
+    OutputBudgetLayer::new(max_chars).into()
 }
 
-impl ToolLayer for OutputBudget {
+impl ToolLayer for OutputBudgetLayer {
     fn layer(&self, _tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(BudgetHandler {
             next,

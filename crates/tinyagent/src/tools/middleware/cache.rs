@@ -4,12 +4,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::time::Instant;
 
+use super::canonical::canonical_json;
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Caches successful results of tools whose hints say a repeat is harmless.
 ///
@@ -17,36 +19,39 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// any other tool is passed through untouched (a cached answer would hide the effect the
 /// caller asked for), unless [`ignore_hints`](Self::ignore_hints) says otherwise.
 ///
-/// The key is the tool's name and the [canonical JSON](canonical_json) of the arguments, so
-/// `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` share an entry; arguments that are not JSON are
-/// never cached. Errors are never cached. An entry lives for the [`ttl`](Self::ttl) (default
+/// The key is the tool's name and the exact [canonical JSON](canonical_json) of the arguments,
+/// so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` share an entry while numbers that differ in any
+/// digit do not; arguments that are not JSON, or have no one meaning (duplicate keys, lone
+/// surrogates), are never cached and go on to the tool, whose validation refuses them. Errors are never cached. An entry lives for the [`ttl`](Self::ttl) (default
 /// 5 minutes); when the cache holds [`capacity`](Self::capacity) entries (default 1024),
 /// expired entries are dropped first, then the least recently used. The call context (call
 /// id, extensions) is not part of the key. Two identical calls that miss at the same time both
 /// run. Each wrapped tool gets its own cache.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
-/// use tinyagent::tools::{self, Cache};
+/// use tinyagent::tools::{self, CacheLayer};
 ///
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
-///     [Cache::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
+///     [CacheLayer::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
 /// # let _ = weather;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Cache {
+pub struct CacheLayer {
     ttl: Duration,
     capacity: usize,
     ignore_hints: bool,
 }
 
-impl Default for Cache {
+impl Default for CacheLayer {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Cache {
+impl CacheLayer {
     /// A cache of 1024 entries per tool, each kept for 5 minutes.
     pub fn new() -> Self {
         Self {
@@ -79,43 +84,12 @@ impl Cache {
 }
 
 /// Caches results of read-only or idempotent tools for `ttl`, up to `capacity` entries per
-/// tool; see [`Cache`].
+/// tool; see [`CacheLayer`].
 pub fn with_cache(ttl: Duration, capacity: usize) -> ToolMiddleware {
-    Cache::new().ttl(ttl).capacity(capacity).into()
+    CacheLayer::new().ttl(ttl).capacity(capacity).into()
 }
 
-/// The canonical form of a JSON text: parsed, object keys sorted at every depth, printed
-/// without spaces. Empty text counts as `{}`; text that is not JSON has no canonical form.
-///
-/// ```
-/// use tinyagent::tools::canonical_json;
-///
-/// assert_eq!(canonical_json(r#"{ "b": [ {"y":1,"x":2} ], "a": 1 }"#).unwrap(),
-///            r#"{"a":1,"b":[{"x":2,"y":1}]}"#);
-/// assert_eq!(canonical_json("").unwrap(), "{}");
-/// assert!(canonical_json("{oops").is_none());
-/// ```
-pub fn canonical_json(text: &str) -> Option<String> {
-    if text.trim().is_empty() {
-        return Some("{}".to_owned());
-    }
-    let mut value: Value = serde_json::from_str(text).ok()?;
-    sort_keys(&mut value);
-    Some(value.to_string())
-}
-
-fn sort_keys(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.sort_keys();
-            map.values_mut().for_each(sort_keys);
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_keys),
-        _ => {}
-    }
-}
-
-impl ToolLayer for Cache {
+impl ToolLayer for CacheLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         if self.capacity == 0 || !(self.ignore_hints || tool.hints().is_repeatable()) {
             return next;
@@ -188,7 +162,7 @@ impl Store {
 struct CacheHandler {
     next: Arc<dyn Handler>,
     tool_name: Arc<str>,
-    config: Cache,
+    config: CacheLayer,
     store: Mutex<Store>,
 }
 

@@ -8,8 +8,10 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// Lets at most `max` calls of the tool run at once; the others wait their turn, in order.
 ///
@@ -19,18 +21,20 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// instead of waiting on. A limit of 0 is taken as 1.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::tools;
 ///
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_concurrency_limit(4)]);
 /// # let _ = calc;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct ConcurrencyLimit {
+pub struct ConcurrencyLimitLayer {
     max: usize,
     max_wait: Option<Duration>,
 }
 
-impl ConcurrencyLimit {
+impl ConcurrencyLimitLayer {
     /// At most `max` calls in flight per tool; callers wait as long as it takes.
     pub fn new(max: usize) -> Self {
         Self {
@@ -47,12 +51,12 @@ impl ConcurrencyLimit {
     }
 }
 
-/// At most `max` calls of each wrapped tool in flight; see [`ConcurrencyLimit`].
+/// At most `max` calls of each wrapped tool in flight; see [`ConcurrencyLimitLayer`].
 pub fn with_concurrency_limit(max: usize) -> ToolMiddleware {
-    ConcurrencyLimit::new(max).into()
+    ConcurrencyLimitLayer::new(max).into()
 }
 
-impl ToolLayer for ConcurrencyLimit {
+impl ToolLayer for ConcurrencyLimitLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(ConcurrencyHandler {
             next,
@@ -66,7 +70,7 @@ impl ToolLayer for ConcurrencyLimit {
 struct ConcurrencyHandler {
     next: Arc<dyn Handler>,
     semaphore: Semaphore,
-    limit: ConcurrencyLimit,
+    limit: ConcurrencyLimitLayer,
     tool_name: Arc<str>,
 }
 
@@ -121,6 +125,7 @@ impl Handler for ConcurrencyHandler {
 /// to try again. A limit of 0 calls is taken as 1.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools;
 ///
@@ -128,15 +133,16 @@ impl Handler for ConcurrencyHandler {
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
 ///     [tools::with_rate_limit(10, Duration::from_secs(60))]);
 /// # let _ = weather;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RateLimit {
+pub struct RateLimitLayer {
     calls: usize,
     per: Duration,
     max_wait: Option<Duration>,
 }
 
-impl RateLimit {
+impl RateLimitLayer {
     /// At most `calls` calls started per `per`, per tool; callers wait for their slot.
     pub fn new(calls: usize, per: Duration) -> Self {
         Self {
@@ -154,12 +160,12 @@ impl RateLimit {
     }
 }
 
-/// At most `calls` calls of each wrapped tool started per `per`; see [`RateLimit`].
+/// At most `calls` calls of each wrapped tool started per `per`; see [`RateLimitLayer`].
 pub fn with_rate_limit(calls: usize, per: Duration) -> ToolMiddleware {
-    RateLimit::new(calls, per).into()
+    RateLimitLayer::new(calls, per).into()
 }
 
-impl ToolLayer for RateLimit {
+impl ToolLayer for RateLimitLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(RateHandler {
             next,
@@ -175,7 +181,7 @@ struct RateHandler {
     /// Start times (some possibly in the future: reserved slots) of the last `calls` calls,
     /// oldest first; never decreasing.
     starts: Mutex<VecDeque<Instant>>,
-    limit: RateLimit,
+    limit: RateLimitLayer,
     tool_name: Arc<str>,
 }
 

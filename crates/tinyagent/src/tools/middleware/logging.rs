@@ -3,63 +3,64 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
+use super::redact::{normalize_key, redact_with};
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
-/// What replaces a redacted value.
-const REDACTED: &str = "[REDACTED]";
-
-/// Key fragments whose values are always redacted (compared lower-case, without `_`, `-` or
-/// other punctuation, anywhere in the key).
-const SENSITIVE_FRAGMENTS: &[&str] = &[
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "apikey",
-    "authorization",
-    "credential",
-    "privatekey",
-    "cookie",
-    "sessionid",
-];
-
-/// Logs every call through `tracing`: the seed's `WithLogging`, done with spans.
+/// Logs every call through `tracing`: TinyAgent's `WithLogging`, done with spans.
 ///
 /// Each call runs inside an `INFO` span named `execute_tool`, whose OpenTelemetry name
 /// (`otel.name`) is `execute_tool {tool name}`, with the GenAI attributes
 /// `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name` and, when the context has one,
 /// `gen_ai.tool.call.id`. When the call ends the span gets `duration_ms` and either
 /// `output_len` or `error.type` (the [kind](crate::ToolErrorKind) as a snake-case name). Inside
-/// it, three events mirror the seed's log lines: `tool call started` (`INFO`),
+/// it, three events mirror the tutorial's log lines: `tool call started` (`INFO`),
 /// `tool call succeeded` (`INFO`, with output length and duration) and `tool call failed`
 /// (`WARN`, with the error and duration).
 ///
 /// Arguments and results are not recorded unless asked for
 /// ([`record_arguments`](Self::record_arguments), [`record_results`](Self::record_results)),
-/// as `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`. Recorded JSON has the values
-/// of sensitive keys replaced by `[REDACTED]` at any depth: keys containing `password`,
-/// `passwd`, `passphrase`, `secret`, `api_key`, `authorization`, `credential`, `private_key`,
-/// `cookie` or `session_id`, keys ending in `token` (`token`, `access_token`, `id_token`; not
-/// `max_tokens`), `auth`, and any added with [`redact_key`](Self::redact_key). Keys are compared
-/// case-insensitively, ignoring `_`, `-` and other punctuation. Text that is not JSON is
-/// recorded as is. Recorded text is cut to [`max_recorded_len`](Self::max_recorded_len)
-/// characters.
+/// as `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`.
+///
+/// Everything logged is redacted, always: recorded arguments and results, and the error text
+/// of a failed call (which may quote the arguments). The model still gets the error unredacted;
+/// only the log line differs. [`redact_text`](super::redact_text) does the work:
+///
+/// - the values of sensitive keys, at any depth of JSON and in free text (`key=value`,
+///   `key: value`, `"key": "value"`, query strings, truncated or too deeply nested JSON), are
+///   replaced by `[REDACTED]`. Sensitive keys are those containing `password`, `passwd`,
+///   `passphrase`, `passcode`, `secret`, `api_key`, `access_key`, `private_key`,
+///   `secret_key`, `signing_key`, `encryption_key`, `ssh_key`, `authorization`, `credential`,
+///   `cookie`, `session_id`, `connection_string`, `credit_card` or `card_number` (compared
+///   case-insensitively, ignoring punctuation, so `aws_access_key_id` and `X-Api-Key` count),
+///   keys ending in `token` (`access_token`, `refreshToken`; not `max_tokens`), keys with one
+///   of the words `pwd`, `pass`, `pin`, `otp`, `totp`, `auth`, `bearer`, `jwt`, `cvv`, `cvc`,
+///   `ssn` (`db_pass`, `pin_code`; not `bypass` or `shipping`), and any added with
+///   [`redact_key`](Self::redact_key);
+/// - credentials inside any value are replaced too: authorization schemes (`Bearer …`,
+///   `Basic …`), the password of `scheme://user:password@host`, and tokens whose shape gives
+///   them away (`sk-…`, `ghp_…`, `xoxb-…`, `AKIA…`, `AIza…`, JWTs, PEM private keys).
+///
+/// Recorded text is cut to [`max_recorded_len`](Self::max_recorded_len) characters, error text
+/// to the same length. Redaction cannot know every secret: a tool that returns secrets in a
+/// shape none of these rules recognise should not have its results recorded.
 ///
 /// With no subscriber listening the layer costs a few nanoseconds per call.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::{ToolContext, ToolError, tools};
 ///
 /// let weather = tinyagent::demo::weather_tool();
 /// let logged = tools::wrap_tool(weather, [
-///     tools::Logging::new().record_arguments(true).into(),
+///     tools::LoggingLayer::new().record_arguments(true).into(),
 ///     tools::with_timeout(Duration::from_secs(3)),
 /// ]);
 /// # tokio_test::block_on(async {
@@ -67,22 +68,23 @@ const SENSITIVE_FRAGMENTS: &[&str] = &[
 /// assert!(out.contains("多云"));
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
+/// # }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Logging {
+pub struct LoggingLayer {
     record_arguments: bool,
     record_results: bool,
     extra_keys: Vec<String>,
     max_recorded_len: usize,
 }
 
-impl Default for Logging {
+impl Default for LoggingLayer {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Logging {
+impl LoggingLayer {
     /// Logging with neither arguments nor results recorded.
     pub fn new() -> Self {
         Self {
@@ -128,12 +130,12 @@ impl Logging {
     }
 }
 
-/// Logs every call through `tracing`, recording neither arguments nor results; see [`Logging`].
+/// Logs every call through `tracing`, recording neither arguments nor results; see [`LoggingLayer`].
 pub fn with_logging() -> ToolMiddleware {
-    Logging::new().into()
+    LoggingLayer::new().into()
 }
 
-impl ToolLayer for Logging {
+impl ToolLayer for LoggingLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(LoggingHandler {
             next,
@@ -148,7 +150,7 @@ struct LoggingHandler {
     next: Arc<dyn Handler>,
     tool_name: Arc<str>,
     span_name: Arc<str>,
-    config: Arc<Logging>,
+    config: Arc<LoggingLayer>,
 }
 
 impl Handler for LoggingHandler {
@@ -157,19 +159,24 @@ impl Handler for LoggingHandler {
         ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = &*self.span_name,
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = &*self.tool_name,
-            gen_ai.tool.call.id = Empty,
-            gen_ai.tool.call.arguments = Empty,
-            gen_ai.tool.call.result = Empty,
-            duration_ms = Empty,
-            output_len = Empty,
-            error.type = Empty,
-            otel.status_code = Empty,
-        );
+        // Inside an agent the call already has its `execute_tool` span: record into it.
+        let span = if ctx.is_in_tool_span() {
+            tracing::Span::current()
+        } else {
+            tracing::info_span!(
+                "execute_tool",
+                otel.name = &*self.span_name,
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = &*self.tool_name,
+                gen_ai.tool.call.id = Empty,
+                gen_ai.tool.call.arguments = Empty,
+                gen_ai.tool.call.result = Empty,
+                duration_ms = Empty,
+                output_len = Empty,
+                error.type = Empty,
+                otel.status_code = Empty,
+            )
+        };
         let enabled = !span.is_disabled() || tracing::enabled!(tracing::Level::WARN);
         if !enabled {
             return self.next.handle(ctx, input);
@@ -212,8 +219,9 @@ impl Handler for LoggingHandler {
                     span.record("output_len", output.len());
                 }
                 Err(err) => {
+                    let error = self.config.render(err.message());
                     tracing::warn!(
-                        error = %err,
+                        error = %error,
                         error.type = err.kind().as_str(),
                         duration_ms,
                         "tool call failed"
@@ -227,62 +235,6 @@ impl Handler for LoggingHandler {
         };
         Box::pin(call.instrument(span))
     }
-}
-
-/// Lower-case, letters and digits only: `X-Api-Key` and `api_key` both become `apikey`.
-fn normalize_key(key: &str) -> String {
-    key.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-fn is_sensitive(key: &str, extra: &[String]) -> bool {
-    let key = normalize_key(key);
-    SENSITIVE_FRAGMENTS.iter().any(|f| key.contains(f))
-        || key.ends_with("token")
-        || key == "auth"
-        || extra.contains(&key)
-}
-
-fn redact_value(value: &mut Value, extra: &[String]) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                if is_sensitive(key, extra) {
-                    *v = Value::String(REDACTED.to_owned());
-                } else {
-                    redact_value(v, extra);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, extra)),
-        _ => {}
-    }
-}
-
-fn redact_with(text: &str, extra: &[String]) -> String {
-    match serde_json::from_str::<Value>(text) {
-        Ok(mut value) => {
-            redact_value(&mut value, extra);
-            value.to_string()
-        }
-        Err(_) => text.to_owned(),
-    }
-}
-
-/// Replaces the values of sensitive keys in a JSON text with `[REDACTED]`, at any depth, with
-/// the built-in list of keys described on [`Logging`]. Text that is not JSON comes back
-/// unchanged.
-///
-/// ```
-/// use tinyagent::tools::redact_json;
-///
-/// let out = redact_json(r#"{"user":"ann","password":"hunter2","auth":{"API-Key":"k"}}"#);
-/// assert_eq!(out, r#"{"user":"ann","password":"[REDACTED]","auth":"[REDACTED]"}"#);
-/// ```
-pub fn redact_json(text: &str) -> String {
-    redact_with(text, &[])
 }
 
 fn truncate_chars(text: String, max: usize) -> String {
@@ -301,41 +253,6 @@ fn truncate_chars(text: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sensitive_keys() {
-        for key in [
-            "password",
-            "Password",
-            "db_password",
-            "token",
-            "access_token",
-            "refreshToken",
-            "secret",
-            "client-secret",
-            "api_key",
-            "X-API-KEY",
-            "authorization",
-            "auth",
-            "cookie",
-        ] {
-            assert!(is_sensitive(key, &[]), "{key}");
-        }
-        for key in ["max_tokens", "city", "author", "user", "tokens_used"] {
-            assert!(!is_sensitive(key, &[]), "{key}");
-        }
-        assert!(is_sensitive("SSN", &[normalize_key("ssn")]));
-    }
-
-    #[test]
-    fn redaction_is_deep_and_keeps_other_values() {
-        let out = redact_json(r#"{"a":[{"token":"t1"},{"b":1}],"nested":{"secret":{"x":1}}}"#);
-        assert_eq!(
-            out,
-            r#"{"a":[{"token":"[REDACTED]"},{"b":1}],"nested":{"secret":"[REDACTED]"}}"#
-        );
-        assert_eq!(redact_json("not json password=1"), "not json password=1");
-    }
 
     #[test]
     fn truncation_counts_characters() {

@@ -3,15 +3,16 @@
 //!
 //! | middleware | what it does |
 //! |---|---|
-//! | [`with_logging`] / [`Logging`] | one `tracing` span per call, OpenTelemetry GenAI names, redacted arguments and results on request |
-//! | [`with_timeout`] / [`Timeout`] | a deadline per call; the tool's future is dropped when it passes |
-//! | [`with_retry`] / [`RetryPolicy`] | retries of retryable errors, exponential backoff with jitter, guided by the tool's hints |
-//! | [`with_validation`] / [`Validation`] | arguments checked against the tool's schema before the handler runs |
-//! | [`with_concurrency_limit`] / [`ConcurrencyLimit`] | at most `n` calls of the tool in flight |
-//! | [`with_rate_limit`] / [`RateLimit`] | at most `n` calls of the tool started per period |
-//! | [`with_cache`] / [`Cache`] | results of read-only or idempotent tools cached by canonical input |
-//! | [`with_output_budget`] / [`OutputBudget`] | long results cut to a budget, head and tail kept |
-//! | [`with_approval`] / [`Approval`] | a hook approves, denies or rewrites each call |
+//! | [`with_logging`] / [`LoggingLayer`] | one `tracing` span per call, OpenTelemetry GenAI names, redacted arguments and results on request |
+//! | [`with_timeout`] / [`TimeoutLayer`] | a deadline per call; the tool's future is dropped when it passes |
+//! | [`with_spawn_blocking`] / [`SpawnBlockingLayer`] | calls of a tool that blocks its thread run on Tokio's blocking pool, so a timeout returns on time |
+//! | [`with_retry`] / [`RetryLayer`] | retries of retryable errors, exponential backoff with jitter, guided by the tool's hints |
+//! | [`with_validation`] / [`ValidationLayer`] | arguments checked against the tool's schema before the handler runs |
+//! | [`with_concurrency_limit`] / [`ConcurrencyLimitLayer`] | at most `n` calls of the tool in flight |
+//! | [`with_rate_limit`] / [`RateLimitLayer`] | at most `n` calls of the tool started per period |
+//! | [`with_cache`] / [`CacheLayer`] | results of read-only or idempotent tools cached by canonical input |
+//! | [`with_output_budget`] / [`OutputBudgetLayer`] | long results cut to a budget, head and tail kept |
+//! | [`with_approval`] / [`ApprovalLayer`] | a hook approves, denies or rewrites each call |
 //!
 //! Every `with_*` function returns a [`ToolMiddleware`], and every config builder converts into
 //! one, so they mix freely in [`wrap_tool`]. A layer is applied once per tool, when the tool is
@@ -27,14 +28,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{Handler, Tool, ToolHints};
+use crate::util::BoxFuture;
 
 mod approval;
+mod blocking;
 mod budget;
 mod cache;
+mod canonical;
 mod limit;
 mod logging;
+mod redact;
 mod retry;
 mod timeout;
 #[cfg(feature = "tower")]
@@ -42,15 +48,18 @@ mod tower;
 mod validation;
 
 pub use approval::{Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, with_approval};
-pub use budget::{OutputBudget, with_output_budget};
-pub use cache::{Cache, canonical_json, with_cache};
-pub use limit::{ConcurrencyLimit, RateLimit, with_concurrency_limit, with_rate_limit};
-pub use logging::{Logging, redact_json, with_logging};
-pub use retry::{RetryPolicy, with_retry};
-pub use timeout::{Timeout, with_timeout};
+pub use blocking::{SpawnBlockingLayer, with_spawn_blocking};
+pub use budget::{OutputBudgetLayer, with_output_budget};
+pub use cache::{CacheLayer, with_cache};
+pub use canonical::canonical_json;
+pub use limit::{ConcurrencyLimitLayer, RateLimitLayer, with_concurrency_limit, with_rate_limit};
+pub use logging::{LoggingLayer, with_logging};
+pub use redact::{redact_json, redact_text};
+pub use retry::{RetryLayer, with_retry};
+pub use timeout::{TimeoutLayer, with_timeout};
 #[cfg(feature = "tower")]
 pub use tower::{HandlerService, ToolRequest};
-pub use validation::{Validation, with_validation};
+pub use validation::{ValidationLayer, with_validation};
 
 /// Fails with a clear error instead of panicking when there is no Tokio runtime to drive
 /// timers.
@@ -100,11 +109,11 @@ pub trait ToolLayer: Send + Sync + 'static {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler>;
 }
 
-/// A tool middleware (the seed's `ToolMiddleware func(Handler) Handler`): a cheap, cloneable
+/// A tool middleware (TinyAgent's `ToolMiddleware func(Handler) Handler`): a cheap, cloneable
 /// handle on a [`ToolLayer`].
 ///
 /// Middleware is applied with [`wrap_tool`], where the first one listed is the outermost. Make
-/// one from a closure over the next handler with [`ToolMiddleware::from_fn`], or from any
+/// one from a closure over the next handler with [`layer_fn`], or from any
 /// [`ToolLayer`] with [`ToolMiddleware::new`].
 #[derive(Clone)]
 pub struct ToolMiddleware {
@@ -144,33 +153,40 @@ impl ToolMiddleware {
         }
     }
 
-    /// A middleware from a closure that wraps the next handler, exactly as in the seed.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError};
-    /// use tinyagent::tools::ToolMiddleware;
-    ///
-    /// let exclaim = ToolMiddleware::from_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
-    ///     Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
-    ///         let next = next.clone();
-    ///         async move { Ok::<_, ToolError>(next.handle(&ctx, &input).await? + "!") }
-    ///     }))
-    /// });
-    /// ```
-    pub fn from_fn<F>(f: F) -> Self
-    where
-        F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
-    {
-        Self {
-            layer: Arc::new(FnLayer(f)),
-            name: "from_fn",
-        }
-    }
-
     /// Applies this middleware alone: wraps `next`, the handler of `tool`.
     pub fn apply(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         self.layer.layer(tool, next)
+    }
+}
+
+/// Makes a closure that wraps the next handler into a middleware, exactly as in the tutorial
+/// (`func(Handler) Handler`), the way tower's `layer_fn` makes a closure into a layer.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{Handler, ToolContext, ToolError, handler_fn, tools};
+///
+/// let exclaim = tools::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+///     Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
+///         let next = next.clone();
+///         async move { Ok::<_, ToolError>(next.handle(&ctx, &input).await? + "!") }
+///     }))
+/// });
+/// let echo = tools::new_tool("echo", "echo", serde_json::json!({"type": "object"}),
+///     |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) });
+/// let loud = tools::wrap_tool(echo, [exclaim]);
+/// # tokio_test::block_on(async {
+/// assert_eq!(loud.handle(&ToolContext::default(), "{}").await?, "{}!");
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+pub fn layer_fn<F>(f: F) -> ToolMiddleware
+where
+    F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
+{
+    ToolMiddleware {
+        layer: Arc::new(FnLayer(f)),
+        name: "layer_fn",
     }
 }
 
@@ -235,22 +251,21 @@ impl Tool for WrappedTool {
     }
 }
 
-/// Wraps a tool in middleware, onion-style (the seed's `WrapTool`): the first middleware
+/// Wraps a tool in middleware, onion-style (TinyAgent's `WrapTool`): the first middleware
 /// listed is the outermost, so it sees the call first and the result last.
 ///
 /// The wrapped tool keeps the tool's name, description, schema and hints.
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError, tools};
-/// use tinyagent::tools::ToolMiddleware;
+/// use tinyagent::{handler_fn, Handler, ToolContext, ToolError, tools};
 ///
 /// let log = Arc::new(Mutex::new(Vec::new()));
 /// let tag = |name: &'static str| {
 ///     let log = log.clone();
-///     ToolMiddleware::from_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+///     tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
 ///         let log = log.clone();
-///         Arc::new(HandleFunc(move |ctx: ToolContext, input: String| {
+///         Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
 ///             let (next, log) = (next.clone(), log.clone());
 ///             async move {
 ///                 log.lock().unwrap().push(format!("{name} in"));

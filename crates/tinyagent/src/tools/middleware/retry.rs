@@ -4,10 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
-/// Retries failed calls: the seed's `WithRetry`, with backoff, jitter and a policy on what is
+/// Retries failed calls: TinyAgent's `WithRetry`, with backoff, jitter and a policy on what is
 /// safe to repeat.
 ///
 /// A call is tried once and retried up to [`max_retries`](Self::max_retries) times. Before
@@ -39,18 +41,20 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// the first error is returned as is.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
-/// use tinyagent::tools::{self, RetryPolicy, ToolMiddleware};
+/// use tinyagent::tools::{self, RetryLayer, ToolMiddleware};
 ///
-/// let retry: ToolMiddleware = RetryPolicy::new(3)
+/// let retry: ToolMiddleware = RetryLayer::new(3)
 ///     .base(Duration::from_millis(200))
 ///     .cap(Duration::from_secs(5))
 ///     .into();
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [retry]);
 /// # let _ = calc;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
+pub struct RetryLayer {
     max_retries: u32,
     base: Duration,
     cap: Duration,
@@ -58,7 +62,7 @@ pub struct RetryPolicy {
     ignore_hints: bool,
 }
 
-impl RetryPolicy {
+impl RetryLayer {
     /// Up to `max_retries` retries after the first attempt, base 100 ms, cap 10 s, with jitter,
     /// respecting the tool's hints.
     pub fn new(max_retries: u32) -> Self {
@@ -111,9 +115,9 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tinyagent::tools::RetryPolicy;
+    /// use tinyagent::tools::RetryLayer;
     ///
-    /// let p = RetryPolicy::new(5).base(Duration::from_millis(100)).cap(Duration::from_millis(500));
+    /// let p = RetryLayer::new(5).base(Duration::from_millis(100)).cap(Duration::from_millis(500));
     /// assert_eq!(p.backoff(0), Duration::from_millis(100));
     /// assert_eq!(p.backoff(2), Duration::from_millis(400));
     /// assert_eq!(p.backoff(3), Duration::from_millis(500));
@@ -147,12 +151,12 @@ impl RetryPolicy {
     }
 }
 
-/// Retries up to `max_retries` times with the default backoff; see [`RetryPolicy`].
+/// Retries up to `max_retries` times with the default backoff; see [`RetryLayer`].
 pub fn with_retry(max_retries: u32) -> ToolMiddleware {
-    RetryPolicy::new(max_retries).into()
+    RetryLayer::new(max_retries).into()
 }
 
-impl ToolLayer for RetryPolicy {
+impl ToolLayer for RetryLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         if self.max_retries == 0 {
             return next;
@@ -168,7 +172,7 @@ impl ToolLayer for RetryPolicy {
 
 struct RetryHandler {
     next: Arc<dyn Handler>,
-    policy: RetryPolicy,
+    policy: RetryLayer,
     repeatable: bool,
     tool_name: Arc<str>,
 }
@@ -197,7 +201,7 @@ impl Handler for RetryHandler {
                 tracing::warn!(
                     gen_ai.tool.name = &*self.tool_name,
                     attempt = attempts,
-                    error = %err,
+                    error = %super::redact::for_log(err.message()),
                     error.type = err.kind().as_str(),
                     retry_in_ms = delay.as_secs_f64() * 1000.0,
                     "tool call failed, retrying"
@@ -230,7 +234,7 @@ mod tests {
 
     #[test]
     fn jittered_delays_stay_within_half_and_all_of_the_backoff() {
-        let policy = RetryPolicy::new(100)
+        let policy = RetryLayer::new(100)
             .base(Duration::from_millis(10))
             .cap(Duration::MAX);
         for retry in 0..100 {

@@ -4,14 +4,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ToolLayer, ToolMiddleware, require_runtime};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
-/// Bounds each call by a deadline: the seed's `WithTimeout`, with real cancellation.
+/// Bounds each call by a deadline: TinyAgent's `WithTimeout`, with real cancellation.
 ///
 /// When the deadline passes, the call fails with a [`TimedOut`](crate::ToolErrorKind::TimedOut)
 /// error saying `tool execution timed out after {d}`, and the future running the tool is
-/// dropped, so the tool's work stops at its next `.await` (the seed's goroutine kept running).
+/// dropped, so the tool's work stops at its next `.await` (the tutorial's goroutine kept running).
 /// Work the tool moved to another task or thread is out of reach, as always with dropping.
 ///
 /// Needs a Tokio runtime with its time driver; without one the call fails with an error
@@ -34,11 +36,11 @@ use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 /// # });
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Timeout {
+pub struct TimeoutLayer {
     duration: Duration,
 }
 
-impl Timeout {
+impl TimeoutLayer {
     /// A deadline of `duration` per call.
     pub fn new(duration: Duration) -> Self {
         Self { duration }
@@ -50,12 +52,12 @@ impl Timeout {
     }
 }
 
-/// Bounds each call by `duration`; see [`Timeout`].
+/// Bounds each call by `duration`; see [`TimeoutLayer`].
 pub fn with_timeout(duration: Duration) -> ToolMiddleware {
-    Timeout::new(duration).into()
+    TimeoutLayer::new(duration).into()
 }
 
-impl ToolLayer for Timeout {
+impl ToolLayer for TimeoutLayer {
     fn layer(&self, _tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(TimeoutHandler {
             next,

@@ -10,8 +10,10 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError};
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 /// One tool call as a tower request.
 #[derive(Debug, Clone)]

@@ -3,31 +3,41 @@
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext};
 use crate::tools::SchemaValidator;
+use crate::tools::arguments::{ValidatedArguments, parse_arguments};
 use crate::tools::schema::allow_null_optionals;
+use crate::tools::{Handler, Tool};
+use crate::util::BoxFuture;
 
 use serde_json::{Map, Value};
 
 /// Checks every call's arguments against the tool's input schema before the handler runs.
 ///
-/// The schema is compiled once, when the tool is wrapped. Arguments that are not JSON, or do
-/// not match, fail with one [`InvalidInput`](crate::ToolErrorKind::InvalidInput) error listing
-/// every violation by JSON pointer with what was expected (see [`SchemaValidator`]), so the
-/// model can fix them all in one go; the handler never sees them. Empty arguments count as
-/// `{}`, and `null` is accepted wherever a property may be left out (typed tools read it as
-/// `None`, and models in OpenAI's strict mode send it for every optional field).
+/// The schema is compiled once, when the tool is wrapped. Arguments must be strict JSON (see
+/// [`parse_arguments`]: no duplicate keys, no lone surrogates, no numbers out of range) that
+/// passes the schema; anything else fails with one
+/// [`InvalidInput`](crate::ToolErrorKind::InvalidInput) error listing the violations by JSON
+/// pointer with what was expected (see [`SchemaValidator`]), so the model can fix them in one
+/// go; the handler never sees them. Empty arguments count as `{}`, and `null` is accepted
+/// wherever a property may be left out (typed tools read it as `None`, and models in OpenAI's
+/// strict mode send it for every optional field).
 ///
-/// With [`pass_plain_text`](Self::pass_plain_text), arguments that are not JSON at all go to
-/// the tool unchecked, for tools that take plain text too (agent tools take it as the
-/// message); agents validate this way.
+/// What the handler gets is exactly what was checked: the arguments without surrounding
+/// whitespace (`{}` for empty ones), and a typed tool ([`new_func`](crate::tools::new_func),
+/// [`json_adapter`](crate::tools::json_adapter)) decodes the very value that passed the
+/// schema instead of parsing the text again.
 ///
-/// A tool whose schema does not compile is left unvalidated (a warning is logged when it is
-/// wrapped): refusing every call would make the tool unusable over a schema problem the tool
-/// itself may tolerate.
+/// Plain text goes through only to a tool whose [hints](crate::ToolHints::plain_text) declare
+/// that it takes plain text (agent tools, whose message it is); even there, a JSON object must
+/// pass the schema, and text that starts like an object (`{`) must be one.
+///
+/// A tool whose schema does not compile cannot be checked against it (a warning is logged when
+/// it is wrapped); its arguments must still be a strict JSON object.
 ///
 /// ```
+/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 ///
 /// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_validation()]);
@@ -38,56 +48,84 @@ use serde_json::{Map, Value};
 /// assert!(err.message().contains("/operation"), "{err}");
 /// assert!(err.message().contains("/a"), "{err}");
 /// # });
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Validation {
-    pass_plain_text: bool,
+pub struct ValidationLayer {
+    _private: (),
 }
 
-impl Validation {
+impl ValidationLayer {
     /// Validation against each tool's own input schema.
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Whether arguments that are not JSON go to the tool unchecked (default `false`: they are
-    /// refused).
-    #[must_use]
-    pub fn pass_plain_text(mut self, pass: bool) -> Self {
-        self.pass_plain_text = pass;
-        self
-    }
 }
 
-/// Checks arguments against the tool's schema before the handler runs; see [`Validation`].
+/// Checks arguments against the tool's schema before the handler runs; see [`ValidationLayer`].
 pub fn with_validation() -> ToolMiddleware {
-    Validation::new().into()
+    ValidationLayer::new().into()
 }
 
-impl ToolLayer for Validation {
+impl ToolLayer for ValidationLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
-        match SchemaValidator::new(&allow_null_optionals(tool.input_schema())) {
-            Ok(validator) => Arc::new(ValidationHandler {
-                next,
-                validator,
-                pass_plain_text: self.pass_plain_text,
-            }),
+        let validator = match SchemaValidator::new(&allow_null_optionals(tool.input_schema())) {
+            Ok(validator) => Some(validator),
             Err(err) => {
                 tracing::warn!(
                     gen_ai.tool.name = tool.name(),
                     error = %err,
-                    "input schema does not compile; calls will not be validated"
+                    "input schema does not compile; calls are only checked to be JSON objects"
                 );
-                next
+                None
             }
-        }
+        };
+        Arc::new(ValidationHandler {
+            next,
+            validator,
+            plain_text: tool.hints().plain_text,
+        })
     }
 }
 
 struct ValidationHandler {
     next: Arc<dyn Handler>,
-    validator: SchemaValidator,
-    pass_plain_text: bool,
+    validator: Option<SchemaValidator>,
+    plain_text: bool,
+}
+
+impl ValidationHandler {
+    /// The text to forward and its checked value, or `None` when the input goes on as plain
+    /// text.
+    fn check<'a>(&self, input: &'a str) -> Result<Option<(&'a str, Value)>, ToolError> {
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            let value = Value::Object(Map::new());
+            self.check_value(&value)?;
+            return Ok(Some(("{}", value)));
+        }
+        let value = match parse_arguments(trimmed) {
+            Ok(value) => value,
+            Err(_) if self.plain_text && !trimmed.starts_with('{') => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        if self.plain_text && !value.is_object() {
+            // A JSON string, number or array: the message itself, for a tool that takes text.
+            return Ok(None);
+        }
+        self.check_value(&value)?;
+        Ok(Some((trimmed, value)))
+    }
+
+    fn check_value(&self, value: &Value) -> Result<(), ToolError> {
+        match &self.validator {
+            Some(validator) => validator.validate(value),
+            None if value.is_object() => Ok(()),
+            None => Err(ToolError::invalid_input(
+                "invalid arguments: expected a JSON object with the tool's arguments",
+            )),
+        }
+    }
 }
 
 impl Handler for ValidationHandler {
@@ -96,18 +134,14 @@ impl Handler for ValidationHandler {
         ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
-        let trimmed = input.trim();
-        let checked = if trimmed.is_empty() {
-            self.validator.validate(&Value::Object(Map::new()))
-        } else {
-            match serde_json::from_str::<Value>(trimmed) {
-                Ok(value) => self.validator.validate(&value),
-                Err(_) if self.pass_plain_text => Ok(()),
-                Err(_) => self.validator.validate_str(input).map(drop),
-            }
-        };
-        match checked {
-            Ok(()) => self.next.handle(ctx, input),
+        match self.check(input) {
+            Ok(None) => self.next.handle(ctx, input),
+            Ok(Some((text, value))) => Box::pin(async move {
+                let ctx = ctx
+                    .clone()
+                    .with_extension(ValidatedArguments::new(text, value));
+                self.next.handle(&ctx, text).await
+            }),
             Err(err) => Box::pin(std::future::ready(Err(err))),
         }
     }

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use super::Session;
+use crate::budget::SharedBudget;
 use crate::message::{Message, new_id};
-use crate::session::Session;
 
 /// One run of an agent on one user message: an id, the message, the session it belongs to,
 /// and the chain of agents above it when it runs as another agent's tool.
@@ -29,6 +30,7 @@ pub struct Invocation {
     session: Session,
     chain: Arc<[Arc<str>]>,
     agent: Option<Arc<str>>,
+    budget: Option<SharedBudget>,
 }
 
 impl Invocation {
@@ -41,6 +43,7 @@ impl Invocation {
             session,
             chain: Arc::from([]),
             agent: None,
+            budget: None,
         }
     }
 
@@ -58,8 +61,9 @@ impl Invocation {
         self
     }
 
-    /// A fresh invocation for a sub-agent called from this one: a new id, a new session, and
-    /// this invocation's chain extended by the agent running it.
+    /// A fresh invocation for a sub-agent called from this one: a new id, a new session,
+    /// this invocation's chain extended by the agent running it, and this invocation's budget,
+    /// which the sub-agent draws from.
     pub fn child(&self, message: impl Into<Message>) -> Self {
         let mut chain: Vec<Arc<str>> = self.chain.to_vec();
         if let Some(agent) = &self.agent {
@@ -67,8 +71,23 @@ impl Invocation {
         }
         Self {
             chain: chain.into(),
+            budget: self.budget.clone(),
             ..Self::new(Session::new(), message)
         }
+    }
+
+    /// Returns the invocation drawing from `budget` (shared with whoever holds a clone of it)
+    /// instead of a fresh one from its agent's [`Budget`](crate::Budget).
+    #[must_use]
+    pub fn with_budget(mut self, budget: SharedBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The budget this invocation draws from: set when an agent starts running it (from the
+    /// agent's [`Budget`](crate::Budget)), or inherited from the invocation that called it.
+    pub fn budget(&self) -> Option<&SharedBudget> {
+        self.budget.as_ref()
     }
 
     /// The invocation's id.

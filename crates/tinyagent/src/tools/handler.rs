@@ -1,23 +1,17 @@
-//! What is stored and called: [`Tool`], [`Handler`], [`HandleFunc`], [`ToolContext`] and
-//! [`ToolHints`].
+//! What is stored and called: [`Tool`], [`Handler`], [`HandleFunc`], and the
+//! [`ToolHints`] a tool declares.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::agent::Invocation;
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::session::Session;
+use crate::util::BoxFuture;
 
-/// A boxed, `Send` future: what object-safe async methods return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Something a model can call: the seed's `Tool` interface.
+/// Something a model can call: TinyAgent's `Tool` interface.
 ///
 /// A tool has a unique [`name`](Self::name) the model calls it by, a
 /// [`description`](Self::description) the model reads to decide when to call it, a JSON Schema
@@ -92,10 +86,10 @@ impl fmt::Debug for dyn Tool {
     }
 }
 
-/// The execution half of a tool, on its own so that it can be composed (the seed's `Handler`).
+/// The execution half of a tool, on its own so that it can be composed (TinyAgent's `Handler`).
 ///
 /// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
-/// turns a typed function into one; [`HandleFunc`] turns a closure into one.
+/// turns a typed function into one; [`handler_fn`] turns a closure into one.
 pub trait Handler: Send + Sync {
     /// Handles one call with the raw input.
     fn handle<'a>(
@@ -125,15 +119,20 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
     }
 }
 
-/// Adapts a closure into a [`Handler`] (the seed's `HandleFunc`).
+/// A closure made into a [`Handler`] (TinyAgent's `HandleFunc`); made by [`handler_fn`].
+#[derive(Clone, Copy)]
+pub struct HandleFunc<F>(F);
+
+/// Makes a closure `Fn(ToolContext, String) -> impl Future<Output = Result<String, ToolError>>`
+/// into a [`Handler`], the way tower's `service_fn` makes a closure into a service.
 ///
 /// The closure gets its own clone of the context and its own copy of the input, so the future
 /// it returns may hold them across awaits.
 ///
 /// ```
-/// use tinyagent::{HandleFunc, Handler, ToolContext, ToolError};
+/// use tinyagent::{Handler, ToolContext, ToolError, handler_fn};
 ///
-/// let hello = HandleFunc(|_ctx: ToolContext, input: String| async move {
+/// let hello = handler_fn(|_ctx: ToolContext, input: String| async move {
 ///     Ok::<_, ToolError>(format!("hello, {input}"))
 /// });
 /// # tokio_test::block_on(async {
@@ -141,8 +140,13 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
-#[derive(Clone, Copy)]
-pub struct HandleFunc<F>(pub F);
+pub fn handler_fn<F, Fut>(f: F) -> HandleFunc<F>
+where
+    F: Fn(ToolContext, String) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    HandleFunc(f)
+}
 
 impl<F> fmt::Debug for HandleFunc<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -191,6 +195,16 @@ pub struct ToolHints {
     pub idempotent: bool,
     /// The tool interacts with an open world of external entities (the web, other services).
     pub open_world: bool,
+    /// Besides the JSON object its schema describes, the tool takes plain text as its input
+    /// (agent tools take it as the message). Only such a tool is handed arguments that are
+    /// not a JSON object; any other tool's arguments must be JSON that passes its schema, or
+    /// the tool does not run. Not an MCP annotation.
+    pub plain_text: bool,
+    /// The tool blocks the thread it runs on (synchronous I/O, heavy computation,
+    /// `std::thread::sleep`). An agent runs its calls on Tokio's blocking thread pool, so that
+    /// a timeout returns on time and the other calls of the step go on; see
+    /// [`tools::with_spawn_blocking`](crate::tools::with_spawn_blocking). Not an MCP annotation.
+    pub blocking: bool,
 }
 
 impl Default for ToolHints {
@@ -200,6 +214,8 @@ impl Default for ToolHints {
             destructive: true,
             idempotent: false,
             open_world: true,
+            plain_text: false,
+            blocking: false,
         }
     }
 }
@@ -212,6 +228,8 @@ impl ToolHints {
             destructive: false,
             idempotent: true,
             open_world: true,
+            plain_text: false,
+            blocking: false,
         }
     }
 
@@ -243,127 +261,29 @@ impl ToolHints {
         self
     }
 
+    /// Sets [`plain_text`](Self::plain_text).
+    #[must_use]
+    pub const fn with_plain_text(mut self, value: bool) -> Self {
+        self.plain_text = value;
+        self
+    }
+
+    /// Sets [`blocking`](Self::blocking).
+    #[must_use]
+    pub const fn with_blocking(mut self, value: bool) -> Self {
+        self.blocking = value;
+        self
+    }
+
     /// Whether repeating a call is harmless: the tool is read-only or idempotent.
     pub const fn is_repeatable(&self) -> bool {
         self.read_only || self.idempotent
     }
 }
 
-/// Per-call context handed to every tool: the call id, and typed extensions that the agent and
-/// middleware attach (the invocation, the session, anything of the application's).
-///
-/// Cheap to clone: everything inside is reference counted.
-///
-/// ```
-/// use tinyagent::ToolContext;
-///
-/// #[derive(Debug, PartialEq)]
-/// struct UserId(u64);
-///
-/// let ctx = ToolContext::default().with_call_id("call_1").with_extension(UserId(7));
-/// assert_eq!(ctx.call_id(), Some("call_1"));
-/// assert_eq!(ctx.extension::<UserId>(), Some(&UserId(7)));
-/// ```
-#[derive(Clone, Default)]
-pub struct ToolContext {
-    call_id: Option<Arc<str>>,
-    extensions: Option<Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
-}
-
-impl fmt::Debug for ToolContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolContext")
-            .field("call_id", &self.call_id)
-            .field(
-                "extensions",
-                &self.extensions.as_ref().map_or(0, |e| e.len()),
-            )
-            .finish()
-    }
-}
-
-impl ToolContext {
-    /// An empty context (the same as `Default`).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The id the model gave this call, when the call came from a model.
-    pub fn call_id(&self) -> Option<&str> {
-        self.call_id.as_deref()
-    }
-
-    /// Returns the context with the call id set.
-    #[must_use]
-    pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
-        self.call_id = Some(call_id.into());
-        self
-    }
-
-    /// Returns the context with a typed value attached, replacing any value of the same type.
-    #[must_use]
-    pub fn with_extension<T: Any + Send + Sync>(mut self, value: T) -> Self {
-        let mut map = self
-            .extensions
-            .take()
-            .map(Arc::unwrap_or_clone)
-            .unwrap_or_default();
-        map.insert(TypeId::of::<T>(), Arc::new(value));
-        self.extensions = Some(Arc::new(map));
-        self
-    }
-
-    /// The attached value of type `T`, if any.
-    pub fn extension<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.extensions
-            .as_ref()?
-            .get(&TypeId::of::<T>())?
-            .downcast_ref::<T>()
-    }
-
-    /// Returns the context with the invocation attached (agents do this for every call).
-    #[must_use]
-    pub fn with_invocation(self, invocation: Invocation) -> Self {
-        self.with_extension(invocation)
-    }
-
-    /// The agent invocation this call runs in, when an agent made the call.
-    ///
-    /// ```
-    /// use tinyagent::{Invocation, Session, ToolContext};
-    ///
-    /// let session = Session::new();
-    /// session.set("role", "admin");
-    /// let ctx = ToolContext::new().with_invocation(Invocation::new(session, "hi"));
-    /// assert_eq!(ctx.invocation().unwrap().message().text(), "hi");
-    /// assert_eq!(ctx.session().unwrap().get_str("role").as_deref(), Some("admin"));
-    /// assert!(ToolContext::new().session().is_none());
-    /// ```
-    pub fn invocation(&self) -> Option<&Invocation> {
-        self.extension::<Invocation>()
-    }
-
-    /// The session of the invocation this call runs in: its state map is where tools keep
-    /// what outlives one call.
-    pub fn session(&self) -> Option<&Session> {
-        self.invocation().map(Invocation::session)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn extensions_are_typed_and_replaceable() {
-        let ctx = ToolContext::new().with_extension(1u32).with_extension("a");
-        assert_eq!(ctx.extension::<u32>(), Some(&1));
-        assert_eq!(ctx.extension::<&str>(), Some(&"a"));
-        let ctx2 = ctx.clone().with_extension(2u32);
-        assert_eq!(ctx2.extension::<u32>(), Some(&2));
-        assert_eq!(ctx.extension::<u32>(), Some(&1), "clones are independent");
-        assert_eq!(ctx.extension::<i64>(), None);
-    }
 
     #[test]
     fn default_hints_assume_the_worst() {

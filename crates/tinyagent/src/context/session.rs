@@ -1,11 +1,12 @@
 //! [`Session`]: a conversation's history and its state map, kept in memory.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value};
 
 use crate::message::{Message, new_id};
+use crate::util::lock;
 
 /// The state map of a session: string keys, JSON values.
 pub type State = Map<String, Value>;
@@ -17,7 +18,7 @@ struct Inner {
 }
 
 /// A conversation: an id, the history of messages of finished runs, and a state map that the
-/// application, tools and resolvers read and write (the seed's `inv.Session.State()["role"]`).
+/// application, tools and resolvers read and write (TinyAgent's `inv.Session.State()["role"]`).
 ///
 /// A `Session` is a cheap handle: clones share the same conversation. It lives in memory.
 ///
@@ -57,10 +58,6 @@ impl fmt::Debug for Session {
             .field("history_len", &self.len())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Session {

@@ -1,4 +1,4 @@
-//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the seed's agent-tool
+//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the tutorial's agent-tool
 //! schema `{"message": string}`, and the demo's form, a tool from
 //! `(name, description, async fn(message) -> text)`.
 
@@ -12,14 +12,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::func::{FuncTool, validate_tool_name};
-use super::schema::generate_schema;
-use crate::agent::{Agent, AgentError, Event, Invocation};
+use super::{Agent, AgentError, Event};
+use crate::context::{Invocation, Session, ToolContext};
 use crate::error::{BoxError, ToolError, ToolErrorKind};
 use crate::message::Role;
 use crate::model::ModelErrorKind;
-use crate::session::Session;
-use crate::tool::{BoxFuture, Handler, Tool, ToolContext, ToolHints};
+use crate::tools::{FuncTool, Handler, Tool, ToolHints, generate_schema, validate_tool_name};
+use crate::util::BoxFuture;
 
 /// The input of an agent used as a tool: one natural-language message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -28,7 +27,7 @@ pub struct AgentToolInput {
     pub message: String,
 }
 
-/// The input schema of every agent tool (the seed's):
+/// The input schema of every agent tool (the tutorial's):
 /// `{"type":"object","properties":{"message":{"type":"string","description":"要发送给此 Agent 的消息"}},"required":["message"]}`.
 pub fn agent_tool_schema() -> Value {
     generate_schema::<AgentToolInput>()
@@ -37,11 +36,35 @@ pub fn agent_tool_schema() -> Value {
 /// Reads the message out of an agent tool's raw input.
 ///
 /// A JSON object gives its `message` field (and must have one); a JSON string is the message;
-/// anything else, including text that is not JSON at all, is taken as the message itself.
+/// anything else, including text that is not JSON at all, is taken as the message itself,
+/// except text that starts like a JSON object (`{`) and is not a valid one, which is refused:
+/// it is a broken call, not a message.
+///
+/// ```
+/// use tinyagent::tools::parse_agent_message;
+///
+/// assert_eq!(parse_agent_message(r#"{"message": "hi"}"#).unwrap(), "hi");
+/// assert_eq!(parse_agent_message(r#""hi""#).unwrap(), "hi");
+/// assert_eq!(parse_agent_message("hi there").unwrap(), "hi there");
+/// assert!(parse_agent_message(r#"{"message": "hi""#).is_err());
+/// assert!(parse_agent_message(r#"{"message":"a","message":"b"}"#).is_err());
+/// ```
 pub fn parse_agent_message(input: &str) -> Result<String, ToolError> {
-    match serde_json::from_str::<Value>(input) {
-        Ok(Value::Object(_)) => super::decode_input::<AgentToolInput>(input).map(|i| i.message),
+    let trimmed = input.trim();
+    match crate::tools::parse_arguments(trimmed) {
+        Ok(Value::Object(map)) => serde_json::from_value::<AgentToolInput>(Value::Object(map))
+            .map(|i| i.message)
+            .map_err(|e| {
+                ToolError::invalid_input(format!(
+                    "invalid arguments: {}; expected {{\"message\": \"...\"}}",
+                    crate::tools::arguments::cut(
+                        &e.to_string(),
+                        crate::tools::arguments::MAX_PROBLEM_CHARS
+                    )
+                ))
+            }),
         Ok(Value::String(s)) => Ok(s),
+        Err(err) if trimmed.starts_with('{') => Err(err),
         _ => Ok(input.to_owned()),
     }
 }
@@ -69,7 +92,7 @@ where
     }
 }
 
-/// Makes an agent-style tool from a function of one message (the seed demo's
+/// Makes an agent-style tool from a function of one message (the tutorial demo's
 /// `tools.NewAgentTool(name, description, fn)`): the tool takes the agent-tool schema
 /// `{"message": string}`, accepts plain text as the message too, and returns the function's
 /// text as it is (not JSON-encoded).
@@ -115,7 +138,7 @@ where
         name,
         description.into(),
         agent_tool_schema(),
-        ToolHints::default(),
+        ToolHints::default().with_plain_text(true),
         MessageHandler(f),
     ))
 }
@@ -124,7 +147,7 @@ where
 /// [`AgentTool::with_max_depth`].
 pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
 
-/// An [`Agent`] used as a tool (the seed's `NewAgentTool(agent)`); made by
+/// An [`Agent`] used as a tool (TinyAgent's `NewAgentTool(agent)`); made by
 /// [`new_agent_tool`].
 ///
 /// Its name and description are the agent's; its schema is [`agent_tool_schema`]
@@ -188,6 +211,11 @@ impl<A: Agent> Tool for AgentTool<A> {
 
     fn input_schema(&self) -> &Value {
         &self.schema
+    }
+
+    /// An agent takes plain text as its message too; what running it may do is unknown.
+    fn hints(&self) -> ToolHints {
+        ToolHints::default().with_plain_text(true)
     }
 
     fn handle<'a>(
@@ -256,7 +284,7 @@ fn sub_agent_error(name: &str, err: AgentError) -> ToolError {
     error.with_source(err)
 }
 
-/// Makes an agent a tool (the seed's `tools.NewAgentTool(agent)`); see [`AgentTool`].
+/// Makes an agent a tool (TinyAgent's `tools.NewAgentTool(agent)`); see [`AgentTool`].
 ///
 /// # Panics
 ///

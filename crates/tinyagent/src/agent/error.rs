@@ -1,0 +1,175 @@
+//! How an agent run fails: [`AgentError`], with the [`ConfigProblem`] of a misconfigured agent
+//! and the [`ToolSource`]s of clashing tools.
+
+use std::fmt;
+
+use crate::budget::BudgetResource;
+use crate::error::ToolError;
+use crate::model::ModelError;
+
+/// Why an agent run ended without an answer.
+///
+/// Every variant carries its facts as fields, for programs to act on; `Display` writes them
+/// as one sentence for people.
+///
+/// ```
+/// use tinyagent::LlmAgent;
+/// use tinyagent::agent::{AgentError, ConfigProblem};
+///
+/// let err = LlmAgent::builder("helper").build().unwrap_err();
+/// assert!(matches!(
+///     &err,
+///     AgentError::Config { agent, problem: ConfigProblem::NoModel } if agent == "helper"
+/// ));
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid configuration of agent \"helper\": it has no model; set one with `.model(..)`"
+/// );
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The model failed.
+    #[error("the model failed: {0}")]
+    Model(#[from] ModelError),
+    /// The model asked for tools in every one of the allowed steps.
+    #[error(
+        "agent {agent:?} reached its limit of {max_steps} model steps without a final answer \
+         (the model kept calling tools); raise it with `max_steps`"
+    )]
+    StepLimit {
+        /// The agent's name.
+        agent: String,
+        /// The limit that was reached.
+        max_steps: usize,
+    },
+    /// The invocation tree's [`Budget`](crate::Budget) ran out: the agent, or an agent it
+    /// called or that called it, used up what the whole tree may spend.
+    #[error(
+        "agent {agent:?} stopped: the invocation's budget of {limit} {} is used up ({used} \
+         needed; the budget is shared by every agent of the invocation); raise it with `budget`",
+        resource_unit(*resource)
+    )]
+    BudgetExhausted {
+        /// The agent whose run ended.
+        agent: String,
+        /// What ran out.
+        resource: BudgetResource,
+        /// The limit (milliseconds for wall time).
+        limit: u64,
+        /// How much was used or asked for when it ran out.
+        used: u64,
+    },
+    /// The model's reply hit the token limit while it was writing tool calls: their
+    /// arguments may be cut, so none of them ran.
+    #[error(
+        "the model's reply was cut off by the token limit ({}) while it was calling {}; \
+         the calls were not run; raise the limit with `max_tokens`",
+        match max_tokens { Some(n) => format!("max_tokens {n}"), None => "the provider's default max_tokens".to_owned() },
+        tools.join(", ")
+    )]
+    ReplyTruncated {
+        /// The agent's name.
+        agent: String,
+        /// The token limit the agent asked for; `None` when it left it to the provider.
+        max_tokens: Option<u32>,
+        /// The names of the tools the cut reply was calling.
+        tools: Vec<String>,
+    },
+    /// Two sources offered tools of the same name.
+    #[error("tool name {name:?} is offered twice in this invocation: by {first} and by {second}")]
+    ToolConflict {
+        /// The clashing name.
+        name: String,
+        /// The source that offered the name first.
+        first: ToolSource,
+        /// The source that offered it again.
+        second: ToolSource,
+    },
+    /// A tool resolver failed.
+    #[error("{} failed: {source}", ToolSource::Resolver(*resolver))]
+    Resolver {
+        /// Which resolver, counted from 1 in the order they were added to the agent.
+        resolver: usize,
+        /// Its error.
+        #[source]
+        source: ToolError,
+    },
+    /// The agent is misconfigured.
+    #[error("invalid configuration of agent {agent:?}: {problem}")]
+    Config {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong.
+        problem: ConfigProblem,
+    },
+    /// The agent's event stream ended without a [`Event::Finished`](super::Event::Finished).
+    #[error("agent {agent:?} stopped without a final answer")]
+    NoAnswer {
+        /// The agent's name.
+        agent: String,
+    },
+}
+
+/// What is wrong with an agent's configuration; see [`AgentError::Config`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigProblem {
+    /// No model was set.
+    #[error("it has no model; set one with `.model(..)`")]
+    NoModel,
+    /// The agent's name is empty.
+    #[error("its name is empty")]
+    EmptyName,
+    /// A limit that must be at least 1 was set to 0.
+    #[error("{setting} must be at least 1")]
+    ZeroLimit {
+        /// The builder setting, e.g. `"max_steps"`.
+        setting: &'static str,
+    },
+    /// Two static tools share a name.
+    #[error("it has two tools named {name:?}")]
+    DuplicateTool {
+        /// The shared name.
+        name: String,
+    },
+}
+
+/// Where a tool offered in an invocation came from; see [`AgentError::ToolConflict`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolSource {
+    /// The agent's static tools.
+    Agent,
+    /// A tool resolver, counted from 1 in the order they were added to the agent.
+    Resolver(usize),
+}
+
+impl fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Agent => f.write_str("the agent's static tools"),
+            Self::Resolver(n) => write!(f, "tool resolver #{n}"),
+        }
+    }
+}
+
+fn resource_unit(resource: BudgetResource) -> &'static str {
+    match resource {
+        BudgetResource::ModelCalls => "model calls",
+        BudgetResource::ToolCalls => "tool calls",
+        BudgetResource::Tokens => "tokens",
+        _ => "ms of wall time",
+    }
+}
+
+impl AgentError {
+    pub(crate) fn budget(agent: &str, exceeded: crate::budget::BudgetExceeded) -> Self {
+        Self::BudgetExhausted {
+            agent: agent.to_owned(),
+            resource: exceeded.resource,
+            limit: exceeded.limit,
+            used: exceeded.used,
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! [`Budget`]: what one invocation tree may spend (model calls, tool calls, tokens, wall
+//! time), shared by every agent in it through a [`SharedBudget`].
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Default of [`Budget::max_model_calls`]: model calls per invocation tree.
+pub const DEFAULT_MAX_MODEL_CALLS: u64 = 64;
+/// Default of [`Budget::max_tool_calls`]: tool calls per invocation tree.
+pub const DEFAULT_MAX_TOOL_CALLS: u64 = 256;
+/// Default of [`Budget::max_tokens`]: input plus output tokens per invocation tree.
+pub const DEFAULT_MAX_TOKENS: u64 = 2_000_000;
+/// Default of [`Budget::max_duration`]: wall time per invocation tree.
+pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(15 * 60);
+
+/// What one invocation tree may spend: a user message, the agent answering it, and every
+/// agent it calls as a tool, at any depth, draw from one budget.
+///
+/// Limits on depth or on steps per agent bound how deep or how long one agent goes, not how
+/// much a tree of agents does: an agent that calls itself as a tool, 16 steps at each of 4
+/// levels, would make hundreds of thousands of model calls for one message. A budget bounds the
+/// whole tree. When any part of it runs out the run ends with
+/// [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted), naming what ran out;
+/// agents deeper in the tree fail the same way, and their callers see that failure as a tool
+/// error first.
+///
+/// The defaults ([`Budget::default`]) are generous for one answer and make runaway trees
+/// impossible: 64 model calls, 256 tool calls, 2,000,000 tokens (input plus output, as the
+/// model reports them) and 15 minutes. [`Budget::unlimited`] turns every limit off.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagent::Budget;
+///
+/// let budget = Budget::default().max_model_calls(20).max_duration(Duration::from_secs(60));
+/// assert_eq!(budget.model_calls(), Some(20));
+/// assert_eq!(budget.tool_calls(), Some(256));
+/// assert_eq!(Budget::unlimited().tokens(), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    model_calls: Option<u64>,
+    tool_calls: Option<u64>,
+    tokens: Option<u64>,
+    duration: Option<Duration>,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            model_calls: Some(DEFAULT_MAX_MODEL_CALLS),
+            tool_calls: Some(DEFAULT_MAX_TOOL_CALLS),
+            tokens: Some(DEFAULT_MAX_TOKENS),
+            duration: Some(DEFAULT_MAX_DURATION),
+        }
+    }
+}
+
+impl Budget {
+    /// No limits at all; add some with the setters.
+    pub const fn unlimited() -> Self {
+        Self {
+            model_calls: None,
+            tool_calls: None,
+            tokens: None,
+            duration: None,
+        }
+    }
+
+    /// The most model calls in the tree.
+    pub const fn max_model_calls(mut self, n: u64) -> Self {
+        self.model_calls = Some(n);
+        self
+    }
+
+    /// The most tool calls run in the tree (calls refused before they run, such as unknown
+    /// tools, do not count).
+    pub const fn max_tool_calls(mut self, n: u64) -> Self {
+        self.tool_calls = Some(n);
+        self
+    }
+
+    /// The most tokens, input plus output, that the tree's model calls may report.
+    pub const fn max_tokens(mut self, n: u64) -> Self {
+        self.tokens = Some(n);
+        self
+    }
+
+    /// The most wall time from the start of the top invocation. Needs a Tokio runtime with its
+    /// time driver to interrupt a model or tool call in flight; without a runtime, it is
+    /// checked between calls.
+    pub const fn max_duration(mut self, d: Duration) -> Self {
+        self.duration = Some(d);
+        self
+    }
+
+    /// The model-call limit, if any.
+    pub const fn model_calls(&self) -> Option<u64> {
+        self.model_calls
+    }
+
+    /// The tool-call limit, if any.
+    pub const fn tool_calls(&self) -> Option<u64> {
+        self.tool_calls
+    }
+
+    /// The token limit, if any.
+    pub const fn tokens(&self) -> Option<u64> {
+        self.tokens
+    }
+
+    /// The wall-time limit, if any.
+    pub const fn duration(&self) -> Option<Duration> {
+        self.duration
+    }
+}
+
+/// What ran out; see [`BudgetExceeded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BudgetResource {
+    /// Model calls.
+    ModelCalls,
+    /// Tool calls.
+    ToolCalls,
+    /// Tokens (input plus output).
+    Tokens,
+    /// Wall time, counted in milliseconds.
+    WallTime,
+}
+
+impl BudgetResource {
+    /// A short, stable, snake-case name, for logs and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ModelCalls => "model_calls",
+            Self::ToolCalls => "tool_calls",
+            Self::Tokens => "tokens",
+            Self::WallTime => "wall_time",
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Self::ModelCalls => "model calls",
+            Self::ToolCalls => "tool calls",
+            Self::Tokens => "tokens",
+            Self::WallTime => "ms of wall time",
+        }
+    }
+}
+
+impl fmt::Display for BudgetResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A budget ran out: which resource, its limit, and how much was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetExceeded {
+    /// What ran out.
+    pub resource: BudgetResource,
+    /// The limit (milliseconds for [`BudgetResource::WallTime`]).
+    pub limit: u64,
+    /// How much was used or asked for when it ran out.
+    pub used: u64,
+}
+
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the invocation's budget of {} {} is used up ({} needed)",
+            self.limit,
+            self.resource.unit(),
+            self.used
+        )
+    }
+}
+
+impl std::error::Error for BudgetExceeded {}
+
+/// What an invocation tree has spent so far; see [`SharedBudget::usage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BudgetUsage {
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Tool calls run.
+    pub tool_calls: u64,
+    /// Tokens reported, input plus output.
+    pub tokens: u64,
+    /// Time since the tree started.
+    pub elapsed: Duration,
+}
+
+struct Inner {
+    limits: Budget,
+    started: Instant,
+    model_calls: AtomicU64,
+    tool_calls: AtomicU64,
+    tokens: AtomicU64,
+    exceeded: Mutex<Option<BudgetExceeded>>,
+}
+
+/// The tally of one invocation tree against its [`Budget`]: cheap to clone, and clones share
+/// it. The top invocation gets one from its agent's budget; [`Invocation::child`] passes it on
+/// to agents called as tools.
+///
+/// [`Invocation::child`]: crate::Invocation::child
+///
+/// ```
+/// use tinyagent::{Budget, BudgetResource, SharedBudget};
+///
+/// let budget = SharedBudget::new(Budget::unlimited().max_model_calls(2));
+/// let nested = budget.clone();
+/// budget.charge_model_call().unwrap();
+/// nested.charge_model_call().unwrap();
+/// let err = budget.charge_model_call().unwrap_err();
+/// assert_eq!(err.resource, BudgetResource::ModelCalls);
+/// assert_eq!((err.limit, err.used), (2, 3));
+/// assert_eq!(nested.exceeded(), Some(err));
+/// ```
+#[derive(Clone)]
+pub struct SharedBudget(Arc<Inner>);
+
+impl fmt::Debug for SharedBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedBudget")
+            .field("limits", &self.0.limits)
+            .field("usage", &self.usage())
+            .finish()
+    }
+}
+
+impl SharedBudget {
+    /// A fresh tally against `limits`, its clock started now.
+    pub fn new(limits: Budget) -> Self {
+        Self(Arc::new(Inner {
+            limits,
+            started: Instant::now(),
+            model_calls: AtomicU64::new(0),
+            tool_calls: AtomicU64::new(0),
+            tokens: AtomicU64::new(0),
+            exceeded: Mutex::new(None),
+        }))
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> Budget {
+        self.0.limits
+    }
+
+    /// What was spent so far.
+    pub fn usage(&self) -> BudgetUsage {
+        BudgetUsage {
+            model_calls: self.0.model_calls.load(Ordering::Relaxed),
+            tool_calls: self.0.tool_calls.load(Ordering::Relaxed),
+            tokens: self.0.tokens.load(Ordering::Relaxed),
+            elapsed: self.0.started.elapsed(),
+        }
+    }
+
+    /// When the wall-time budget ends, if it has one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.0
+            .limits
+            .duration
+            .and_then(|d| self.0.started.checked_add(d))
+    }
+
+    /// The first limit that ran out, once one has.
+    pub fn exceeded(&self) -> Option<BudgetExceeded> {
+        *self
+            .0
+            .exceeded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records that a limit ran out (the first record is kept) and returns it.
+    pub fn exceed(&self, exceeded: BudgetExceeded) -> BudgetExceeded {
+        let mut slot = self
+            .0
+            .exceeded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *slot.get_or_insert(exceeded)
+    }
+
+    /// Checks the limits that do not count calls: time and tokens (and whether anything ran
+    /// out before).
+    pub fn check(&self) -> Result<(), BudgetExceeded> {
+        if let Some(exceeded) = self.exceeded() {
+            return Err(exceeded);
+        }
+        if let Some(max) = self.0.limits.duration {
+            let elapsed = self.0.started.elapsed();
+            if elapsed >= max {
+                return Err(self.wall_time_exceeded());
+            }
+        }
+        if let Some(max) = self.0.limits.tokens {
+            let used = self.0.tokens.load(Ordering::Relaxed);
+            if used >= max {
+                return Err(self.exceed(BudgetExceeded {
+                    resource: BudgetResource::Tokens,
+                    limit: max,
+                    used,
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// The wall-time budget, recorded as run out.
+    pub fn wall_time_exceeded(&self) -> BudgetExceeded {
+        let max = self.0.limits.duration.unwrap_or_default();
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.exceed(BudgetExceeded {
+            resource: BudgetResource::WallTime,
+            limit: ms(max),
+            used: ms(self.0.started.elapsed()),
+        })
+    }
+
+    fn charge(
+        &self,
+        counter: &AtomicU64,
+        limit: Option<u64>,
+        resource: BudgetResource,
+    ) -> Result<(), BudgetExceeded> {
+        self.check()?;
+        let used = counter.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        match limit {
+            Some(limit) if used > limit => Err(self.exceed(BudgetExceeded {
+                resource,
+                limit,
+                used,
+            })),
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts one model call, or fails when the budget is spent.
+    pub fn charge_model_call(&self) -> Result<(), BudgetExceeded> {
+        self.charge(
+            &self.0.model_calls,
+            self.0.limits.model_calls,
+            BudgetResource::ModelCalls,
+        )
+    }
+
+    /// Counts one tool call, or fails when the budget is spent.
+    pub fn charge_tool_call(&self) -> Result<(), BudgetExceeded> {
+        self.charge(
+            &self.0.tool_calls,
+            self.0.limits.tool_calls,
+            BudgetResource::ToolCalls,
+        )
+    }
+
+    /// Adds the tokens a model call reported; the limit is enforced by the next
+    /// [`check`](Self::check) or charge.
+    pub fn add_tokens(&self, tokens: u64) {
+        self.0.tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+}

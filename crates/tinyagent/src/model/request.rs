@@ -1,0 +1,113 @@
+//! What a model is asked: [`ModelRequest`], with the [`ToolDefinition`]s it may call and the
+//! [`ToolChoice`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::Message;
+use crate::tools::Tool;
+
+/// A tool as a model sees it: name, description and input schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The name the model calls the tool by.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The JSON Schema of the tool's arguments (an object schema).
+    pub input_schema: Value,
+}
+
+impl ToolDefinition {
+    /// The definition of a tool.
+    pub fn from_tool(tool: &dyn Tool) -> Self {
+        Self {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            input_schema: tool.input_schema().clone(),
+        }
+    }
+}
+
+/// Whether and which tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (the usual default).
+    Auto,
+    /// The model must not call tools.
+    None,
+    /// The model must call at least one tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// What a model is asked: the agent's instruction, the conversation so far, the tools it may
+/// call, and sampling options (`None` leaves the provider's default).
+///
+/// The agent loop builds one request per invocation and appends to
+/// [`messages`](Self::messages) between steps, so a provider sees the whole history every time.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ModelRequest {
+    /// The agent's instruction (a system prompt); empty for none.
+    pub instruction: String,
+    /// The conversation, oldest first: user, assistant (text and tool calls) and tool (results)
+    /// messages.
+    pub messages: Vec<Message>,
+    /// The tools the model may call in this invocation.
+    pub tools: Vec<ToolDefinition>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// The most tokens the model may produce in this step.
+    pub max_tokens: Option<u32>,
+    /// Whether and which tool the model must call.
+    pub tool_choice: Option<ToolChoice>,
+}
+
+impl ModelRequest {
+    /// A request with these messages and nothing else.
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the instruction.
+    #[must_use]
+    pub fn with_instruction(mut self, instruction: impl Into<String>) -> Self {
+        self.instruction = instruction.into();
+        self
+    }
+
+    /// Sets the tools.
+    #[must_use]
+    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets the temperature.
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the token limit of one step.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets the tool choice.
+    #[must_use]
+    pub fn with_tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+        self.tool_choice = Some(tool_choice);
+        self
+    }
+}

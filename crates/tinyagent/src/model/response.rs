@@ -1,0 +1,373 @@
+//! What a model answers: [`ModelResponse`], its [`Usage`] and [`FinishReason`], and the
+//! [`ModelResponseBuilder`] that assembles one from streamed pieces.
+
+use std::ops::{Add, AddAssign};
+
+use serde::{Deserialize, Serialize};
+
+use super::ModelEvent;
+use crate::message::{Message, Part};
+
+/// Tokens used, as the provider reports them.
+///
+/// A count the provider did not report is `None`, never a made-up zero; sums keep what was
+/// reported (`None + Some(3)` is `Some(3)`). Serialized, unreported counts are left out:
+///
+/// ```
+/// use tinyagent::Usage;
+///
+/// let step = Usage::new(80, 17).with_cached_input_tokens(64);
+/// assert_eq!(step.total_tokens(), Some(97));
+/// assert_eq!(
+///     serde_json::to_string(&step).unwrap(),
+///     r#"{"input_tokens":80,"output_tokens":17,"cached_input_tokens":64}"#
+/// );
+/// let run = step + Usage::default();
+/// assert_eq!(run.input_tokens, Some(80));
+/// assert_eq!(Usage::default().total_tokens(), None);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Tokens of the prompt (instruction, history, tool definitions), cached ones included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Tokens the model produced, reasoning included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Of the output tokens, those spent on reasoning the reply does not show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// A usage with input and output counts reported.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens: Some(input_tokens),
+            output_tokens: Some(output_tokens),
+            cached_input_tokens: None,
+            reasoning_tokens: None,
+        }
+    }
+
+    /// Returns the usage with the cached input tokens set.
+    #[must_use]
+    pub const fn with_cached_input_tokens(mut self, tokens: u64) -> Self {
+        self.cached_input_tokens = Some(tokens);
+        self
+    }
+
+    /// Returns the usage with the reasoning tokens set.
+    #[must_use]
+    pub const fn with_reasoning_tokens(mut self, tokens: u64) -> Self {
+        self.reasoning_tokens = Some(tokens);
+        self
+    }
+
+    /// Input plus output tokens, as far as reported; `None` when neither was.
+    pub const fn total_tokens(&self) -> Option<u64> {
+        match (self.input_tokens, self.output_tokens) {
+            (None, None) => None,
+            (input, output) => Some(or_zero(input).saturating_add(or_zero(output))),
+        }
+    }
+
+    /// Whether the provider reported nothing.
+    pub const fn is_unreported(&self) -> bool {
+        self.input_tokens.is_none()
+            && self.output_tokens.is_none()
+            && self.cached_input_tokens.is_none()
+            && self.reasoning_tokens.is_none()
+    }
+}
+
+const fn or_zero(count: Option<u64>) -> u64 {
+    match count {
+        Some(n) => n,
+        None => 0,
+    }
+}
+
+fn add_counts(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(or_zero(a).saturating_add(or_zero(b))),
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+
+    fn add(self, rhs: Usage) -> Usage {
+        Usage {
+            input_tokens: add_counts(self.input_tokens, rhs.input_tokens),
+            output_tokens: add_counts(self.output_tokens, rhs.output_tokens),
+            cached_input_tokens: add_counts(self.cached_input_tokens, rhs.cached_input_tokens),
+            reasoning_tokens: add_counts(self.reasoning_tokens, rhs.reasoning_tokens),
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        *self = *self + rhs;
+    }
+}
+
+/// Why the model stopped producing output in a step.
+///
+/// Serialized as a string: `"stop"`, `"tool_calls"`, `"length"`, `"content_filter"`, or the
+/// provider's own name for anything else.
+///
+/// ```
+/// use tinyagent::FinishReason;
+///
+/// assert_eq!(serde_json::to_string(&FinishReason::ToolCalls).unwrap(), r#""tool_calls""#);
+/// let other: FinishReason = serde_json::from_str(r#""pause_turn""#).unwrap();
+/// assert_eq!(other, FinishReason::Other("pause_turn".into()));
+/// assert_eq!(other.as_str(), "pause_turn");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It asked for tool calls.
+    ToolCalls,
+    /// It hit the token limit.
+    Length,
+    /// A content filter stopped it.
+    ContentFilter,
+    /// Something else, as the provider named it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// The reason's name: `"stop"`, `"tool_calls"`, `"length"`, `"content_filter"`, or the
+    /// provider's own name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+            Self::ContentFilter => "content_filter",
+            Self::Other(other) => other,
+        }
+    }
+}
+
+impl From<String> for FinishReason {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "stop" => Self::Stop,
+            "tool_calls" => Self::ToolCalls,
+            "length" => Self::Length,
+            "content_filter" => Self::ContentFilter,
+            _ => Self::Other(name),
+        }
+    }
+}
+
+impl From<FinishReason> for String {
+    fn from(reason: FinishReason) -> Self {
+        match reason {
+            FinishReason::Other(other) => other,
+            known => known.as_str().to_owned(),
+        }
+    }
+}
+
+/// A model's answer to one request: the assistant message (text and/or tool calls), token
+/// usage and why it stopped.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ModelResponse {
+    /// The assistant message; its tool calls, if any, are what the agent runs next.
+    pub message: Message,
+    /// Tokens used by this step.
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub finish_reason: FinishReason,
+}
+
+impl ModelResponse {
+    /// A response.
+    pub fn new(message: Message, usage: Usage, finish_reason: FinishReason) -> Self {
+        Self {
+            message,
+            usage,
+            finish_reason,
+        }
+    }
+
+    /// The events a streaming provider would have sent for this response: the text as one
+    /// [`ModelEvent::TextDelta`], each tool call as a [`ModelEvent::ToolCallStart`] and one
+    /// [`ModelEvent::ToolCallDelta`] with all its arguments, then [`ModelEvent::Done`].
+    pub fn into_events(self) -> Vec<ModelEvent> {
+        let mut events = Vec::with_capacity(2 + 2 * self.message.parts.len());
+        let text = self.message.text();
+        if !text.is_empty() {
+            events.push(ModelEvent::TextDelta(text));
+        }
+        for part in &self.message.parts {
+            if let Part::ToolCall(call) = part {
+                events.push(ModelEvent::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                events.push(ModelEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    arguments_fragment: call.arguments.clone(),
+                });
+            }
+        }
+        events.push(ModelEvent::Done(self));
+        events
+    }
+}
+
+/// Assembles a [`ModelResponse`] from streamed pieces: what a streaming provider uses to build
+/// the [`ModelEvent::Done`] that ends its stream.
+///
+/// Text deltas are concatenated; tool calls keep the order in which they started, and each
+/// call's argument fragments are concatenated in arrival order. Without an explicit finish
+/// reason, the response's is [`FinishReason::ToolCalls`] when there are tool calls and
+/// [`FinishReason::Stop`] otherwise.
+///
+/// ```
+/// use tinyagent::{FinishReason, ModelEvent, ModelResponseBuilder, Usage};
+///
+/// let mut b = ModelResponseBuilder::new();
+/// for event in [
+///     ModelEvent::TextDelta("让我".into()),
+///     ModelEvent::TextDelta("查一下。".into()),
+///     ModelEvent::ToolCallStart { id: "c1".into(), name: "get_weather".into() },
+///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#"{"city":"#.into() },
+///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#""北京"}"#.into() },
+/// ] {
+///     b.push(&event);
+/// }
+/// b.set_usage(Usage::new(120, 15));
+/// let resp = b.build();
+/// assert_eq!(resp.message.text(), "让我查一下。");
+/// let call = resp.message.tool_calls().next().unwrap();
+/// assert_eq!(call.arguments, r#"{"city":"北京"}"#);
+/// assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ModelResponseBuilder {
+    text: String,
+    calls: Vec<crate::message::ToolCall>,
+    usage: Usage,
+    finish_reason: Option<FinishReason>,
+}
+
+impl ModelResponseBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes in one streamed event; a [`ModelEvent::Done`] is ignored, a
+    /// [`ModelEvent::Restart`] discards the text and tool calls taken in so far.
+    pub fn push(&mut self, event: &ModelEvent) {
+        match event {
+            ModelEvent::Restart { .. } => {
+                self.text.clear();
+                self.calls.clear();
+            }
+            ModelEvent::TextDelta(text) => self.push_text(text),
+            ModelEvent::ToolCallStart { id, name } => self.start_tool_call(id, name),
+            ModelEvent::ToolCallDelta {
+                id,
+                arguments_fragment,
+            } => self.push_arguments(id, arguments_fragment),
+            ModelEvent::Done(_) => {}
+        }
+    }
+
+    /// Appends text.
+    pub fn push_text(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+
+    /// Starts a tool call. A second start of the same id is ignored; a start without an id
+    /// (some compatible servers send none) always starts a new call.
+    pub fn start_tool_call(&mut self, id: &str, name: &str) {
+        if id.is_empty() || !self.calls.iter().any(|c| c.id == id) {
+            self.calls
+                .push(crate::message::ToolCall::new(id, name, String::new()));
+        }
+    }
+
+    /// Appends a fragment to a call's arguments. A fragment without an id belongs to the
+    /// latest call; a fragment for a call that has not started starts one without a name.
+    pub fn push_arguments(&mut self, id: &str, fragment: &str) {
+        let call = if id.is_empty() {
+            self.calls.last_mut()
+        } else {
+            self.calls.iter_mut().rev().find(|c| c.id == id)
+        };
+        match call {
+            Some(call) => call.arguments.push_str(fragment),
+            None => self
+                .calls
+                .push(crate::message::ToolCall::new(id, "", fragment)),
+        }
+    }
+
+    /// Sets the usage.
+    pub fn set_usage(&mut self, usage: Usage) {
+        self.usage = usage;
+    }
+
+    /// Sets the finish reason.
+    pub fn set_finish_reason(&mut self, finish_reason: FinishReason) {
+        self.finish_reason = Some(finish_reason);
+    }
+
+    /// The response: an assistant message of the text (if any) followed by the tool calls.
+    pub fn build(self) -> ModelResponse {
+        let mut parts = Vec::with_capacity(1 + self.calls.len());
+        if !self.text.is_empty() {
+            parts.push(Part::text(self.text));
+        }
+        let has_calls = !self.calls.is_empty();
+        parts.extend(self.calls.into_iter().map(Part::ToolCall));
+        let finish_reason = self.finish_reason.unwrap_or(if has_calls {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        });
+        ModelResponse::new(
+            Message::new(crate::message::Role::Assistant, parts),
+            self.usage,
+            finish_reason,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_adds_up_and_serializes() {
+        let mut total = Usage::new(1, 2);
+        total += Usage::new(10, 20);
+        assert_eq!(total.total_tokens(), Some(33));
+        assert_eq!(
+            serde_json::to_value(total).unwrap(),
+            serde_json::json!({"input_tokens": 11, "output_tokens": 22})
+        );
+        assert_eq!(
+            serde_json::to_value(FinishReason::ToolCalls).unwrap(),
+            serde_json::json!("tool_calls")
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! Tool arguments read strictly: [`parse_arguments`] refuses what a lenient JSON reader would
+//! let through (duplicate keys, lone surrogates, numbers out of range), and the value that
+//! passed a tool's schema travels on to the typed decode so that nothing is parsed twice.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use super::adapter::quote_input;
+use crate::error::ToolError;
+
+/// The most characters of one quoted value or one listed problem in an error message.
+pub(crate) const MAX_PROBLEM_CHARS: usize = 300;
+
+/// Parses a tool's raw arguments as strict JSON: one value, nothing after it.
+///
+/// Stricter than `serde_json::from_str::<Value>` in what it refuses, so that a value that
+/// passed a schema check is exactly what the tool will see:
+///
+/// - an object with the same key twice (`{"a":1,"a":2}`): readers disagree on which one wins;
+/// - strings with lone UTF-16 surrogates (`"\ud800"`) and numbers out of `f64`'s range
+///   (`1e999`), anywhere, also in keys a typed tool would ignore;
+/// - nesting deeper than 128 levels.
+///
+/// Empty (or all-whitespace) input is `{}`, which models send for tools without arguments.
+/// Errors are [`ToolErrorKind::InvalidInput`](crate::ToolErrorKind::InvalidInput), name the
+/// problem with its position, and quote at most 200 characters of the input.
+///
+/// ```
+/// use tinyagent::tools::parse_arguments;
+///
+/// assert_eq!(parse_arguments(r#" {"city": "北京"} "#).unwrap()["city"], "北京");
+/// assert_eq!(parse_arguments("").unwrap(), serde_json::json!({}));
+/// for bad in [r#"{"a":1,"a":2}"#, r#"{"a":"\ud800"}"#, r#"{"a":1e999}"#, "{not json"] {
+///     assert!(parse_arguments(bad).is_err(), "{bad}");
+/// }
+/// let err = parse_arguments(r#"{"a":1,"a":2}"#).unwrap_err();
+/// assert!(err.message().contains("duplicate key \"a\""), "{err}");
+/// ```
+pub fn parse_arguments(raw: &str) -> Result<Value, ToolError> {
+    let src = raw.trim();
+    if src.is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    let mut de = serde_json::Deserializer::from_str(src);
+    let parsed = StrictSeed
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value));
+    parsed.map_err(|e| {
+        let detail = cut(&e.to_string(), MAX_PROBLEM_CHARS).into_owned();
+        let what = if detail.starts_with("duplicate key") {
+            "an object names the same key twice (send each key once)"
+        } else {
+            "the arguments are not valid JSON"
+        };
+        ToolError::invalid_input(format!(
+            "invalid arguments: {what}: {detail}; input was {}",
+            quote_input(raw)
+        ))
+        .with_source(e)
+    })
+}
+
+/// Builds a [`Value`], refusing duplicate keys; serde_json refuses the rest (surrogates,
+/// numbers out of range, depth) on its own.
+struct StrictSeed;
+
+impl<'de> DeserializeSeed<'de> for StrictSeed {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(StrictSeed)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format_args!(
+                    "duplicate key {:?} in an object",
+                    cut(&key, 60)
+                )));
+            }
+            let value = map.next_value_seed(StrictSeed)?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Arguments that passed a tool's schema check, attached to the call's context by the
+/// validation layer so that a typed tool decodes this very value.
+///
+/// It belongs to one input text: it is only used for the exact text it was made from (the
+/// same slice the validation layer forwarded), so a middleware that rewrites the arguments
+/// further in gets its own text decoded instead.
+#[derive(Clone)]
+pub(crate) struct ValidatedArguments {
+    ptr: usize,
+    len: usize,
+    pub(crate) value: Arc<Value>,
+}
+
+impl ValidatedArguments {
+    pub(crate) fn new(text: &str, value: Value) -> Self {
+        Self {
+            ptr: text.as_ptr() as usize,
+            len: text.len(),
+            value: Arc::new(value),
+        }
+    }
+
+    /// Whether `text` is the text these arguments were parsed from. The forwarded text is
+    /// borrowed for the whole call, so no other live text can share its address and length.
+    pub(crate) fn is_for(&self, text: &str) -> bool {
+        self.ptr == text.as_ptr() as usize && self.len == text.len()
+    }
+}
+
+/// Cuts `text` to at most `max` characters (at a character boundary), saying how much was
+/// left out.
+pub(crate) fn cut(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!(
+            "{}… ({} more bytes)",
+            &text[..end],
+            text.len() - end
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_parse_refuses_what_lenient_readers_accept() {
+        for (bad, why) in [
+            (r#"{"a":1,"a":2}"#, "duplicate key"),
+            (r#"{"x":{"b":[{"c":1,"c":1}]}}"#, "duplicate key"),
+            (r#"{"junk":"\ud800"}"#, "escape"),
+            (r#"{"junk":"\udc00x"}"#, "surrogate"),
+            (r#"{"junk":1e999}"#, "out of range"),
+            (r#"{"junk":-1e400}"#, "out of range"),
+            (r#"{"a":1} trailing"#, "trailing"),
+            ("{not json", "not valid JSON"),
+        ] {
+            let err = parse_arguments(bad).unwrap_err();
+            assert!(err.message().contains(why), "{bad}: {err}");
+        }
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(parse_arguments(&deep).is_err());
+        assert_eq!(
+            parse_arguments(r#"{"a":[1,-2,3.5e2,"\ud83d\ude00",null,true]}"#).unwrap(),
+            serde_json::json!({"a": [1, -2, 350.0, "😀", null, true]})
+        );
+    }
+
+    #[test]
+    fn cut_is_bounded_and_char_safe() {
+        assert_eq!(cut("abc", 3), "abc");
+        let long = "上".repeat(1000);
+        let c = cut(&long, 10);
+        assert!(
+            c.starts_with(&"上".repeat(10)) && c.contains("more bytes"),
+            "{c}"
+        );
+        assert!(c.chars().count() < 40);
+    }
+}

@@ -1,0 +1,450 @@
+//! Redaction of text meant for logs: secrets under sensitive keys and credentials inside
+//! values, in JSON and in free text alike.
+
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+use serde_json::Value;
+
+/// What replaces a redacted value.
+pub(crate) const REDACTED: &str = "[REDACTED]";
+
+/// Key fragments whose values are always redacted (compared lower-case, letters and digits
+/// only, anywhere in the key).
+const SENSITIVE_FRAGMENTS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "secret",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "secretkey",
+    "signingkey",
+    "encryptionkey",
+    "sshkey",
+    "authorization",
+    "credential",
+    "cookie",
+    "sessionid",
+    "connectionstring",
+    "creditcard",
+    "cardnumber",
+];
+
+/// Words (parts of a key split at punctuation and camelCase) whose values are redacted: too
+/// short to look for inside other words (`pin` but not `shipping`, `pass` but not `bypass`).
+const SENSITIVE_WORDS: &[&str] = &[
+    "pwd", "pass", "pin", "otp", "totp", "auth", "bearer", "jwt", "cvv", "cvc", "ssn",
+];
+
+/// Lower-case, letters and digits only: `X-Api-Key` and `api_key` both become `apikey`.
+pub(crate) fn normalize_key(key: &str) -> String {
+    key.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The words of a key: split at anything not a letter or digit and where a lower-case letter
+/// or digit is followed by an upper-case one (`refreshToken`, `DB_PASS`).
+fn words(key: &str) -> impl Iterator<Item = String> + '_ {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out.into_iter()
+}
+
+/// Whether the values of `key` are secrets: see [`Logging`](super::Logging) for the list.
+pub(crate) fn is_sensitive(key: &str, extra: &[String]) -> bool {
+    let normalized = normalize_key(key);
+    SENSITIVE_FRAGMENTS.iter().any(|f| normalized.contains(f))
+        || normalized.ends_with("token")
+        || words(key).any(|w| SENSITIVE_WORDS.contains(&w.as_str()))
+        || extra.contains(&normalized)
+}
+
+fn redact_value(value: &mut Value, extra: &[String]) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if is_sensitive(key, extra) {
+                    *v = Value::String(REDACTED.to_owned());
+                } else {
+                    redact_value(v, extra);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, extra)),
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(clean) = redact_free_text(s, extra) {
+                *s = clean;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `Bearer xxx`, `Basic xxx`, `Token xxx` (authorization schemes).
+static AUTH_SCHEME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(bearer|basic|token|digest)(\s+)([A-Za-z0-9\-._~+/]{6,}=*)")
+        .expect("a valid pattern")
+});
+
+/// The password of `scheme://user:password@host`.
+static URL_USERINFO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@"'\\]*):([^\s/?#@"'\\]*)@"#)
+        .expect("a valid pattern")
+});
+
+/// Tokens whose shape gives them away, wherever they are.
+static KNOWN_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?:",
+        r"sk-[A-Za-z0-9_\-]{16,}",      // OpenAI-style secret keys
+        r"|sk-ant-[A-Za-z0-9_\-]{16,}", // Anthropic keys
+        r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}", // GitHub tokens
+        r"|xox[abprs]-[A-Za-z0-9\-]{10,}", // Slack tokens
+        r"|AKIA[0-9A-Z]{16}",           // AWS access key ids
+        r"|AIza[0-9A-Za-z_\-]{30,}",    // Google API keys
+        r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", // JWTs
+        r")",
+    ))
+    .expect("a valid pattern")
+});
+
+/// PEM blocks of private keys.
+static PEM_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)")
+        .expect("a valid pattern")
+});
+
+/// The key of `key: value`, `key=value`, `"key": "value"` and the same with escaped quotes
+/// (`\"key\":\"value\"`, as a quoted input inside an error message has them); the value is
+/// read by [`value_end`].
+static KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:\\?["'])?([A-Za-z0-9_][A-Za-z0-9_.\-]*)(?:\\?["'])?\s*[:=]\s*"#)
+        .expect("a valid pattern")
+});
+
+/// Where the value starting at the beginning of `rest` ends, and how it is quoted.
+fn value_end(rest: &str) -> (usize, &'static str) {
+    let bytes = rest.as_bytes();
+    if let Some(inner) = rest.strip_prefix("\\\"") {
+        // An escaped quote inside a quoted string: up to the next escaped quote.
+        let end = inner.find("\\\"").map_or(rest.len(), |i| i + 4);
+        return (end, "\\\"");
+    }
+    match bytes.first() {
+        Some(b'"') => {
+            let mut i = 1;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'\\' => i += 2,
+                    b'"' => return (i + 1, "\""),
+                    _ => i += 1,
+                }
+            }
+            (rest.len(), "\"")
+        }
+        Some(b'\'') => (rest[1..].find('\'').map_or(rest.len(), |i| i + 2), "'"),
+        Some(b'[' | b'{') => {
+            // A structured value: up to its closing bracket (brackets inside strings count
+            // too, which can only make the redaction longer).
+            let mut depth = 0usize;
+            for (i, b) in bytes.iter().enumerate() {
+                match b {
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return (i + 1, "");
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (rest.len(), "")
+        }
+        _ => (
+            rest.find(|c: char| {
+                c.is_whitespace()
+                    || matches!(c, ',' | ';' | '&' | '"' | '\'' | '}' | ']' | ')' | '\\')
+            })
+            .unwrap_or(rest.len()),
+            "",
+        ),
+    }
+}
+
+/// Replaces the values of sensitive keys in free text.
+fn redact_key_values(text: &str, extra: &[String]) -> Option<String> {
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while let Some(c) = KEY.captures_at(text, at) {
+        let whole = c.get(0).expect("a match");
+        if !is_sensitive(&c[1], extra) {
+            // Go on right after the key: its value may hold a `key=value` of its own
+            // (`https://host/?api_key=…`).
+            at = c.get(1).expect("a key").end();
+            continue;
+        }
+        let (len, quote) = value_end(&text[whole.end()..]);
+        let value = &text[whole.end()..whole.end() + len];
+        if value.is_empty() || value.contains(REDACTED) {
+            at = whole.end();
+            continue;
+        }
+        out.push_str(&text[copied..whole.end()]);
+        out.push_str(quote);
+        out.push_str(REDACTED);
+        out.push_str(quote);
+        copied = whole.end() + len;
+        at = copied;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// Redacts credentials in free text: values of sensitive keys (`password=…`, `"token": "…"`,
+/// `?api_key=…`), authorization schemes (`Bearer …`), passwords in URLs and tokens whose shape
+/// gives them away.
+fn redact_free_text<'a>(text: &'a str, extra: &[String]) -> std::borrow::Cow<'a, str> {
+    let mut out = std::borrow::Cow::Borrowed(text);
+    let replace = |out: &mut std::borrow::Cow<'a, str>,
+                   re: &Regex,
+                   f: &dyn Fn(&Captures) -> String| {
+        if re.is_match(out) {
+            *out = std::borrow::Cow::Owned(re.replace_all(out, |c: &Captures| f(c)).into_owned());
+        }
+    };
+    replace(&mut out, &PEM_KEY, &|c| {
+        format!("-----BEGIN {}PRIVATE KEY----- {REDACTED}", &c[1])
+    });
+    replace(&mut out, &AUTH_SCHEME, &|c| {
+        let credential = &c[3];
+        // `Bearer` is hardly ever prose; `basic`, `token` and `digest` are, so their
+        // credential must look like one.
+        let looks_secret = c[1].eq_ignore_ascii_case("bearer")
+            || credential.len() >= 20
+            || credential.contains(|ch: char| ch.is_ascii_digit() || ch == '=');
+        if looks_secret {
+            format!("{}{}{REDACTED}", &c[1], &c[2])
+        } else {
+            c[0].to_owned()
+        }
+    });
+    replace(&mut out, &URL_USERINFO, &|c| {
+        format!("{}:{REDACTED}@", &c[1])
+    });
+    replace(&mut out, &KNOWN_TOKENS, &|_| REDACTED.to_owned());
+    if let Some(clean) = redact_key_values(&out, extra) {
+        out = std::borrow::Cow::Owned(clean);
+    }
+    out
+}
+
+/// Redacts a text for logs, whatever it is: JSON gets the values of sensitive keys replaced at
+/// any depth and its strings scanned like free text; anything else (truncated JSON, JSON
+/// nested too deeply, plain text, an error message quoting the input) is scanned for
+/// `key: value` pairs with sensitive keys, authorization schemes, passwords in URLs and
+/// well-known token shapes.
+pub(crate) fn redact_with(text: &str, extra: &[String]) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(mut value) if value.is_object() || value.is_array() => {
+            redact_value(&mut value, extra);
+            value.to_string()
+        }
+        _ => redact_free_text(text, extra).into_owned(),
+    }
+}
+
+/// An error message (or any text) as it may appear in a log line: redacted, and cut to 2048
+/// characters.
+pub(crate) fn for_log(text: &str) -> String {
+    let cut = crate::tools::arguments::cut(text, 2048);
+    redact_with(&cut, &[])
+}
+
+/// Redacts a text for logs: the values of sensitive keys, in JSON at any depth and in free
+/// text (`password=…`, `"token": "…"`, `?api_key=…`), and credentials inside values
+/// (`Authorization: Bearer …`, `https://user:password@host`, well-known token shapes such as
+/// `sk-…`, `ghp_…`, `AKIA…`, JWTs, PEM private keys) are replaced by `[REDACTED]`.
+///
+/// This is what [`Logging`](super::Logging) applies to everything it logs: arguments,
+/// results and error messages. Keys are those listed on [`Logging`](super::Logging).
+///
+/// ```
+/// use tinyagent::tools::redact_text;
+///
+/// assert_eq!(redact_text(r#"{"user":"ann","pwd":"hunter2"}"#), r#"{"user":"ann","pwd":"[REDACTED]"}"#);
+/// let line = redact_text("GET https://ann:hunter2@example.com/x?api_key=k123&q=1 with Bearer abcdef123456");
+/// assert!(!line.contains("hunter2") && !line.contains("k123") && !line.contains("abcdef123456"), "{line}");
+/// assert!(line.contains("q=1"), "{line}");
+/// // Truncated JSON is still redacted.
+/// assert!(!redact_text(r#"{"password": "S3CR3T", "city": "北"#).contains("S3CR3T"));
+/// ```
+pub fn redact_text(text: &str) -> String {
+    redact_with(text, &[])
+}
+
+/// Replaces the values of sensitive keys in a JSON text with `[REDACTED]`, at any depth, with
+/// the built-in list of keys described on [`Logging`](super::Logging), and credentials inside
+/// its strings; text that is not JSON is redacted as free text (see [`redact_text`]).
+///
+/// ```
+/// use tinyagent::tools::redact_json;
+///
+/// let out = redact_json(r#"{"user":"ann","password":"hunter2","auth":{"API-Key":"k"}}"#);
+/// assert_eq!(out, r#"{"user":"ann","password":"[REDACTED]","auth":"[REDACTED]"}"#);
+/// ```
+pub fn redact_json(text: &str) -> String {
+    redact_with(text, &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitive_keys() {
+        for key in [
+            "password",
+            "Password",
+            "db_password",
+            "token",
+            "access_token",
+            "refreshToken",
+            "secret",
+            "client-secret",
+            "api_key",
+            "X-API-KEY",
+            "authorization",
+            "auth",
+            "cookie",
+            "pwd",
+            "pass",
+            "DB_PASS",
+            "pin",
+            "pin_code",
+            "otp",
+            "ssh_key",
+            "aws_access_key_id",
+            "aws_secret_access_key",
+            "private_key",
+            "session_id",
+            "cvv",
+        ] {
+            assert!(is_sensitive(key, &[]), "{key}");
+        }
+        for key in [
+            "max_tokens",
+            "city",
+            "author",
+            "user",
+            "tokens_used",
+            "shipping",
+            "bypass",
+            "spinner",
+            "pinned",
+            "compass",
+            "keyword",
+        ] {
+            assert!(!is_sensitive(key, &[]), "{key}");
+        }
+        assert!(is_sensitive("SSN", &[normalize_key("ssn")]));
+    }
+
+    #[test]
+    fn json_redaction_is_deep_and_keeps_other_values() {
+        let out = redact_json(r#"{"a":[{"token":"t1"},{"b":1}],"nested":{"secret":{"x":1}}}"#);
+        assert_eq!(
+            out,
+            r#"{"a":[{"token":"[REDACTED]"},{"b":1}],"nested":{"secret":"[REDACTED]"}}"#
+        );
+        let out = redact_json(r#"{"header":"Authorization: Bearer abc.def-ghi_123","n":1}"#);
+        assert_eq!(
+            out,
+            r#"{"header":"Authorization: [REDACTED] [REDACTED]","n":1}"#
+        );
+    }
+
+    #[test]
+    fn free_text_redaction() {
+        for (text, secret, kept) in [
+            ("not json password=1", "=1", "not json password="),
+            (
+                r#"{"password":"S3CR3T","city":"x""#,
+                "S3CR3T",
+                "\"city\":\"x\"",
+            ),
+            (
+                r#"input was "{\"password\":\"S3CR3T\",\"a\":1}""#,
+                "S3CR3T",
+                r#"\"a\":1"#,
+            ),
+            (
+                "curl -H 'Authorization: Bearer eyJabc.def' https://u:p4ss@h.example/x",
+                "p4ss",
+                "https://u:",
+            ),
+            (
+                "https://api.example/v1?api_key=k-123456&page=2",
+                "k-123456",
+                "page=2",
+            ),
+            (
+                "key sk-abcdefghijklmnop1234 used",
+                "sk-abcdefghijklmnop1234",
+                "key ",
+            ),
+            ("AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP", ""),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
+                "MIIEabc",
+                "BEGIN RSA PRIVATE KEY",
+            ),
+            ("pin: 1234, otp=987654; city: 北京", "1234", "city: 北京"),
+            (
+                r#"/password: ["S3CR3T", {"a": "]"}] is not of type "string"; /city: 1"#,
+                "S3CR3T",
+                "is not of type",
+            ),
+        ] {
+            let out = redact_text(text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+            assert!(out.contains(kept), "{text} -> {out}");
+            assert!(out.contains(REDACTED), "{text} -> {out}");
+        }
+        for harmless in [
+            "北京 sunny, 22.5°C",
+            "basic arithmetic: 2 + 2 = 4",
+            "the token expired; ask again",
+            r#"{"city":"北京","max_tokens":20,"author":"ann"}"#,
+        ] {
+            assert_eq!(redact_text(harmless), harmless);
+        }
+    }
+}
