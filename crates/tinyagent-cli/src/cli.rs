@@ -21,7 +21,9 @@ silent, before it starts answering and between two pieces of a reply (default 60
 answer, retries included, may take up to 10 minutes or the timeout, whichever is longer.
 
 Tools: --tools demo (get_weather, calculator, get_current_time) when no tool option is
-given; --mcp and --mcp-url add the tools of MCP servers.
+given; --mcp and --mcp-url add the tools of MCP servers (--mcp-header adds an HTTP header,
+such as a bearer token, to the requests to every --mcp-url server). Tool names a model API
+would refuse (files.read, 天气) are offered under valid names; `tinyagent tools` shows them.
 
 Exit codes:
   0  success
@@ -72,13 +74,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve the demo tools (weather, calculator, current time, translator) over MCP: on
-    /// standard input and output, or over streamable HTTP with --http.
+    /// Serve tools over MCP, on standard input and output or over streamable HTTP with
+    /// --http: the demo tools (weather, calculator, current time, translator) by default, or
+    /// the tools the tool options give — MCP servers' too, which makes it a gateway to them.
     ServeMcp {
         /// Serve streamable HTTP at this address (such as 127.0.0.1:8000) instead of stdio;
         /// the endpoint is http://ADDRESS/mcp.
         #[arg(long, value_name = "ADDRESS")]
         http: Option<String>,
+        /// Require `Authorization: Bearer TOKEN` on HTTP requests [env: TINYAGENT_MCP_TOKEN].
+        #[arg(long, value_name = "TOKEN", requires = "http")]
+        bearer_token: Option<String>,
+        /// How long one call of a served tool may take, in seconds (default 60).
+        #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        call_timeout: u64,
+        #[command(flatten)]
+        tools: ToolArgs,
     },
 }
 
@@ -161,6 +172,62 @@ pub struct ToolArgs {
     /// http://127.0.0.1:8000/mcp.
     #[arg(long, value_name = "URL")]
     pub mcp_url: Vec<String>,
+    /// An HTTP header sent to every --mcp-url server (repeatable), such as
+    /// 'Authorization: Bearer TOKEN'; values are never printed or logged.
+    #[arg(long, value_name = "'NAME: VALUE'", value_parser = parse_header)]
+    pub mcp_header: Vec<HeaderArg>,
+}
+
+/// A `Name: value` header from the command line; its value is kept out of `Debug` output.
+/// Parsing never fails in clap (whose message would repeat the value): a malformed header
+/// carries its problem, reported as a usage error that names the header only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HeaderArg {
+    /// The header's name.
+    pub name: String,
+    /// The header's value (a secret, perhaps).
+    pub value: String,
+    /// What is wrong with it, if anything.
+    pub problem: Option<String>,
+}
+
+impl std::fmt::Debug for HeaderArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: <redacted>", self.name)
+    }
+}
+
+/// Parses `Name: value`.
+fn parse_header(text: &str) -> Result<HeaderArg, std::convert::Infallible> {
+    let bad = |problem: String| HeaderArg {
+        name: String::new(),
+        value: String::new(),
+        problem: Some(problem),
+    };
+    let Some((name, value)) = text.split_once(':') else {
+        return Ok(bad(
+            "a --mcp-header is not 'NAME: VALUE', such as 'Authorization: Bearer TOKEN'".to_owned(),
+        ));
+    };
+    let name = name.trim();
+    let valid_name = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid_name {
+        return Ok(bad(format!("{name:?} is not a valid HTTP header name")));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+        return Ok(bad(format!(
+            "the value of header {name} has control characters"
+        )));
+    }
+    Ok(HeaderArg {
+        name: name.to_owned(),
+        value: value.to_owned(),
+        problem: None,
+    })
 }
 
 /// How the run is shown.
@@ -208,6 +275,33 @@ mod tests {
         assert_eq!(agent.tools.tools, ["demo", "translator"]);
         assert_eq!(agent.tools.mcp, ["python3 s.py"]);
         assert!(agent.output.json);
+    }
+
+    #[test]
+    fn headers_are_parsed_and_their_values_kept_out_of_debug() {
+        let cli = Cli::try_parse_from([
+            "tinyagent",
+            "tools",
+            "--mcp-url",
+            "http://x/mcp",
+            "--mcp-header",
+            "Authorization: Bearer s3cret",
+        ])
+        .unwrap();
+        let Command::Tools { tools, .. } = &cli.command else {
+            panic!("not tools")
+        };
+        assert_eq!(tools.mcp_header[0].name, "Authorization");
+        assert_eq!(tools.mcp_header[0].value, "Bearer s3cret");
+        assert!(!format!("{cli:?}").contains("s3cret"));
+        for bad in ["X-Key s3cret", ": s3cret", "bad name: s3cret"] {
+            let cli = Cli::try_parse_from(["tinyagent", "tools", "--mcp-header", bad]).unwrap();
+            let Command::Tools { tools, .. } = &cli.command else {
+                panic!("not tools")
+            };
+            let problem = tools.mcp_header[0].problem.clone().unwrap();
+            assert!(!problem.contains("s3cret"), "{problem}");
+        }
     }
 
     #[test]

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use anstyle::Style;
 use futures::StreamExt;
 use serde_json::json;
-use tinyagent::{Agent, Invocation, Session};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tinyagent::{Agent, Invocation, Session, Tool, tools};
 use tinyagent_mcp::McpServer;
 use tokio::runtime::Runtime;
 
@@ -256,20 +259,35 @@ fn history_path() -> Option<PathBuf> {
     Some(data.join("tinyagent").join("history.txt"))
 }
 
-/// `tinyagent tools`: every tool the options give.
+/// `tinyagent tools`: every tool the options give; MCP tools offered under another name than
+/// the server's show it, and tools a server lists but that are not offered are named on
+/// standard error with the reason.
 pub async fn tools(args: &ToolArgs, as_json: bool) -> Result<(), CliError> {
-    let tools = setup::all_tools(args).await?;
+    let list = setup::all_tools(args).await?;
+    for skipped in &list.not_offered {
+        eprintln!(
+            "note: MCP server {}: tool {:?} is not offered: {}",
+            skipped.source,
+            skipped.info.remote_name,
+            skipped.info.not_offered.as_deref().unwrap_or_default()
+        );
+    }
+    let tools = list.tools;
     let mut out = anstream::stdout().lock();
     let written = if as_json {
         let list: Vec<_> = tools
             .iter()
             .map(|t| {
-                json!({
+                let mut entry = json!({
                     "name": t.tool.name(),
                     "description": t.tool.description(),
                     "input_schema": t.tool.input_schema(),
                     "source": t.source,
-                })
+                });
+                if let Some(remote) = &t.remote_name {
+                    entry["remote_name"] = json!(remote);
+                }
+                entry
             })
             .collect();
         serde_json::to_string_pretty(&list)
@@ -293,12 +311,23 @@ fn tool_table(tools: &[setup::SourcedTool], out: &mut impl Write) -> io::Result<
             [
                 t.tool.name().to_owned(),
                 setup::argument_summary(t.tool.input_schema()),
-                t.source.clone(),
+                match &t.remote_name {
+                    // A tool offered under another name than the server's shows the server's.
+                    Some(remote) if remote != t.tool.name() => {
+                        format!("{} ({remote:?})", t.source)
+                    }
+                    _ => t.source.clone(),
+                },
                 crate::error::one_line(t.tool.description()),
             ]
         })
         .collect();
-    let header = ["NAME", "ARGUMENTS (* required)", "SOURCE", "DESCRIPTION"];
+    let header = [
+        "NAME",
+        "ARGUMENTS (* required)",
+        "SOURCE (server's name)",
+        "DESCRIPTION",
+    ];
     let width = |i: usize| {
         rows.iter()
             .map(|r| r[i].chars().count())
@@ -324,26 +353,80 @@ fn tool_table(tools: &[setup::SourcedTool], out: &mut impl Write) -> io::Result<
     Ok(())
 }
 
-/// `tinyagent serve-mcp`: the demo tools over MCP.
-pub async fn serve_mcp(http: Option<String>) -> Result<(), CliError> {
-    let server = McpServer::new(crate::demo_tools::all_tools())
+/// `tinyagent serve-mcp`: tools over MCP — the demo tools, or those the tool options give,
+/// MCP servers' included (a gateway). Each served tool is wrapped with logging and a timeout.
+pub async fn serve_mcp(
+    http: Option<String>,
+    bearer_token: Option<String>,
+    call_timeout: Duration,
+    args: &ToolArgs,
+) -> Result<(), CliError> {
+    let default_tools = args.tools.is_empty() && args.mcp.is_empty() && args.mcp_url.is_empty();
+    // The MCP servers' connections live as long as the server serves their tools.
+    let mut _toolsets = Vec::new();
+    let tools: Vec<Arc<dyn Tool>> = if default_tools {
+        crate::demo_tools::all_tools()
+    } else {
+        let list = setup::all_tools(args).await?;
+        _toolsets = list.toolsets;
+        for skipped in &list.not_offered {
+            tracing::warn!(server = %skipped.source, tool = %skipped.info.remote_name,
+                reason = skipped.info.not_offered.as_deref().unwrap_or_default(),
+                "MCP tool not served");
+        }
+        list.tools.into_iter().map(|t| t.tool).collect()
+    };
+    let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
+        return Err(CliError::usage(format!(
+            "two tools are named {twice:?}; a server cannot serve both"
+        ))
+        .with_hint("give the MCP servers' tools distinct names (or leave the built-in ones out with --tools none)"));
+    }
+    let tools = tools.into_iter().map(|tool| {
+        tools::wrap_tool(
+            tool,
+            [tools::with_logging(), tools::with_timeout(call_timeout)],
+        )
+    });
+    let description = if default_tools {
+        "The demo tools of tinyagent: weather and translator (both return fixed demo data, not \
+         real weather or translations), calculator, current time."
+            .to_owned()
+    } else {
+        format!("Tools served by tinyagent: {}.", names.join(", "))
+    };
+    let mut server = McpServer::new(tools)
         .name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
-        .instructions(
-            "The demo tools of tinyagent: weather and translator (both return fixed demo data, \
-             not real weather or translations), calculator, current time.",
-        );
+        .instructions(description);
+    let token = bearer_token.or_else(|| {
+        std::env::var(ENV_MCP_TOKEN)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+    });
     let failed = |e: tinyagent_mcp::McpServeError| CliError::failure("mcp", e);
     match http {
         None => server.serve_stdio().await.map_err(failed),
         Some(addr) => {
+            let guarded = token.is_some();
+            if let Some(token) = token {
+                server = server.bearer_token(token);
+            }
             let handle = server.serve_http(addr.as_str()).await.map_err(|e| {
                 CliError::failure("mcp", format!("cannot serve MCP at {addr}: {e}"))
                     .with_hint("is the address free? use HOST:PORT, such as 127.0.0.1:8000")
             })?;
             eprintln!(
-                "serving the demo tools over MCP at {} (Ctrl-C to stop)",
-                handle.url()
+                "serving {} tools over MCP at {}{} (Ctrl-C to stop)",
+                names.len(),
+                handle.url(),
+                if guarded {
+                    ", bearer token required"
+                } else {
+                    ""
+                }
             );
             let _ = tokio::signal::ctrl_c().await;
             handle.shutdown().await;
@@ -351,3 +434,6 @@ pub async fn serve_mcp(http: Option<String>) -> Result<(), CliError> {
         }
     }
 }
+
+/// The environment variable holding the bearer token `serve-mcp --http` requires.
+pub const ENV_MCP_TOKEN: &str = "TINYAGENT_MCP_TOKEN";

@@ -52,7 +52,17 @@ fn main() -> ExitCode {
         Command::Run { question, agent } => commands::run(&runtime, question, &agent),
         Command::Chat { agent } => commands::chat(&runtime, &agent),
         Command::Tools { tools, json } => runtime.block_on(commands::tools(&tools, json)),
-        Command::ServeMcp { http } => runtime.block_on(commands::serve_mcp(http)),
+        Command::ServeMcp {
+            http,
+            bearer_token,
+            call_timeout,
+            tools,
+        } => runtime.block_on(commands::serve_mcp(
+            http,
+            bearer_token,
+            Duration::from_secs(call_timeout),
+            &tools,
+        )),
     };
     // Tasks still blocked on standard input or a child process must not hold the exit.
     runtime.shutdown_timeout(Duration::from_millis(200));

@@ -227,7 +227,15 @@ pub fn event_json(event: &Event) -> Option<Value> {
     if matches!(event, Event::Message(_)) {
         return None;
     }
-    serde_json::to_value(event).ok()
+    let mut value = serde_json::to_value(event).ok()?;
+    if let Event::ToolCallFinished { result, .. } = event {
+        // Bounded like what MCP tools pass to the model; a marker says how much was cut.
+        value["content"] = Value::String(tinyagent_mcp::truncate_result(
+            result.content.clone(),
+            tinyagent_mcp::DEFAULT_MAX_RESULT_BYTES,
+        ));
+    }
+    Some(value)
 }
 
 /// Tool-call arguments as people read them: JSON written again without `\uXXXX` escapes

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tinyagent::ToolErrorKind;
 use tinyagent::{LlmAgent, Model, Tool};
 use tinyagent_llama::{LlamaConfig, LlamaModel};
-use tinyagent_mcp::{McpClientError, McpToolset};
+use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
 use tinyagent_openai::{
     ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT,
     ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig, OpenAiModel,
@@ -214,13 +215,28 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
             })?;
         toolsets.push(toolset);
     }
+    if let Some(problem) = args.mcp_header.iter().find_map(|h| h.problem.clone()) {
+        return Err(CliError::usage(problem)
+            .with_hint("--mcp-header 'Authorization: Bearer TOKEN' (repeatable)"));
+    }
+    if !args.mcp_header.is_empty() && args.mcp_url.is_empty() {
+        return Err(
+            CliError::usage("--mcp-header needs an --mcp-url server to send it to").with_hint(
+                "headers go to streamable HTTP servers (--mcp-url), not to --mcp commands",
+            ),
+        );
+    }
     for url in &args.mcp_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(CliError::usage(format!(
                 "invalid MCP server URL {url:?}: expected http:// or https://, such as http://127.0.0.1:8000/mcp"
             )));
         }
-        toolsets.push(McpToolset::http(url.as_str()));
+        let mut toolset = McpToolset::http(url.as_str());
+        for header in &args.mcp_header {
+            toolset = toolset.header(header.name.as_str(), header.value.as_str());
+        }
+        toolsets.push(toolset);
     }
     let connected = futures::future::join_all(
         toolsets
@@ -231,11 +247,19 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
     for (toolset, result) in connected {
         if let Err(e) = result {
             let is_url = args.mcp_url.iter().any(|u| u == toolset.server_name());
-            let message = match &e {
-                McpClientError::Connect(e) => e.message().to_owned(),
-                other => other.to_string(),
+            let (message, kind) = match &e {
+                McpClientError::Connect(e) => (e.message().to_owned(), Some(e.kind())),
+                other => (other.to_string(), None),
             };
-            let hint = if is_url {
+            let hint = if kind == Some(ToolErrorKind::Denied) {
+                if args.mcp_header.is_empty() {
+                    "the server wants credentials: --mcp-header 'Authorization: Bearer TOKEN'"
+                } else {
+                    "check the credentials given with --mcp-header"
+                }
+            } else if kind == Some(ToolErrorKind::InvalidInput) {
+                "check the --mcp-header options"
+            } else if is_url {
                 "check that an MCP server listens at that URL (streamable HTTP, usually ending in /mcp)"
             } else {
                 "check that the command runs an MCP server on its standard input and output"
@@ -252,19 +276,43 @@ pub struct SourcedTool {
     pub tool: Arc<dyn Tool>,
     /// Where it comes from.
     pub source: String,
+    /// The server's name for it, for an MCP tool.
+    pub remote_name: Option<String>,
 }
 
-/// Every tool the options give, in order: built-in tools, then each server's.
-pub async fn all_tools(args: &ToolArgs) -> Result<Vec<SourcedTool>, CliError> {
+/// A tool of an MCP server that is not offered, and why.
+pub struct NotOffered {
+    /// The server's name.
+    pub source: String,
+    /// What the server says about the tool.
+    pub info: McpToolInfo,
+}
+
+/// Every tool the options give, and the MCP tools that are not offered.
+pub struct ToolList {
+    /// The offered tools, in order: built-in tools, then each server's.
+    pub tools: Vec<SourcedTool>,
+    /// The servers' tools that are not offered.
+    pub not_offered: Vec<NotOffered>,
+    /// The connections to the servers: their tools work while these live.
+    pub toolsets: Vec<McpToolset>,
+}
+
+/// Every tool the options give, in order: built-in tools, then each server's (with the
+/// server's names, and the tools a server lists that are not offered).
+pub async fn all_tools(args: &ToolArgs) -> Result<ToolList, CliError> {
     let mut out: Vec<SourcedTool> = builtin_tools(args)?
         .into_iter()
         .map(|tool| SourcedTool {
             tool,
             source: "demo".to_owned(),
+            remote_name: None,
         })
         .collect();
-    for toolset in connect_toolsets(args).await? {
-        let tools = toolset.tools().await.map_err(|e| {
+    let mut not_offered = Vec::new();
+    let toolsets = connect_toolsets(args).await?;
+    for toolset in &toolsets {
+        let failed = |e: tinyagent::ToolError| {
             CliError::failure(
                 "mcp",
                 format!(
@@ -273,13 +321,36 @@ pub async fn all_tools(args: &ToolArgs) -> Result<Vec<SourcedTool>, CliError> {
                     e.message()
                 ),
             )
-        })?;
-        out.extend(tools.into_iter().map(|tool| SourcedTool {
-            tool,
-            source: toolset.server_name().to_owned(),
-        }));
+        };
+        let tools = toolset.tools().await.map_err(failed)?;
+        let infos = toolset.tool_infos().await.map_err(failed)?;
+        let source = toolset.server_name().to_owned();
+        for tool in tools {
+            let remote_name = infos
+                .iter()
+                .find(|i| i.name == tool.name() && i.not_offered.is_none())
+                .map(|i| i.remote_name.clone());
+            out.push(SourcedTool {
+                tool,
+                source: source.clone(),
+                remote_name,
+            });
+        }
+        not_offered.extend(
+            infos
+                .into_iter()
+                .filter(|i| i.not_offered.is_some())
+                .map(|info| NotOffered {
+                    source: source.clone(),
+                    info,
+                }),
+        );
     }
-    Ok(out)
+    Ok(ToolList {
+        tools: out,
+        not_offered,
+        toolsets,
+    })
 }
 
 /// The agent the options describe, with its model's server URL (when it is one).

@@ -572,8 +572,14 @@ struct HttpServe(Child, String);
 
 impl HttpServe {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// `serve-mcp --http` with more options.
+    fn start_with(options: &[&str]) -> Self {
         let mut child = std::process::Command::new(BIN)
             .args(["serve-mcp", "--http", "127.0.0.1:0"])
+            .args(options)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -657,6 +663,179 @@ fn serve_mcp_answers_the_python_client_over_http_and_tinyagent_itself() {
         ]
     );
     assert_eq!(tools[0]["source"], server.1);
+}
+
+#[test]
+fn tools_shows_the_servers_names_and_the_tools_not_offered() {
+    require_python_mcp();
+    let odd = format!(
+        "python3 {}",
+        fixture("tinyagent-mcp", "odd_server.py").display()
+    );
+    let out = tinyagent()
+        .args(["tools", "--json", "--mcp", &odd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let remote_of = |name: &str| -> String {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {tools}"))["remote_name"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(remote_of("files_read"), "files_read");
+    assert_eq!(remote_of("u5929_u6c14"), "天气");
+    let renamed: Vec<String> = tool_names(&tools)
+        .into_iter()
+        .filter(|n| n.starts_with("files_read_"))
+        .map(remote_of)
+        .collect();
+    assert_eq!(renamed.len(), 2, "{tools}");
+    assert!(
+        renamed.contains(&"files.read".to_owned()) && renamed.contains(&"files read".to_owned())
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("tool \"needs_task\" is not offered") && stderr.contains("task support"),
+        "{stderr}"
+    );
+    assert!(!tool_names(&tools).contains(&"needs_task"));
+
+    let out = tinyagent().args(["tools", "--mcp", &odd]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("u5929_u6c14 ") && l.contains("(\"天气\")")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("files_read_") && l.contains("(\"files.read\")")),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_guarded_server_needs_mcp_header_and_says_so() {
+    let server = HttpServe::start_with(&["--bearer-token", "s3cret"]);
+    let out = tinyagent()
+        .args(["tools", "--tools", "none", "--mcp-url", &server.1])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(stderr.contains("401"), "{stderr}");
+    assert!(
+        stderr.contains("--mcp-header 'Authorization: Bearer TOKEN'"),
+        "{stderr}"
+    );
+
+    let out = tinyagent()
+        .args([
+            "tools",
+            "--json",
+            "--tools",
+            "none",
+            "--mcp-url",
+            &server.1,
+            "--mcp-header",
+            "Authorization: Bearer wrong-guess",
+        ])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(
+        !stderr.contains("wrong-guess"),
+        "the secret is not printed: {stderr}"
+    );
+    assert!(!text(&out.stdout).contains("wrong-guess"));
+
+    let out = tinyagent()
+        .args([
+            "tools",
+            "--json",
+            "--tools",
+            "none",
+            "--mcp-url",
+            &server.1,
+            "--mcp-header",
+            "Authorization: Bearer s3cret",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(tool_names(&tools).len(), 4);
+
+    let out = tinyagent()
+        .args([
+            "tools",
+            "--mcp-header",
+            "Authorization s3cret",
+            "--mcp-url",
+            &server.1,
+        ])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 2);
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_mcp_is_a_gateway_to_other_servers() {
+    require_python_mcp();
+    let server = tokio::task::spawn_blocking(|| {
+        HttpServe::start_with(&[
+            "--tools",
+            "calculator",
+            "--mcp",
+            &python_server_command(),
+            "--mcp",
+            &format!("'{BIN}' serve-mcp --tools get_weather"),
+        ])
+    })
+    .await
+    .unwrap();
+    let toolset = tinyagent_mcp::McpToolset::http(&server.1);
+    let tools = toolset.tools().await.expect("list the gateway's tools");
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    for expected in ["calculator", "echo", "add", "get_weather"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let call = |name: &str, input: &str| {
+        let tool = tools.iter().find(|t| t.name() == name).unwrap().clone();
+        let input = input.to_owned();
+        async move { tool.handle(&tinyagent::ToolContext::new(), &input).await }
+    };
+    assert_eq!(
+        call("echo", r#"{"text": "via the gateway"}"#)
+            .await
+            .unwrap(),
+        "echo: via the gateway"
+    );
+    let weather: Value =
+        serde_json::from_str(&call("get_weather", r#"{"city": "北京"}"#).await.unwrap()).unwrap();
+    assert_eq!(weather["city"], "北京");
+    let err = call("fail", r#"{"reason": "proxied"}"#).await.unwrap_err();
+    assert!(
+        err.message().contains("failed on purpose: proxied"),
+        "{err}"
+    );
+    drop(toolset);
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .unwrap();
 }
 
 fn check_client_report(report: &Value) {

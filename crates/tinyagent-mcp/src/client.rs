@@ -1,6 +1,5 @@
 //! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -8,25 +7,31 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, Implementation,
-    ProtocolVersion,
-};
-use rmcp::service::{NotificationContext, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
-use tinyagent::tools::{ToolResolver, validate_tool_name};
-use tinyagent::{BoxFuture, Invocation, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+use tinyagent::tools::ToolResolver;
+use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolErrorKind, ToolHints};
 use tokio::sync::Mutex;
 
-use crate::content::result_text;
+use crate::command_line::split_command_line;
+use crate::content::DEFAULT_MAX_RESULT_BYTES;
+use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
+use crate::remote_tool::{McpTool, McpToolInfo, service_error};
+use crate::stdio::ChildOutput;
 
 /// How long a tool call may take by default before it fails with a timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long connecting (spawning, the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a server that wrote something other than MCP on its standard output gets to
+/// finish the handshake anyway before connecting fails, naming what it wrote.
+const GARBAGE_GRACE: Duration = Duration::from_secs(2);
 
 type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
@@ -73,7 +78,28 @@ impl fmt::Debug for Endpoint {
 ///
 /// The connection is made lazily, on the first invocation, or eagerly with
 /// [`connect`](Self::connect). A child process is killed when the toolset is dropped; its
-/// standard error is inherited. The client asks for protocol version 2025-11-25, the last with
+/// standard error is inherited. A child that writes something other than MCP on its standard
+/// output and does not finish the handshake within two seconds fails to connect, with an
+/// error quoting what it wrote.
+///
+/// # Tool names
+///
+/// Every tool the server lists stays reachable under a name model APIs accept (1 to 64 of
+/// `a-z A-Z 0-9 _ -`), unique and stable: a valid name is kept (after the
+/// [`prefix`](Self::prefix)); another is sanitized (`files.read` → `files_read`, `天气` →
+/// `u5929_u6c14`); when sanitized names clash with each other or with a kept name, each
+/// sanitized one gets `_` and six hex digits of a hash of its own name (`files.read` and
+/// `files read` beside `files_read` become `files_read_…`), so no tool hides another and no
+/// name depends on the order of the list. [`tool_infos`](Self::tool_infos) gives the mapping.
+/// A tool that requires MCP task support (`execution.taskSupport: "required"`, seen on stdio)
+/// is not offered, since this client cannot call it; `tool_infos` says so.
+///
+/// # Results
+///
+/// A result's text blocks are joined; other content is described (see
+/// [`result_text`](crate::result_text)). Results longer than
+/// [`max_result_bytes`](Self::max_result_bytes) (100 000 bytes by default) are cut, with a
+/// marker saying how much. The client asks for protocol version 2025-11-25, the last with
 /// the `initialize` handshake and unsolicited notifications, which servers of every era speak.
 ///
 /// ```no_run
@@ -107,11 +133,23 @@ struct Inner {
     filter: Option<NameFilter>,
     call_timeout: Duration,
     connect_timeout: Duration,
+    max_result_bytes: usize,
+    headers: Vec<(String, Secret)>,
     state: Mutex<Option<Connection>>,
 }
 
+/// A header value or token: kept out of `Debug` output and logs.
+#[derive(Clone)]
+struct Secret(Arc<str>);
+
 struct Connection {
     service: RunningService<RoleClient, ToolsetClient>,
+    /// The server process (killed when dropped), for stdio.
+    _child: Option<tokio::process::Child>,
+    /// What the server process wrote, for stdio.
+    output: Option<Arc<ChildOutput>>,
+    /// Every listed tool, offered or not.
+    infos: Vec<McpToolInfo>,
     /// Set when the server says its tool list changed.
     stale: Arc<AtomicBool>,
     /// Set when a call found the connection gone (HTTP has no connection to watch).
@@ -126,6 +164,15 @@ impl fmt::Debug for McpToolset {
             .field("endpoint", &self.inner.endpoint)
             .field("prefix", &self.inner.prefix)
             .field("call_timeout", &self.inner.call_timeout)
+            .field(
+                "headers",
+                &self
+                    .inner
+                    .headers
+                    .iter()
+                    .map(|(name, _)| format!("{name}: <redacted>"))
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -239,6 +286,8 @@ impl McpToolset {
                 filter: None,
                 call_timeout: DEFAULT_CALL_TIMEOUT,
                 connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+                max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+                headers: Vec::new(),
                 state: Mutex::new(None),
             }),
         }
@@ -255,6 +304,8 @@ impl McpToolset {
                 filter: shared.filter.clone(),
                 call_timeout: shared.call_timeout,
                 connect_timeout: shared.connect_timeout,
+                max_result_bytes: shared.max_result_bytes,
+                headers: shared.headers.clone(),
                 state: Mutex::new(None),
             },
         };
@@ -299,6 +350,53 @@ impl McpToolset {
     #[must_use]
     pub fn connect_timeout(self, timeout: Duration) -> Self {
         self.configure(|inner| inner.connect_timeout = timeout)
+    }
+
+    /// The most bytes of a tool's result passed on to the model (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`](crate::DEFAULT_MAX_RESULT_BYTES)); a longer result is cut
+    /// on a character boundary and ends with a marker saying how much was cut (see
+    /// [`truncate_result`](crate::truncate_result)). Error messages are bounded the same way.
+    #[must_use]
+    pub fn max_result_bytes(self, max_bytes: usize) -> Self {
+        self.configure(|inner| inner.max_result_bytes = max_bytes)
+    }
+
+    /// Sends an HTTP header with every request to the server (streamable HTTP only; repeat
+    /// for several headers). Values are kept out of `Debug` output, logs and error messages.
+    /// An invalid name or value makes connecting fail with an error naming the header.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpToolset;
+    ///
+    /// let tools = McpToolset::http("https://mcp.example.com/mcp")
+    ///     .header("X-Api-Key", "s3cret")
+    ///     .header("X-Team", "tools");
+    /// assert!(!format!("{tools:?}").contains("s3cret"));
+    /// ```
+    #[must_use]
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let (name, value) = (name.into(), Secret(Arc::from(value.into())));
+        self.configure(|inner| {
+            inner
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            inner.headers.push((name, value));
+        })
+    }
+
+    /// Sends `Authorization: Bearer TOKEN` with every request to the server (streamable HTTP
+    /// only). The token is kept out of `Debug` output, logs and error messages.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpToolset;
+    ///
+    /// let token = std::env::var("NOTES_TOKEN").unwrap_or_default();
+    /// let tools = McpToolset::http("https://notes.example.com/mcp").bearer_token(token);
+    /// ```
+    #[must_use]
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        let token = token.into();
+        self.header("Authorization", format!("Bearer {token}"))
     }
 
     /// The server's name as used in messages.
@@ -369,9 +467,34 @@ impl McpToolset {
                 }
             };
             let broken = Arc::clone(&connection.broken);
-            connection.tools = Some(self.convert(listed, &peer, &broken));
+            let (tools, infos) = self.convert(listed, &peer, &broken, connection.output.as_deref());
+            connection.tools = Some(tools);
+            connection.infos = infos;
         }
         Ok(connection.tools.clone().unwrap_or_default())
+    }
+
+    /// Every tool the server lists, offered or not, with the name it is offered under, its
+    /// title and output schema, and why it is not offered when it is not (left out by the
+    /// [`filter`](Self::filter), or needing MCP task support, which this client does not
+    /// have). Connects and lists like [`tools`](Self::tools).
+    ///
+    /// ```no_run
+    /// use tinyagent_mcp::McpToolset;
+    ///
+    /// # async fn demo() -> Result<(), tinyagent::ToolError> {
+    /// let toolset = McpToolset::http("http://127.0.0.1:8000/mcp");
+    /// for info in toolset.tool_infos().await? {
+    ///     if info.renamed("") {
+    ///         println!("{} is offered as {}", info.remote_name, info.name);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn tool_infos(&self) -> Result<Vec<McpToolInfo>, ToolError> {
+        self.tools().await?;
+        let state = self.inner.state.lock().await;
+        Ok(state.as_ref().map(|c| c.infos.clone()).unwrap_or_default())
     }
 
     fn convert(
@@ -379,39 +502,25 @@ impl McpToolset {
         listed: Vec<rmcp::model::Tool>,
         peer: &Peer<RoleClient>,
         broken: &Arc<AtomicBool>,
-    ) -> Vec<Arc<dyn Tool>> {
+        output: Option<&ChildOutput>,
+    ) -> (Vec<Arc<dyn Tool>>, Vec<McpToolInfo>) {
         let inner = &self.inner;
-        let mut seen = HashSet::new();
         let label: Arc<str> = Arc::from(inner.label.as_str());
+        let remote: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+        let names = crate::naming::offered_names(&inner.prefix, &remote);
         let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
-        for tool in listed {
+        let mut infos = Vec::with_capacity(listed.len());
+        for (tool, name) in listed.iter().zip(names) {
             let remote = tool.name.to_string();
-            if let Some(keep) = &inner.filter
-                && !keep(&remote)
-            {
-                continue;
-            }
-            let Some(name) = exposed_name(&inner.prefix, &remote) else {
+            let Some(name) = name else {
                 tracing::warn!(server = %inner.label, tool = %remote,
-                    "skipping MCP tool whose name cannot be made a valid tool name");
+                    "the MCP server lists this tool twice; offering the first");
                 continue;
             };
-            if !seen.insert(name.clone()) {
-                tracing::warn!(server = %inner.label, tool = %remote, name = %name,
-                    "skipping MCP tool whose name clashes with another tool of the server");
-                continue;
-            }
-            if name != format!("{}{remote}", inner.prefix) {
-                tracing::warn!(server = %inner.label, tool = %remote, name = %name,
-                    "MCP tool name is not a valid tool name; offering it under a sanitized name");
-            }
-            let description = tool
-                .description
-                .as_deref()
-                .map(str::to_owned)
-                .or_else(|| tool.title.clone())
-                .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()))
-                .unwrap_or_default();
+            let title = tool
+                .title
+                .clone()
+                .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
             let hints = tool
                 .annotations
                 .as_ref()
@@ -422,19 +531,54 @@ impl McpToolset {
                         .with_idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
                         .with_open_world(a.open_world_hint.unwrap_or(d.open_world))
                 });
-            tools.push(Arc::new(McpTool {
-                name,
-                remote,
-                description,
-                schema: Value::Object((*tool.input_schema).clone()),
+            let not_offered = if inner.filter.as_ref().is_some_and(|keep| !keep(&remote)) {
+                Some("left out by the toolset's filter".to_owned())
+            } else if output.is_some_and(|o| o.task_required(&remote)) {
+                Some(
+                    "it requires MCP task support (execution.taskSupport = required), which \
+                     this client does not have"
+                        .to_owned(),
+                )
+            } else {
+                None
+            };
+            let schema = Value::Object((*tool.input_schema).clone());
+            let info = McpToolInfo {
+                name: name.clone(),
+                remote_name: remote.clone(),
+                title: title.clone(),
+                description: tool.description.as_deref().map(str::to_owned),
+                input_schema: schema.clone(),
+                output_schema: tool
+                    .output_schema
+                    .as_ref()
+                    .map(|s| Value::Object((**s).clone())),
                 hints,
-                peer: peer.clone(),
-                label: Arc::clone(&label),
-                call_timeout: inner.call_timeout,
-                broken: Arc::clone(broken),
-            }));
+                not_offered: not_offered.clone(),
+            };
+            if let Some(reason) = &not_offered {
+                tracing::debug!(server = %inner.label, tool = %remote, %reason, "MCP tool not offered");
+            } else {
+                if info.renamed(&inner.prefix) {
+                    tracing::debug!(server = %inner.label, tool = %remote, name = %name,
+                        "MCP tool offered under a valid name");
+                }
+                tools.push(Arc::new(McpTool {
+                    name,
+                    remote,
+                    description: info.description.clone().or(title).unwrap_or_default(),
+                    schema,
+                    hints,
+                    peer: peer.clone(),
+                    label: Arc::clone(&label),
+                    call_timeout: inner.call_timeout,
+                    max_result_bytes: inner.max_result_bytes,
+                    broken: Arc::clone(broken),
+                }));
+            }
+            infos.push(info);
         }
-        tools
+        (tools, infos)
     }
 }
 
@@ -445,7 +589,11 @@ impl Inner {
             stale: Arc::clone(&stale),
             label: self.label.clone(),
         };
-        let service = match &self.endpoint {
+        let label = &self.label;
+        let failed = |text: String| {
+            ToolError::unavailable(format!("could not connect to MCP server `{label}`: {text}"))
+        };
+        match &self.endpoint {
             Endpoint::Command {
                 program,
                 args,
@@ -453,7 +601,7 @@ impl Inner {
                 cwd,
             } => {
                 let mut command = tokio::process::Command::new(program);
-                command.args(args).kill_on_drop(true);
+                command.args(args);
                 for (key, value) in envs {
                     match value {
                         Some(value) => command.env(key, value),
@@ -463,74 +611,124 @@ impl Inner {
                 if let Some(cwd) = cwd {
                     command.current_dir(cwd);
                 }
-                let transport = TokioChildProcess::new(command).map_err(|e| {
+                let spawned = crate::stdio::spawn(command).map_err(|e| {
                     ToolError::unavailable(format!(
-                        "MCP server `{}` could not be started: {e}",
-                        self.label
+                        "MCP server `{label}` could not be started: {e}"
                     ))
                     .with_source(e)
                 })?;
-                client.serve(transport).await
+                let crate::stdio::ChildTransport {
+                    sink,
+                    stream,
+                    mut child,
+                    output,
+                } = spawned;
+                let mut garbage = output.garbage.subscribe();
+                let serve = client.serve((sink, stream));
+                tokio::pin!(serve);
+                let served = tokio::select! {
+                    served = &mut serve => served,
+                    () = async { drop(garbage.wait_for(Option::is_some).await) } => {
+                        match tokio::time::timeout(GARBAGE_GRACE, &mut serve).await {
+                            Ok(served) => served,
+                            Err(_) => {
+                                let line = output.garbage.borrow().clone().unwrap_or_default();
+                                return Err(failed(format!(
+                                    "it does not speak MCP on its standard output: it wrote `{line}` \
+                                     (an MCP server must write only JSON-RPC messages there; logs \
+                                     belong on standard error)"
+                                )));
+                            }
+                        }
+                    }
+                };
+                let service = match served {
+                    Ok(service) => service,
+                    Err(e) => {
+                        let mut text = init_error_text(&e);
+                        // Give the process a moment to be reaped, to report its exit.
+                        let status =
+                            tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+                        if let Ok(Ok(status)) = status {
+                            text = format!(
+                                "the process exited ({status}) before the MCP handshake finished"
+                            );
+                        }
+                        if let Some(line) = output.garbage.borrow().clone() {
+                            text.push_str(&format!(
+                                "; it wrote `{line}` on its standard output, which is not MCP"
+                            ));
+                        }
+                        return Err(failed(text).with_source(e));
+                    }
+                };
+                tracing::debug!(server = %label, "connected to MCP server");
+                Ok(self.connection(service, stale, Some(child), Some(output)))
             }
             Endpoint::Http { url } => {
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                client.serve(transport).await
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                for (name, Secret(value)) in &self.headers {
+                    let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| {
+                            ToolError::invalid_input(format!(
+                                "MCP server `{label}`: `{name}` is not a valid HTTP header name"
+                            ))
+                        })?;
+                    let mut header_value =
+                        reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                            ToolError::invalid_input(format!(
+                                "MCP server `{label}`: the value of header `{name}` is not a \
+                                 valid HTTP header value"
+                            ))
+                        })?;
+                    header_value.set_sensitive(true);
+                    config.custom_headers.insert(header_name, header_value);
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let service = client.serve(transport).await.map_err(|e| {
+                    let text = match init_auth_problem(&e) {
+                        Some(AuthProblem::Unauthorized) => format!(
+                            "the server answered 401 Unauthorized: it needs credentials{}",
+                            if self.headers.is_empty() {
+                                ", and none were sent (set a bearer token or header)"
+                            } else {
+                                ", and the ones sent were refused"
+                            }
+                        ),
+                        Some(AuthProblem::Forbidden) => {
+                            "the server answered 403 Forbidden: the credentials sent do not \
+                             give access (or the request's origin is refused)"
+                                .to_owned()
+                        }
+                        None => init_error_text(&e),
+                    };
+                    let error = failed(text);
+                    match init_auth_problem(&e) {
+                        Some(_) => ToolError::denied(error.message().to_owned()).with_source(e),
+                        None => error.with_source(e),
+                    }
+                })?;
+                tracing::debug!(server = %label, "connected to MCP server");
+                Ok(self.connection(service, stale, None, None))
             }
-        };
-        let service = service.map_err(|e| {
-            ToolError::unavailable(format!(
-                "could not connect to MCP server `{}`: {e}",
-                self.label
-            ))
-            .with_source(e)
-        })?;
-        tracing::debug!(server = %self.label, "connected to MCP server");
-        Ok(Connection {
+        }
+    }
+
+    fn connection(
+        &self,
+        service: RunningService<RoleClient, ToolsetClient>,
+        stale: Arc<AtomicBool>,
+        child: Option<tokio::process::Child>,
+        output: Option<Arc<ChildOutput>>,
+    ) -> Connection {
+        Connection {
             service,
+            _child: child,
+            output,
+            infos: Vec::new(),
             stale,
             broken: Arc::new(AtomicBool::new(false)),
             tools: None,
-        })
-    }
-}
-
-/// A failed request, as the model should read it.
-fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
-    {
-        match err {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                ToolError::unavailable(format!(
-                    "MCP server `{label}` is not running: the connection closed while {doing} \
-                     ({err}); it will be reconnected on the next invocation"
-                ))
-                .with_source(err)
-            }
-            ServiceError::Timeout { .. } => ToolError::timed_out(format!(
-                "MCP server `{label}` timed out while {doing}: {err}"
-            ))
-            .with_source(err),
-            ServiceError::Cancelled { .. } => {
-                ToolError::cancelled(format!("MCP server `{label}` cancelled {doing}: {err}"))
-                    .with_source(err)
-            }
-            ServiceError::McpError(ref data) => {
-                let message = format!(
-                    "MCP server `{label}` returned an error while {doing}: {}",
-                    data.message
-                );
-                let error = if data.code == ErrorCode::INVALID_PARAMS {
-                    ToolError::invalid_input(message)
-                } else if data.code == ErrorCode::METHOD_NOT_FOUND {
-                    ToolError::not_found(message)
-                } else {
-                    ToolError::failed(message)
-                };
-                error.with_source(err)
-            }
-            other => ToolError::failed(format!(
-                "MCP server `{label}` failed while {doing}: {other}"
-            ))
-            .with_source(other),
         }
     }
 }
@@ -564,223 +762,5 @@ impl ClientHandler for ToolsetClient {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.label, "MCP server's tool list changed");
         self.stale.store(true, Ordering::SeqCst);
-    }
-}
-
-/// One tool of an MCP server, as a tinyagent [`Tool`].
-struct McpTool {
-    name: String,
-    remote: String,
-    description: String,
-    schema: Value,
-    hints: ToolHints,
-    peer: Peer<RoleClient>,
-    label: Arc<str>,
-    call_timeout: Duration,
-    broken: Arc<AtomicBool>,
-}
-
-impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.schema
-    }
-
-    fn hints(&self) -> ToolHints {
-        self.hints
-    }
-
-    fn handle<'a>(
-        &'a self,
-        _ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let arguments = parse_arguments(input)?;
-            let mut params = CallToolRequestParams::new(self.remote.clone());
-            params.arguments = arguments;
-            let label = &self.label;
-            let timeout = self.call_timeout;
-            let result = match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(err)) => {
-                    let doing = format!("calling tool `{}`", self.remote);
-                    let err = service_error(label, err, &doing);
-                    if err.kind() == ToolErrorKind::Unavailable {
-                        self.broken.store(true, Ordering::SeqCst);
-                    }
-                    return Err(err);
-                }
-                Err(_) => {
-                    return Err(ToolError::timed_out(format!(
-                        "MCP tool `{}` of server `{label}` did not answer within {timeout:?}",
-                        self.remote
-                    )));
-                }
-            };
-            let text = result_text(&result);
-            if result.is_error == Some(true) {
-                let message = if text.is_empty() {
-                    format!("MCP tool `{}` failed without a message", self.remote)
-                } else {
-                    text
-                };
-                return Err(ToolError::failed(message));
-            }
-            Ok(text)
-        })
-    }
-}
-
-fn parse_arguments(input: &str) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
-    match serde_json::from_str::<Value>(tinyagent::tools::normalize_arguments(input)) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(Value::Null) => Ok(Some(serde_json::Map::new())),
-        Ok(other) => Err(ToolError::invalid_input(format!(
-            "invalid arguments: expected a JSON object, got {}",
-            kind_of(&other)
-        ))),
-        Err(e) => Err(ToolError::invalid_input(format!(
-            "invalid arguments: the arguments are not valid JSON: {e}"
-        ))
-        .with_source(e)),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The name a server's tool is offered under: the prefix and the name, made valid (characters
-/// outside `[a-zA-Z0-9_-]` become `_`, cut to 64 characters); `None` if nothing valid is left.
-fn exposed_name(prefix: &str, remote: &str) -> Option<String> {
-    let name = format!("{prefix}{remote}");
-    if validate_tool_name(&name).is_ok() {
-        return Some(name);
-    }
-    let sanitized: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    let meaningful = sanitized.chars().any(|c| c.is_ascii_alphanumeric());
-    (meaningful && validate_tool_name(&sanitized).is_ok()).then_some(sanitized)
-}
-
-/// Splits a command line on whitespace; single and double quotes group, a backslash escapes
-/// the next character outside single quotes.
-fn split_command_line(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => current.push(c),
-                        None => return Err("a single quote is not closed".to_owned()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c) => current.push(c),
-                            None => return Err("it ends with a backslash".to_owned()),
-                        },
-                        Some(c) => current.push(c),
-                        None => return Err("a double quote is not closed".to_owned()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => current.push(c),
-                    None => return Err("it ends with a backslash".to_owned()),
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut current));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                current.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(current);
-    }
-    Ok(words)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn command_lines_split_like_a_shell() {
-        assert_eq!(
-            split_command_line(r#"python3  "my server.py" --name 'a b' c\ d"#).unwrap(),
-            ["python3", "my server.py", "--name", "a b", "c d"]
-        );
-        assert_eq!(split_command_line("x ''").unwrap(), ["x", ""]);
-        assert!(split_command_line("x \"y").is_err());
-        assert!(split_command_line("").unwrap().is_empty());
-    }
-
-    #[test]
-    fn names_are_prefixed_and_sanitized() {
-        assert_eq!(exposed_name("fs_", "read").as_deref(), Some("fs_read"));
-        assert_eq!(
-            exposed_name("", "files.read v2").as_deref(),
-            Some("files_read_v2")
-        );
-        assert_eq!(exposed_name("", "...").as_deref(), None);
-        assert_eq!(exposed_name("", "").as_deref(), None);
-        assert_eq!(exposed_name("", &"a".repeat(80)).map(|n| n.len()), Some(64));
-        assert_eq!(exposed_name("", "天气").as_deref(), None);
-    }
-
-    #[test]
-    fn arguments_must_be_a_json_object() {
-        assert!(parse_arguments("").unwrap().unwrap().is_empty());
-        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
-        let err = parse_arguments("[1]").unwrap_err();
-        assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
-        assert!(err.message().contains("an array"), "{err}");
-        let err = parse_arguments("{").unwrap_err();
-        assert!(err.message().contains("not valid JSON"), "{err}");
     }
 }

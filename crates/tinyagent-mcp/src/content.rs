@@ -61,6 +61,39 @@ fn describe_block(block: &ContentBlock) -> String {
     }
 }
 
+/// The most bytes of a tool result a toolset passes on by default: 100 000 bytes (about
+/// 25 000 tokens). See [`McpToolset::max_result_bytes`](crate::McpToolset::max_result_bytes).
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 100_000;
+
+/// Cuts `text` to at most `max_bytes` bytes (on a character boundary) and, when it cut,
+/// appends a marker saying how much was cut, so the model knows the result is incomplete.
+/// The marker comes on top of `max_bytes`.
+///
+/// ```
+/// use tinyagent_mcp::truncate_result;
+///
+/// assert_eq!(truncate_result("short".to_owned(), 100), "short");
+/// let cut = truncate_result("x".repeat(1000), 100);
+/// assert!(cut.starts_with(&"x".repeat(100)));
+/// assert!(cut.ends_with("[result truncated: 900 of 1000 bytes cut, the limit is 100 bytes]"));
+/// ```
+pub fn truncate_result(mut text: String, max_bytes: usize) -> String {
+    let total = text.len();
+    if total <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!(
+        "\n[result truncated: {} of {total} bytes cut, the limit is {max_bytes} bytes]",
+        total - end
+    ));
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +110,16 @@ mod tests {
             result_text(&result),
             "one\n[image: image/png, 8 bytes base64]\ntwo"
         );
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        let cut = truncate_result("天气".repeat(10), 4);
+        assert!(
+            cut.starts_with("天\n[result truncated: 57 of 60 bytes cut"),
+            "{cut}"
+        );
+        assert_eq!(truncate_result(String::new(), 0), "");
     }
 
     #[test]

@@ -27,15 +27,23 @@
 //! ```
 
 mod client;
+mod command_line;
 mod content;
+mod errors;
+mod http;
+mod naming;
+mod remote_tool;
 mod server;
+mod stdio;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
 pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
-pub use content::result_text;
+pub use content::{DEFAULT_MAX_RESULT_BYTES, result_text, truncate_result};
+pub use http::McpHttpService;
+pub use remote_tool::McpToolInfo;
 pub use server::{HttpServerHandle, MCP_HTTP_PATH, McpServeError, McpServer};
 
 /// rmcp, the MCP SDK this crate is built on, for its model types and transports.

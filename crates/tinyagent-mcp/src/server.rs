@@ -7,18 +7,19 @@ use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, TextContent,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, TextContent, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::Value;
 use tinyagent::tools::SchemaValidator;
 use tinyagent::{Tool, ToolContext, ToolError};
 use tokio_util::sync::CancellationToken;
+
+use crate::http::{Access, McpHttpService};
 
 /// The path [`McpServer::serve_http`] serves MCP under.
 pub const MCP_HTTP_PATH: &str = "/mcp";
@@ -71,6 +72,8 @@ pub struct McpServer {
 struct ServerInner {
     implementation: Implementation,
     instructions: Option<String>,
+    access: Access,
+    allowed_hosts: Option<Vec<String>>,
     tools: Vec<ServedTool>,
     by_name: HashMap<String, usize>,
 }
@@ -156,6 +159,8 @@ impl McpServer {
             inner: Arc::new(ServerInner {
                 implementation: Implementation::new("tinyagent", env!("CARGO_PKG_VERSION")),
                 instructions: None,
+                access: Access::default(),
+                allowed_hosts: None,
                 tools: served,
                 by_name,
             }),
@@ -189,6 +194,47 @@ impl McpServer {
     pub fn instructions(self, instructions: impl Into<String>) -> Self {
         let instructions = instructions.into();
         self.configure(|inner| inner.instructions = Some(instructions))
+    }
+
+    /// Browser origins allowed to call the HTTP endpoint besides loopback ones, such as
+    /// `https://app.example.com` or `http://intranet:8080` (`scheme://host[:port]`; `*`
+    /// allows every origin). A request with any other `Origin` header gets 403, as MCP
+    /// requires against DNS rebinding; requests without `Origin` (non-browser clients) pass.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// let server = McpServer::new(tinyagent::demo::seed_tools())
+    ///     .allowed_origins(["https://app.example.com"]);
+    /// ```
+    #[must_use]
+    pub fn allowed_origins(self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let origins: Vec<String> = origins.into_iter().map(Into::into).collect();
+        self.configure(|inner| inner.access.origins = origins)
+    }
+
+    /// Host names (or `host:port`) the HTTP endpoint answers to, replacing the default of
+    /// loopback names only (`localhost`, `127.0.0.1`, `::1`). Set this when serving on a
+    /// public address; requests naming another `Host` get 403.
+    #[must_use]
+    pub fn allowed_hosts(self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
+        self.configure(|inner| inner.allowed_hosts = Some(hosts))
+    }
+
+    /// Requires `Authorization: Bearer TOKEN` on every HTTP request; others get 401 with a
+    /// `WWW-Authenticate: Bearer` challenge. The token is never logged.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// let server = McpServer::new(tinyagent::demo::seed_tools()).bearer_token("s3cret");
+    /// assert!(!format!("{server:?}").contains("s3cret"));
+    /// ```
+    #[must_use]
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        let token: Arc<str> = Arc::from(token.into());
+        self.configure(|inner| inner.access.bearer_token = Some(token))
     }
 
     /// The names of the served tools, in order.
@@ -249,34 +295,53 @@ impl McpServer {
     }
 
     /// Serves MCP over this process's standard input and output until the client closes the
-    /// connection. Write logs to standard error only: standard output carries MCP.
+    /// connection. Write logs to standard error only: standard output carries MCP. A line
+    /// that is not a JSON-RPC message is answered with a JSON-RPC parse error (-32700) or
+    /// invalid-request error (-32600) and the session goes on.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves MCP over any byte streams, newline-delimited as on stdio (see
+    /// [`serve_stdio`](Self::serve_stdio)), until `input` ends.
+    pub async fn serve_io(
+        self,
+        input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+        output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    ) -> Result<(), McpServeError> {
+        let (sink, stream, writer) = crate::stdio::server_transport(input, output);
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve((sink, stream))
             .await
-            .map_err(|e| McpServeError::Handshake(e.to_string()))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| McpServeError::Task(e.to_string()))?;
+            .map_err(|e| McpServeError::Handshake(crate::errors::chain_text(&e)))?;
+        let ended = running.waiting().await;
+        // Let the writer send what is queued (the answer to the last request).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+        ended.map_err(|e| McpServeError::Task(e.to_string()))?;
         Ok(())
     }
 
     /// A tower service speaking MCP's streamable HTTP transport (with sessions), to mount in a
     /// router of your own. Requests whose `Host` is not a loopback name are refused, as rmcp
-    /// does by default against DNS rebinding; use [`http_service_with`](Self::http_service_with)
-    /// to change that.
-    pub fn http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
-        self.http_service_with(StreamableHttpServerConfig::default())
+    /// does by default against DNS rebinding (see [`allowed_hosts`](Self::allowed_hosts)), and
+    /// so are requests from foreign browser origins (see
+    /// [`allowed_origins`](Self::allowed_origins)).
+    pub fn http_service(&self) -> McpHttpService {
+        let mut config = StreamableHttpServerConfig::default();
+        if let Some(hosts) = &self.inner.allowed_hosts {
+            config = config.with_allowed_hosts(hosts.clone());
+        }
+        self.http_service_with(config)
     }
 
-    /// Like [`http_service`](Self::http_service), with rmcp's configuration.
-    pub fn http_service_with(
-        &self,
-        config: StreamableHttpServerConfig,
-    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
+    /// Like [`http_service`](Self::http_service), with rmcp's configuration (its
+    /// `allowed_hosts` apply as given; origins and the bearer token are this server's).
+    pub fn http_service_with(&self, config: StreamableHttpServerConfig) -> McpHttpService {
+        let max_body_bytes = config.max_request_body_bytes;
         let server = self.clone();
-        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config)
+        let inner =
+            StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+        McpHttpService::new(inner, self.inner.access.clone(), max_body_bytes)
     }
 
     /// Binds `addr` and serves MCP over streamable HTTP at [`MCP_HTTP_PATH`] in a background
@@ -305,8 +370,11 @@ impl McpServer {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let cancel = CancellationToken::new();
-        let config =
+        let mut config =
             StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+        if let Some(hosts) = &self.inner.allowed_hosts {
+            config = config.with_allowed_hosts(hosts.clone());
+        }
         let router =
             axum::Router::new().nest_service(MCP_HTTP_PATH, self.http_service_with(config));
         let shutdown = cancel.clone();
@@ -332,6 +400,8 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
             Err(shared) => ServerInner {
                 implementation: shared.implementation.clone(),
                 instructions: shared.instructions.clone(),
+                access: shared.access.clone(),
+                allowed_hosts: shared.allowed_hosts.clone(),
                 tools: shared
                     .tools
                     .iter()
@@ -352,6 +422,55 @@ fn request_id_text(id: &rmcp::model::RequestId) -> String {
         rmcp::model::NumberOrString::Number(n) => n.to_string(),
         rmcp::model::NumberOrString::String(s) => s.to_string(),
     }
+}
+
+/// The error for a request rmcp could not type: a known MCP method whose params do not fit
+/// (rmcp falls back to a custom request then) is invalid params (-32602), saying what is
+/// wrong; anything else is method not found (-32601).
+fn custom_request_error(request: &CustomRequest) -> ErrorData {
+    const KNOWN: [&str; 12] = [
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "logging/setLevel",
+    ];
+    let method = request.method.as_str();
+    if !KNOWN.contains(&method) {
+        return ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+            None,
+        );
+    }
+    let params = request.params.clone().unwrap_or(Value::Null);
+    let problem = if method == "tools/call" {
+        match serde_json::from_value::<CallToolRequestParams>(params.clone()) {
+            Err(e) => e.to_string(),
+            Ok(_) => "the params do not match the method".to_owned(),
+        }
+    } else {
+        "the params do not match the method".to_owned()
+    };
+    let problem = if method == "tools/call" && params.get("name").is_none_or(|n| !n.is_string()) {
+        "`name` (a string) is missing".to_owned()
+    } else if method == "tools/call"
+        && params
+            .get("arguments")
+            .is_some_and(|a| !a.is_object() && !a.is_null())
+    {
+        "`arguments` must be an object".to_owned()
+    } else {
+        problem
+    };
+    ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
@@ -385,6 +504,14 @@ impl ServerHandler for McpServer {
             .by_name
             .get(name)
             .map(|&i| self.inner.tools[i].listed.clone())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(custom_request_error(&request))
     }
 
     async fn call_tool(

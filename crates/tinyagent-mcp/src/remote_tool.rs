@@ -1,0 +1,237 @@
+//! One tool of an MCP server as a tinyagent [`Tool`], and what the toolset tells about it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ErrorCode};
+use rmcp::service::ServiceError;
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+use tinyagent::{BoxFuture, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+
+use crate::content::{result_text, truncate_result};
+use crate::errors::chain_text;
+
+/// What an MCP server says about one of its tools, and how the toolset offers it: from
+/// [`McpToolset::tool_infos`](crate::McpToolset::tool_infos).
+///
+/// The offered [`name`](Self::name) differs from the server's
+/// [`remote_name`](Self::remote_name) when a prefix is set or the server's name is not a valid
+/// tool name for model APIs (`files.read`, `天气`): see
+/// [`McpToolset`](crate::McpToolset#tool-names).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct McpToolInfo {
+    /// The name the tool is offered under (or would be, when it is not offered).
+    pub name: String,
+    /// The name the server gives it; calls go out under this name.
+    pub remote_name: String,
+    /// A human-readable title, when the server gives one (`title`, else the annotations').
+    pub title: Option<String>,
+    /// The server's description.
+    pub description: Option<String>,
+    /// The input schema, as the server gives it.
+    pub input_schema: Value,
+    /// The schema of the tool's structured output, when the server gives one.
+    pub output_schema: Option<Value>,
+    /// The tool's annotations as hints.
+    pub hints: ToolHints,
+    /// Why the tool is not offered to the model (`None`: it is offered).
+    pub not_offered: Option<String>,
+}
+
+impl McpToolInfo {
+    /// Whether the offered name differs from the server's (besides the prefix).
+    pub fn renamed(&self, prefix: &str) -> bool {
+        self.name != format!("{prefix}{}", self.remote_name)
+    }
+}
+
+/// One tool of an MCP server, as a tinyagent [`Tool`].
+pub(crate) struct McpTool {
+    pub name: String,
+    pub remote: String,
+    pub description: String,
+    pub schema: Value,
+    pub hints: ToolHints,
+    pub peer: Peer<RoleClient>,
+    pub label: Arc<str>,
+    pub call_timeout: Duration,
+    pub max_result_bytes: usize,
+    pub broken: Arc<AtomicBool>,
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn hints(&self) -> ToolHints {
+        self.hints
+    }
+
+    fn handle<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let arguments = parse_arguments(input)?;
+            let mut params = CallToolRequestParams::new(self.remote.clone());
+            params.arguments = arguments;
+            let label = &self.label;
+            let timeout = self.call_timeout;
+            let result = match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(err)) => {
+                    let doing = format!("calling tool `{}`", self.remote);
+                    let err = service_error(label, err, &doing);
+                    if err.kind() == ToolErrorKind::Unavailable {
+                        self.broken.store(true, Ordering::SeqCst);
+                    }
+                    return Err(err);
+                }
+                Err(_) => {
+                    return Err(ToolError::timed_out(format!(
+                        "MCP tool `{}` of server `{label}` did not answer within {timeout:?}",
+                        self.remote
+                    )));
+                }
+            };
+            let text = truncate_result(result_text(&result), self.max_result_bytes);
+            if result.is_error == Some(true) {
+                let message = if text.is_empty() {
+                    format!("MCP tool `{}` failed without a message", self.remote)
+                } else {
+                    text
+                };
+                return Err(ToolError::failed(message));
+            }
+            Ok(text)
+        })
+    }
+}
+
+/// A failed request, as the model should read it.
+pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
+    match err {
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            let cause = match &err {
+                ServiceError::TransportSend(e) => format!(" ({})", chain_text(e)),
+                _ => String::new(),
+            };
+            ToolError::unavailable(format!(
+                "MCP server `{label}` is not running: the connection closed while {doing}{cause}; \
+                 it will be reconnected on the next invocation"
+            ))
+            .with_source(err)
+        }
+        ServiceError::Timeout { timeout } => ToolError::timed_out(format!(
+            "MCP server `{label}` timed out after {timeout:?} while {doing}"
+        ))
+        .with_source(err),
+        ServiceError::Cancelled { ref reason } => ToolError::cancelled(format!(
+            "MCP server `{label}` cancelled {doing}{}",
+            reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ))
+        .with_source(err),
+        ServiceError::McpError(ref data) => {
+            let message = format!(
+                "MCP server `{label}` returned an error while {doing}: {}",
+                data.message
+            );
+            let error = if data.code == ErrorCode::INVALID_PARAMS {
+                ToolError::invalid_input(message)
+            } else if data.code == ErrorCode::METHOD_NOT_FOUND {
+                ToolError::not_found(message)
+            } else {
+                ToolError::failed(message)
+            };
+            error.with_source(err)
+        }
+        ServiceError::UnexpectedResponse => ToolError::failed(format!(
+            "MCP server `{label}` sent an answer of the wrong kind while {doing}"
+        ))
+        .with_source(err),
+        other => ToolError::failed(format!(
+            "MCP server `{label}` failed while {doing}: {}",
+            chain_text(&other)
+        ))
+        .with_source(other),
+    }
+}
+
+fn parse_arguments(input: &str) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
+    if input.trim().is_empty() {
+        return Ok(Some(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<Value>(input) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(Value::Null) => Ok(Some(serde_json::Map::new())),
+        Ok(other) => Err(ToolError::invalid_input(format!(
+            "invalid arguments: expected a JSON object, got {}",
+            kind_of(&other)
+        ))),
+        Err(e) => Err(ToolError::invalid_input(format!(
+            "invalid arguments: the arguments are not valid JSON: {e}"
+        ))
+        .with_source(e)),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert!(parse_arguments("").unwrap().unwrap().is_empty());
+        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
+        let err = parse_arguments("[1]").unwrap_err();
+        assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
+        assert!(err.message().contains("an array"), "{err}");
+        let err = parse_arguments("{").unwrap_err();
+        assert!(err.message().contains("not valid JSON"), "{err}");
+    }
+
+    #[test]
+    fn transport_errors_name_no_internal_types() {
+        let inner = rmcp::transport::DynamicTransportError::from_parts(
+            "rmcp::transport::worker::WorkerTransport<X>",
+            std::any::TypeId::of::<u8>(),
+            Box::new(std::io::Error::other("broken pipe")),
+        );
+        let err = service_error(
+            "srv",
+            ServiceError::TransportSend(inner),
+            "calling tool `x`",
+        );
+        assert_eq!(err.kind(), ToolErrorKind::Unavailable);
+        assert!(err.message().contains("broken pipe"), "{err}");
+        assert!(!err.message().contains("rmcp::"), "{err}");
+        assert!(!err.message().contains("Transport ["), "{err}");
+    }
+}
