@@ -165,8 +165,11 @@ async fn a_server_that_exits_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_errors_name_no_internal_types() {
-    // Nothing listens on this port.
-    let port = common::free_port();
+    // A port bound for the whole test but never listened on: connections are refused, and no
+    // other process can start listening there meanwhile.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
     let err = McpToolset::http(format!("http://127.0.0.1:{port}/mcp"))
         .connect_timeout(Duration::from_secs(20))
         .tools()
