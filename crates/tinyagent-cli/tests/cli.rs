@@ -1,5 +1,6 @@
-//! The `tinyagent` binary end to end: against a loopback server replaying recorded Chat
-//! Completions responses, the MCP Python SDK's server and client fixtures, and (when the model
+//! The `tinyagent` binary end to end: against a loopback server replaying the demo's hand-built
+//! Chat Completions streams (`tinyagent-examples/tests/fixtures`, in the exact wire format of
+//! OpenAI's spec; see their README), the MCP Python SDK's server and client fixtures, and (when the model
 //! file is there, as `scripts/setup.sh` makes sure) the embedded default model.
 
 use std::io::{BufRead, BufReader};
@@ -295,7 +296,7 @@ async fn run_reads_the_question_from_standard_input() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_tool_call_is_shown_and_the_run_goes_on() {
-    // The recorded exchange, asking for a city the weather tool does not know.
+    // The hand-built exchange, asking for a city the weather tool does not know.
     let replies = || {
         let call = read_fixture("tinyagent-examples", "1_weather_call.sse").replace("北京", "火星");
         assert!(call.contains("火星"));
