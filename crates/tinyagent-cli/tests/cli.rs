@@ -614,6 +614,7 @@ impl HttpServe {
         };
         let url = first
             .split_whitespace()
+            .map(|w| w.trim_end_matches([',', '.', ';']))
             .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/mcp"))
             .unwrap_or_else(|| panic!("no http://127.0.0.1:PORT/mcp in {first:?}"))
             .to_owned();

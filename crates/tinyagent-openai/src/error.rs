@@ -32,7 +32,7 @@ fn as_text(v: Option<&Value>) -> Option<String> {
 }
 
 /// `text` cut to [`MAX_FIELD_CHARS`] characters, saying how much was left out.
-fn bounded(text: &str) -> String {
+pub(crate) fn bounded(text: &str) -> String {
     match text.char_indices().nth(MAX_FIELD_CHARS) {
         None => text.to_owned(),
         Some((end, _)) => format!("{}… ({} more bytes)", &text[..end], text.len() - end),

@@ -44,7 +44,8 @@ impl Assembler {
     ) -> Result<(), ModelError> {
         let value: Value = serde_json::from_str(data).map_err(|e| {
             ModelError::invalid_response(format!(
-                "a stream chunk is not JSON ({e}): {}",
+                "a stream chunk is not JSON ({}): {}",
+                crate::error::bounded(&e.to_string()),
                 snippet(data.as_bytes())
             ))
         })?;
@@ -53,7 +54,8 @@ impl Assembler {
         }
         let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
             ModelError::invalid_response(format!(
-                "a stream chunk has an unexpected shape ({e}): {}",
+                "a stream chunk has an unexpected shape ({}): {}",
+                crate::error::bounded(&e.to_string()),
                 snippet(data.as_bytes())
             ))
         })?;

@@ -363,14 +363,19 @@ pub(crate) fn parse_response(
     offered: &[ToolDefinition],
 ) -> Result<ModelResponse, ModelError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ModelError::invalid_response(format!("the response is not JSON ({e}): {}", snippet(body)))
+        ModelError::invalid_response(format!(
+            "the response is not JSON ({}): {}",
+            crate::error::bounded(&e.to_string()),
+            snippet(body)
+        ))
     })?;
     if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
         return Err(crate::error::error_in_body(err));
     }
     let resp: ChatResponse = serde_json::from_value(value).map_err(|e| {
         ModelError::invalid_response(format!(
-            "the response has an unexpected shape ({e}): {}",
+            "the response has an unexpected shape ({}): {}",
+            crate::error::bounded(&e.to_string()),
             snippet(body)
         ))
     })?;
