@@ -514,6 +514,18 @@ impl LlamaModel {
                         ModelResponse::new(first.message, second.usage, first.finish_reason)
                     }
                 };
+                // A copy of the instruction before the answer is not part of it.
+                let chosen = match prompt::without_echoed_instruction(
+                    &chosen.message.text(),
+                    &req.instruction,
+                ) {
+                    Some(answer) => ModelResponse::new(
+                        Message::assistant(answer),
+                        chosen.usage,
+                        chosen.finish_reason,
+                    ),
+                    None => chosen,
+                };
                 let _ = tx.unbounded_send(Ok(ModelEvent::TextDelta(chosen.message.text())));
                 Ok(chosen)
             }

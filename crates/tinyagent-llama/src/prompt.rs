@@ -387,6 +387,18 @@ pub(crate) fn recent_results(req: &ModelRequest) -> Vec<String> {
         .collect()
 }
 
+/// `answer` without a copy of the system `instruction` the model wrote before it (small
+/// models sometimes start an answer by repeating their instruction); `None` when it has none,
+/// or when the instruction is all there is.
+pub(crate) fn without_echoed_instruction(answer: &str, instruction: &str) -> Option<String> {
+    let instruction = instruction.trim();
+    if instruction.is_empty() {
+        return None;
+    }
+    let rest = answer.trim_start().strip_prefix(instruction)?.trim_start();
+    (!rest.is_empty()).then(|| rest.to_owned())
+}
+
 /// Whether `answer` quotes at least one value of the tool `results` (a number, or a string of
 /// two characters or more), or the results hold no such value.
 pub(crate) fn quotes_results(answer: &str, results: &[String]) -> bool {
@@ -703,6 +715,25 @@ fn describe_arguments(out: &mut String, schema: &Value, terse: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_echoed_instruction_is_dropped_from_the_answer() {
+        let instruction = "你是一个全能助手。";
+        assert_eq!(
+            without_echoed_instruction("你是一个全能助手。\n\nThe answer is 56.00.", instruction)
+                .as_deref(),
+            Some("The answer is 56.00.")
+        );
+        assert_eq!(
+            without_echoed_instruction("The answer is 56.", instruction),
+            None
+        );
+        assert_eq!(
+            without_echoed_instruction("你是一个全能助手。", instruction),
+            None
+        );
+        assert_eq!(without_echoed_instruction("anything", "  "), None);
+    }
     use tinyagent::ToolResult;
 
     const JSON: Style = Style {
