@@ -1,4 +1,4 @@
-//! An embedded local model for [tinyagent](tinyagent): GGUF models run in-process through
+//! An embedded local model for [tinyagent]: GGUF models run in-process through
 //! llama.cpp, so an agent works offline, with no API key and no network.
 //!
 //! * [`LlamaModel`] implements [`tinyagent::Model`]. It renders the chat with the model's own

@@ -437,7 +437,7 @@ impl LlmAgentBuilder {
 
     /// The most characters of one tool result, or one tool error, that the model reads
     /// (default [`DEFAULT_MAX_TOOL_OUTPUT`]); longer ones keep their head and tail with a note
-    /// of how much was left out (see [`OutputBudget`](crate::tools::OutputBudget)). `None`
+    /// of how much was left out (see [`OutputBudget`](crate::tools::OutputBudgetLayer)). `None`
     /// passes everything.
     pub fn max_tool_output(mut self, max_chars: impl Into<Option<usize>>) -> Self {
         self.settings.max_tool_output = max_chars.into();

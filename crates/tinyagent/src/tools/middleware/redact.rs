@@ -73,7 +73,7 @@ fn words(key: &str) -> impl Iterator<Item = String> + '_ {
     out.into_iter()
 }
 
-/// Whether the values of `key` are secrets: see [`Logging`](super::Logging) for the list.
+/// Whether the values of `key` are secrets: see [`Logging`](super::LoggingLayer) for the list.
 pub(crate) fn is_sensitive(key: &str, extra: &[String]) -> bool {
     let normalized = normalize_key(key);
     SENSITIVE_FRAGMENTS.iter().any(|f| normalized.contains(f))
@@ -293,8 +293,8 @@ pub(crate) fn for_log(text: &str) -> String {
 /// (`Authorization: Bearer …`, `https://user:password@host`, well-known token shapes such as
 /// `sk-…`, `ghp_…`, `AKIA…`, JWTs, PEM private keys) are replaced by `[REDACTED]`.
 ///
-/// This is what [`Logging`](super::Logging) applies to everything it logs: arguments,
-/// results and error messages. Keys are those listed on [`Logging`](super::Logging).
+/// This is what [`Logging`](super::LoggingLayer) applies to everything it logs: arguments,
+/// results and error messages. Keys are those listed on [`Logging`](super::LoggingLayer).
 ///
 /// ```
 /// use tinyagent::tools::redact_text;
@@ -311,7 +311,7 @@ pub fn redact_text(text: &str) -> String {
 }
 
 /// Replaces the values of sensitive keys in a JSON text with `[REDACTED]`, at any depth, with
-/// the built-in list of keys described on [`Logging`](super::Logging), and credentials inside
+/// the built-in list of keys described on [`Logging`](super::LoggingLayer), and credentials inside
 /// its strings; text that is not JSON is redacted as free text (see [`redact_text`]).
 ///
 /// ```
