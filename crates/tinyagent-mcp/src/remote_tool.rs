@@ -173,21 +173,17 @@ pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> Tool
     }
 }
 
+/// The call's arguments as the JSON object MCP sends, read by the core's strict reader
+/// (`tools::parse_arguments`: blank means `{}`, duplicate keys and lone surrogates are refused,
+/// errors are bounded); `null` counts as no arguments.
 fn parse_arguments(input: &str) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
-    if input.trim().is_empty() {
-        return Ok(Some(serde_json::Map::new()));
-    }
-    match serde_json::from_str::<Value>(input) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(Value::Null) => Ok(Some(serde_json::Map::new())),
-        Ok(other) => Err(ToolError::invalid_input(format!(
+    match tinyagent::tools::parse_arguments(input)? {
+        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Ok(Some(serde_json::Map::new())),
+        other => Err(ToolError::invalid_input(format!(
             "invalid arguments: expected a JSON object, got {}",
             kind_of(&other)
         ))),
-        Err(e) => Err(ToolError::invalid_input(format!(
-            "invalid arguments: the arguments are not valid JSON: {e}"
-        ))
-        .with_source(e)),
     }
 }
 
@@ -215,6 +211,8 @@ mod tests {
         assert!(err.message().contains("an array"), "{err}");
         let err = parse_arguments("{").unwrap_err();
         assert!(err.message().contains("not valid JSON"), "{err}");
+        let err = parse_arguments(r#"{"a":1,"a":2}"#).unwrap_err();
+        assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
     }
 
     #[test]
