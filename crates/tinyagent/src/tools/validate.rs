@@ -53,10 +53,14 @@ impl fmt::Debug for SchemaValidator {
 impl SchemaValidator {
     /// Compiles a schema (JSON Schema draft 2020-12 unless it says otherwise). Remote `$ref`s
     /// are not fetched.
+    ///
+    /// The error for a schema that does not compile quotes the offending part only in part, so
+    /// its message stays small whatever the schema.
     pub fn new(schema: &Value) -> Result<Self, ToolError> {
         let validator = jsonschema::validator_for(schema).map_err(|e| {
             ToolError::invalid_input(format!(
-                "the tool's input schema is not a valid JSON Schema: {e}"
+                "the tool's input schema is not a valid JSON Schema: {}",
+                cut(&e.to_string(), 3 * MAX_PROBLEM_CHARS)
             ))
         })?;
         Ok(Self { validator })
