@@ -744,11 +744,11 @@ mod tests {
     };
 
     fn weather() -> ToolDefinition {
-        ToolDefinition {
-            name: "get_weather".into(),
-            description: "weather".into(),
-            input_schema: json!({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}),
-        }
+        ToolDefinition::new(
+            "get_weather",
+            "weather",
+            json!({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}),
+        )
     }
 
     fn json_out(allow_answer: bool) -> JsonOutput {

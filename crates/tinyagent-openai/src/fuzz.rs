@@ -18,11 +18,7 @@ const MAX_MESSAGE: usize = 8 * 1024;
 fn offered() -> Vec<ToolDefinition> {
     ["get_weather", "calculator"]
         .into_iter()
-        .map(|name| ToolDefinition {
-            name: name.to_owned(),
-            description: String::new(),
-            input_schema: json!({"type": "object"}),
-        })
+        .map(|name| ToolDefinition::new(name, "", json!({"type": "object"})))
         .collect()
 }
 

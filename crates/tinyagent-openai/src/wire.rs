@@ -450,11 +450,7 @@ mod tests {
     fn defs(names: &[&str]) -> Vec<ToolDefinition> {
         names
             .iter()
-            .map(|n| ToolDefinition {
-                name: (*n).to_owned(),
-                description: String::new(),
-                input_schema: json!({"type": "object"}),
-            })
+            .map(|n| ToolDefinition::new(*n, "", json!({"type": "object"})))
             .collect()
     }
 

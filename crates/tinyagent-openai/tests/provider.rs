@@ -161,14 +161,14 @@ async fn generate_a_tool_call_from_openais_functions_example() {
     let server = MockServer::start().await;
     serve(&server, json_reply("chat_tool_call.json")).await;
     let model = model_for(&server);
-    let def = ToolDefinition {
-        name: "get_current_weather".into(),
-        description: "Get the current weather in a given location".into(),
-        input_schema: json!({"type": "object", "properties": {
+    let def = ToolDefinition::new(
+        "get_current_weather",
+        "Get the current weather in a given location",
+        json!({"type": "object", "properties": {
             "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
             "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
         }, "required": ["location"]}),
-    };
+    );
     let req = ModelRequest::new(vec![Message::user(
         "What is the weather like in Boston today?",
     )])
@@ -247,13 +247,13 @@ async fn generate_parallel_tool_calls() {
 async fn history_with_tool_calls_and_results_is_sent_as_servers_accept_it() {
     let server = MockServer::start().await;
     serve(&server, json_reply("chat_default.json")).await;
-    let map_tool = ToolDefinition {
-        name: "tag".into(),
-        description: String::new(),
-        input_schema: json!({"type": "object", "properties": {
+    let map_tool = ToolDefinition::new(
+        "tag",
+        "",
+        json!({"type": "object", "properties": {
             "labels": {"type": "object", "additionalProperties": {"type": "string"}}
         }}),
-    };
+    );
     let model = OpenAiModel::new(config_for(&server.uri()).strict_tools(true)).unwrap();
     let history = vec![
         Message::system("回答要简短。"),

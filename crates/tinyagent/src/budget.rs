@@ -162,6 +162,7 @@ impl fmt::Display for BudgetResource {
 
 /// A budget ran out: which resource, its limit, and how much was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BudgetExceeded {
     /// What ran out.
     pub resource: BudgetResource,

@@ -54,6 +54,7 @@ impl Role {
 
 /// A model's request to call a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The id the model gave the call; its result carries the same id.
     pub id: String,
@@ -84,6 +85,7 @@ impl ToolCall {
 /// (written for the model, so it can correct itself). A provider whose API has no error flag
 /// should make the failure visible in the text it sends, for example by prefixing `Error: `.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The id of the call this answers.
     pub call_id: String,
@@ -190,6 +192,7 @@ impl From<ToolResult> for Part {
 /// assert_eq!(Message::user("你好").role, Role::User);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Message {
     /// A unique id (made with [`new_id`] when not given).
     pub id: String,

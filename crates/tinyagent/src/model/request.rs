@@ -9,6 +9,7 @@ use crate::tools::Tool;
 
 /// A tool as a model sees it: name, description and input schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The name the model calls the tool by.
     pub name: String,
@@ -19,6 +20,19 @@ pub struct ToolDefinition {
 }
 
 impl ToolDefinition {
+    /// A definition from its parts.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+
     /// The definition of a tool.
     pub fn from_tool(tool: &dyn Tool) -> Self {
         Self {
