@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use serde_json::Value;
+use tinyagent::tools::IntoTool;
 use tinyagent::{
     AgentExt, LlmAgent, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Role, Session,
-    ToolCall, ToolChoice, ToolContext, ToolDefinition, ToolError, ToolResult, demo, tools,
+    ToolCall, ToolChoice, ToolDefinition, ToolError, ToolResult, demo, tools,
 };
 use tinyagent_llama::{LlamaConfig, LlamaModel};
 
@@ -116,7 +117,7 @@ async fn weather_in_english_picks_get_weather_and_the_tool_finds_the_city() {
     let weather = tools::new_func(
         "get_weather",
         "Gets the current weather of a city",
-        |_ctx: ToolContext, input: Input| async move {
+        |input: Input| async move {
             match input.city.trim().to_lowercase().as_str() {
                 "beijing" | "北京" => {
                     Ok(r#"{"city":"Beijing","temperature":22.5,"condition":"sunny"}"#)
@@ -131,7 +132,7 @@ async fn weather_in_english_picks_get_weather_and_the_tool_finds_the_city() {
         .model(model())
         .instruction("You are a helpful assistant.")
         .tools([
-            weather,
+            weather.into_tool(),
             demo::calculator_tool(),
             demo::time_tool(),
             demo::translator_tool(),

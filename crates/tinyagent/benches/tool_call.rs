@@ -55,7 +55,7 @@ fn stats_sync(input: &StatsInput) -> Result<StatsOutput, ToolError> {
     })
 }
 
-async fn stats(_ctx: ToolContext, input: StatsInput) -> Result<StatsOutput, ToolError> {
+async fn stats(input: StatsInput) -> Result<StatsOutput, ToolError> {
     stats_sync(&input)
 }
 

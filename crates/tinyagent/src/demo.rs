@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::tools;
-use crate::tools::{Tool, ToolHints};
+use crate::tools::{IntoTool, Tool, ToolHints};
 
 /// A temperature unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -48,10 +48,7 @@ pub struct WeatherOutput {
 }
 
 /// Looks up the (simulated) weather of 北京, 上海 or 广州.
-pub async fn get_weather(
-    _ctx: ToolContext,
-    input: WeatherInput,
-) -> Result<WeatherOutput, ToolError> {
+pub async fn get_weather(input: WeatherInput) -> Result<WeatherOutput, ToolError> {
     let (temperature, condition, humidity) = match input.city.as_str() {
         "北京" => (22.5, "晴", 45),
         "上海" => (25.0, "多云", 72),
@@ -76,10 +73,9 @@ pub async fn get_weather(
 
 /// TinyAgent's `get_weather` tool.
 pub fn weather_tool() -> Arc<dyn Tool> {
-    let tool = tools::try_new_func("get_weather", "获取指定城市的实时天气信息", get_weather)
-        .expect("a valid tool name")
-        .with_hints(ToolHints::read_only());
-    Arc::new(tool)
+    tools::new_func("get_weather", "获取指定城市的实时天气信息", get_weather)
+        .read_only()
+        .into_tool()
 }
 
 /// A calculator operation.
@@ -121,7 +117,7 @@ pub struct CalcOutput {
 }
 
 /// Computes one operation; TinyAgent's `calculate`.
-pub async fn calculate(_ctx: ToolContext, input: CalcInput) -> Result<CalcOutput, ToolError> {
+pub async fn calculate(input: CalcInput) -> Result<CalcOutput, ToolError> {
     calculate_sync(&input)
 }
 
@@ -177,10 +173,9 @@ pub fn calculate_sync(input: &CalcInput) -> Result<CalcOutput, ToolError> {
 
 /// TinyAgent's `calculator` tool.
 pub fn calculator_tool() -> Arc<dyn Tool> {
-    let tool = tools::try_new_func("calculator", "执行数学运算", calculate)
-        .expect("a valid tool name")
-        .with_hints(ToolHints::read_only().with_open_world(false));
-    Arc::new(tool)
+    tools::new_func("calculator", "执行数学运算", calculate)
+        .with_hints(ToolHints::read_only().with_open_world(false))
+        .into_tool()
 }
 
 /// Formats the time tool's answer for an instant in a zone:
@@ -239,7 +234,12 @@ pub fn translator_tool() -> Arc<dyn Tool> {
             Ok::<_, ToolError>(format!("[翻译结果] {message} → Hello, World!"))
         },
     )
+    .message_description(TRANSLATOR_MESSAGE_DESCRIPTION)
+    .into_tool()
 }
+
+/// The description of the translator's `message` parameter, as in the tutorial.
+pub const TRANSLATOR_MESSAGE_DESCRIPTION: &str = "要发送给此 Agent 的消息";
 
 /// All four demo tools: weather, calculator, current time, translator.
 pub fn seed_tools() -> Vec<Arc<dyn Tool>> {

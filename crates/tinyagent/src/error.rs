@@ -280,6 +280,29 @@ impl From<serde_json::Error> for ToolError {
     }
 }
 
+/// An I/O error inside a tool, its kind mapped: not found is
+/// [`NotFound`](ToolErrorKind::NotFound), permission denied is [`Denied`](ToolErrorKind::Denied),
+/// a timeout is [`TimedOut`](ToolErrorKind::TimedOut), a refused, reset or aborted connection is
+/// [`Unavailable`](ToolErrorKind::Unavailable) (retryable); anything else is a
+/// [`Failed`](ToolErrorKind::Failed) error. The message is the error's text.
+impl From<std::io::Error> for ToolError {
+    fn from(err: std::io::Error) -> Self {
+        use std::io::ErrorKind as Io;
+        let kind = match err.kind() {
+            Io::NotFound => ToolErrorKind::NotFound,
+            Io::PermissionDenied => ToolErrorKind::Denied,
+            Io::TimedOut => ToolErrorKind::TimedOut,
+            Io::ConnectionRefused
+            | Io::ConnectionReset
+            | Io::ConnectionAborted
+            | Io::NotConnected
+            | Io::BrokenPipe => ToolErrorKind::Unavailable,
+            _ => ToolErrorKind::Failed,
+        };
+        Self::new(kind, err.to_string()).with_source(err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::context::ToolContext;
 use crate::tools::schema::allow_null_optionals;
-use crate::tools::{self, SchemaValidator};
+use crate::tools::{self, IntoTool, SchemaValidator};
 
 /// The longest error message a check accepts, whatever the input.
 const MAX_MESSAGE: usize = 8 * 1024;
@@ -78,10 +78,11 @@ fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| {
         let seen: Arc<Mutex<Option<Value>>> = Arc::default();
         let record = seen.clone();
-        let typed = tools::new_func("typed", "typed", move |_ctx: ToolContext, i: Input| {
+        let typed = tools::new_func("typed", "typed", move |i: Input| {
             *record.lock().unwrap() = Some(serde_json::to_value(&i).unwrap());
             async move { Ok::<_, crate::ToolError>("ok") }
-        });
+        })
+        .into_tool();
         let validator = SchemaValidator::new(&allow_null_optionals(typed.input_schema()))
             .expect("generated schemas compile");
         let checked = tools::wrap_tool(typed.clone(), [tools::with_validation()]);

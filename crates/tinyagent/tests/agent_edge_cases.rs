@@ -318,7 +318,7 @@ async fn an_agent_tool_keeps_the_sub_agents_retryable_model_errors() {
 async fn a_json_error_inside_a_tool_is_a_failure_not_bad_arguments() {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct NoArgs {}
-    let tool = tools::new_func("fetch", "f", |_c: ToolContext, _i: NoArgs| async move {
+    let tool = tools::new_func("fetch", "f", |_i: NoArgs| async move {
         let upstream = "<html>502 Bad Gateway</html>";
         let parsed: Value = serde_json::from_str(upstream)?;
         Ok::<_, ToolError>(parsed)

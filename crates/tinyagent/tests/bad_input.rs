@@ -121,9 +121,7 @@ async fn deeply_nested_json() {
         #[allow(dead_code)]
         body: serde_json::Value,
     }
-    let tool = tools::new_func("doc", "", |_c: ToolContext, _d: Doc| async {
-        Ok::<_, ToolError>("read")
-    });
+    let tool = tools::new_func("doc", "", |_d: Doc| async { Ok::<_, ToolError>("read") });
     let err = tool
         .handle(&ToolContext::default(), &format!(r#"{{"body": {nested}}}"#))
         .await

@@ -45,8 +45,39 @@ fn seed_agent_tool_schema() {
     let expected = seed_schema(
         r#"{"type":"object","properties":{"message":{"type":"string","description":"要发送给此 Agent 的消息"}},"required":["message"]}"#,
     );
-    assert_eq!(tools::agent_tool_schema(), expected);
     assert_eq!(*tinyagent::demo::translator_tool().input_schema(), expected);
+    assert_eq!(
+        tools::agent_tool_schema_described(tinyagent::demo::TRANSLATOR_MESSAGE_DESCRIPTION),
+        expected
+    );
+}
+
+#[test]
+fn agent_tools_describe_their_message_in_english_unless_told_otherwise() {
+    let schema = tools::agent_tool_schema();
+    assert_eq!(
+        schema,
+        json!({
+            "type": "object",
+            "properties": {"message": {
+                "type": "string",
+                "description": tools::DEFAULT_AGENT_MESSAGE_DESCRIPTION,
+            }},
+            "required": ["message"],
+        })
+    );
+    assert_eq!(
+        tools::DEFAULT_AGENT_MESSAGE_DESCRIPTION,
+        "The task or question for the agent, in plain words."
+    );
+    let fr = tools::new_agent_tool_fn("traducteur", "Traduit", |_ctx, m: String| async move {
+        Ok::<_, tinyagent::ToolError>(m)
+    })
+    .message_description("Le texte à traduire");
+    assert_eq!(
+        fr.input_schema()["properties"]["message"]["description"],
+        "Le texte à traduire"
+    );
 }
 
 /// Walks a schema and collects every key used anywhere in it.

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools;
+use tinyagent::tools::{self, IntoTool};
 use tinyagent::{
     AgentError, AgentExt, BoxFuture, Budget, BudgetResource, Invocation, LlmAgent, Model,
     ModelError, ModelRequest, ModelResponse, Session, Tool, ToolContext, ToolError, ToolErrorKind,
@@ -33,17 +33,14 @@ struct WeatherInput {
 
 /// A typed weather tool that counts its runs and reports the unit it got.
 fn counting_weather(runs: Arc<AtomicUsize>) -> Arc<dyn Tool> {
-    tools::new_func(
-        "get_weather",
-        "weather",
-        move |_ctx: ToolContext, input: WeatherInput| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, ToolError>(format!("{} {:?}", input.city, input.unit))
-            }
-        },
-    )
+    tools::new_func("get_weather", "weather", move |input: WeatherInput| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ToolError>(format!("{} {:?}", input.city, input.unit))
+        }
+    })
+    .into_tool()
 }
 
 /// A hand-written tool with the same schema that counts its runs.
@@ -197,12 +194,15 @@ async fn typed_tools_decode_the_value_that_passed_the_schema() {
         .handle(&ctx, "{\"city\":\"北京\",\"unit\":\"celsius\"}\u{0b}")
         .await
         .unwrap();
-    assert_eq!(out, r#""北京 Some(\"celsius\")""#);
+    assert_eq!(
+        out, r#"北京 Some("celsius")"#,
+        "text results are not JSON-quoted"
+    );
     let out = tool
         .handle(&ctx, "\u{0b} {\"city\":\"上海\"}\n")
         .await
         .unwrap();
-    assert_eq!(out, r#""上海 None""#);
+    assert_eq!(out, "上海 None");
     for bad in [
         r#"{"city":"x","unit":"kelvin","junk":"\ud800"}"#,
         r#"{"city":"x","unit":"kelvin"}"#,
@@ -244,7 +244,7 @@ async fn plain_text_reaches_only_tools_that_declare_it() {
     );
     assert!(translator.hints().plain_text);
     let results = agent_results(
-        translator,
+        translator.into_tool(),
         &[
             "你好世界",
             r#"{"message": "hi"}"#,
@@ -297,11 +297,10 @@ struct Login {
 }
 
 fn login_tool() -> Arc<dyn Tool> {
-    tools::new_func(
-        "login",
-        "logs in",
-        |_ctx: ToolContext, i: Login| async move { Ok::<_, ToolError>(format!("welcome {}", i.user)) },
-    )
+    tools::new_func("login", "logs in", |i: Login| async move {
+        Ok::<_, ToolError>(format!("welcome {}", i.user))
+    })
+    .into_tool()
 }
 
 #[tokio::test]
@@ -903,11 +902,9 @@ async fn bounded_integers_are_refused_by_the_schema_not_only_the_decoder() {
     assert_eq!(schema["properties"]["n"]["maximum"], u32::MAX);
     assert_eq!(schema["properties"]["small"]["minimum"], i16::MIN);
     let tool = tools::wrap_tool(
-        tools::new_func(
-            "count",
-            "counts",
-            |_ctx: ToolContext, c: Count| async move { Ok::<_, ToolError>(c.n) },
-        ),
+        tools::new_func("count", "counts", |c: Count| async move {
+            Ok::<_, ToolError>(c.n)
+        }),
         [tools::with_validation()],
     );
     let ctx = ToolContext::default();

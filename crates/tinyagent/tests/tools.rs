@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tinyagent::demo::{self, CalcOutput, WeatherOutput};
 use tinyagent::tools::{self, json_adapter};
-use tinyagent::{Handler, Tool, ToolContext, ToolError, ToolErrorKind, handler_fn};
+use tinyagent::{Handler, ToolContext, ToolError, ToolErrorKind, handler_fn};
 
 fn ctx() -> ToolContext {
     ToolContext::default()
@@ -277,9 +277,11 @@ async fn new_func_round_trip_and_error_kinds() {
 #[error("the backend said no: {0}")]
 struct BackendError(u16);
 
+impl tools::ToolErrorKindHint for BackendError {}
+
 #[tokio::test]
 async fn user_error_text_reaches_the_caller_unchanged() {
-    let with_std_error = tools::new_func("a", "", |_c: ToolContext, _p: Point| async {
+    let with_std_error = tools::new_func("a", "", |_p: Point| async {
         Err::<Norm, _>(BackendError(503))
     });
     let err = with_std_error
@@ -291,7 +293,7 @@ async fn user_error_text_reaches_the_caller_unchanged() {
     let source = std::error::Error::source(&err).expect("the source is kept");
     assert!(source.downcast_ref::<BackendError>().is_some());
 
-    let with_str = tools::new_func("b", "", |_c: ToolContext, _p: Point| async {
+    let with_str = tools::new_func("b", "", |_p: Point| async {
         Err::<Norm, _>("plain text error")
     });
     let err = with_str
@@ -347,9 +349,26 @@ async fn manual_tools_need_object_schemas() {
 
 #[test]
 fn non_object_input_types_are_refused() {
-    let err = tools::try_new_func("strings", "", |_c: ToolContext, s: String| async move {
-        Ok::<_, ToolError>(s)
-    })
+    let err = tools::try_new_func(
+        "strings",
+        "",
+        |s: String| async move { Ok::<_, ToolError>(s) },
+    )
     .unwrap_err();
-    assert!(err.message().contains("must be a struct or map"), "{err}");
+    assert!(
+        err.message()
+            .contains("must be a struct with named fields (or a map)"),
+        "{err}"
+    );
+    assert!(
+        err.message()
+            .contains("`struct Input { value: alloc::string::String }`"),
+        "the fix is spelled out: {err}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "tools::new_func: the input type of tool \"numbers\" is `f64`")]
+fn new_func_names_a_non_object_input_when_it_panics() {
+    let _ = tools::new_func("numbers", "", |x: f64| async move { Ok::<_, ToolError>(x) });
 }

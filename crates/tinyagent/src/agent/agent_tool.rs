@@ -23,14 +23,37 @@ use crate::util::BoxFuture;
 /// The input of an agent used as a tool: one natural-language message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct AgentToolInput {
-    /// 要发送给此 Agent 的消息
+    /// The task or question for the agent, in plain words.
     pub message: String,
 }
 
-/// The input schema of every agent tool (the tutorial's):
-/// `{"type":"object","properties":{"message":{"type":"string","description":"要发送给此 Agent 的消息"}},"required":["message"]}`.
+/// The description of an agent tool's `message` parameter unless one is set with
+/// [`AgentTool::message_description`].
+pub const DEFAULT_AGENT_MESSAGE_DESCRIPTION: &str =
+    "The task or question for the agent, in plain words.";
+
+/// The input schema of an agent tool with the default description:
+/// `{"type":"object","properties":{"message":{"type":"string","description":"The task or question for the agent, in plain words."}},"required":["message"]}`.
 pub fn agent_tool_schema() -> Value {
     generate_schema::<AgentToolInput>()
+}
+
+/// The input schema of an agent tool whose `message` parameter has this description (in the
+/// language of the model's other instructions, say).
+///
+/// ```
+/// use tinyagent::tools::agent_tool_schema_described;
+///
+/// let schema = agent_tool_schema_described("要发送给此 Agent 的消息");
+/// assert_eq!(schema["properties"]["message"]["description"], "要发送给此 Agent 的消息");
+/// assert_eq!(schema["required"], serde_json::json!(["message"]));
+/// ```
+pub fn agent_tool_schema_described(description: &str) -> Value {
+    let mut schema = agent_tool_schema();
+    if let Some(message) = schema.pointer_mut("/properties/message") {
+        message["description"] = Value::String(description.to_owned());
+    }
+    schema
 }
 
 /// Reads the message out of an agent tool's raw input.
@@ -92,10 +115,21 @@ where
     }
 }
 
+impl<F> FuncTool<MessageHandler<F>> {
+    /// Returns the tool with this description of its `message` parameter (default
+    /// [`DEFAULT_AGENT_MESSAGE_DESCRIPTION`]).
+    #[must_use]
+    pub fn message_description(mut self, description: impl AsRef<str>) -> Self {
+        self.set_schema(agent_tool_schema_described(description.as_ref()));
+        self
+    }
+}
+
 /// Makes an agent-style tool from a function of one message (the tutorial demo's
 /// `tools.NewAgentTool(name, description, fn)`): the tool takes the agent-tool schema
-/// `{"message": string}`, accepts plain text as the message too, and returns the function's
-/// text as it is (not JSON-encoded).
+/// `{"message": string}` (its description settable with
+/// [`message_description`](FuncTool::message_description)), accepts plain text as the message
+/// too, and returns the function's text as it is (not JSON-encoded).
 ///
 /// # Panics
 ///
@@ -110,7 +144,8 @@ where
 ///     |_ctx: ToolContext, message: String| async move {
 ///         Ok::<_, ToolError>(format!("[翻译结果] {message} → Hello, World!"))
 ///     },
-/// );
+/// )
+/// .message_description("要发送给此 Agent 的消息");
 /// # tokio_test::block_on(async {
 /// let ctx = ToolContext::default();
 /// let out = translator.handle(&ctx, r#"{"message": "你好世界"}"#).await?;
@@ -124,7 +159,7 @@ pub fn new_agent_tool_fn<F, Fut, E>(
     name: impl Into<String>,
     description: impl Into<String>,
     f: F,
-) -> Arc<dyn Tool>
+) -> FuncTool<MessageHandler<F>>
 where
     F: Fn(ToolContext, String) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<String, E>> + Send + 'static,
@@ -134,13 +169,13 @@ where
     if let Err(err) = validate_tool_name(&name) {
         panic!("tools::new_agent_tool_fn: {err}");
     }
-    Arc::new(FuncTool::from_parts(
+    FuncTool::from_parts(
         name,
         description.into(),
         agent_tool_schema(),
         ToolHints::default().with_plain_text(true),
         MessageHandler(f),
-    ))
+    )
 }
 
 /// How deeply agents may call agents as tools unless said otherwise: see
@@ -151,7 +186,8 @@ pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
 /// [`new_agent_tool`].
 ///
 /// Its name and description are the agent's; its schema is [`agent_tool_schema`]
-/// (`{"message": string}`, required); input that is not JSON is taken as the message. Each call
+/// (`{"message": string}`, required, its description English unless set with
+/// [`message_description`](Self::message_description)); input that is not JSON is taken as the message. Each call
 /// runs the agent in a fresh invocation (a new session, the chain of calling agents extended)
 /// and returns the text of all its assistant messages, concatenated. An agent's failure is the
 /// tool's failure, which the calling agent's model reads.
@@ -184,6 +220,32 @@ impl<A: Agent> AgentTool<A> {
             schema: agent_tool_schema(),
             max_depth: DEFAULT_MAX_AGENT_DEPTH,
         })
+    }
+
+    /// Sets the description of the tool's `message` parameter, which the calling model reads
+    /// (default [`DEFAULT_AGENT_MESSAGE_DESCRIPTION`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{LlmAgent, Tool, tools::AgentTool};
+    /// use tinyagent::testing::ScriptedModel;
+    ///
+    /// let translator = LlmAgent::builder("translator")
+    ///     .model(Arc::new(ScriptedModel::new([])))
+    ///     .build()
+    ///     .unwrap();
+    /// let tool = AgentTool::try_new(translator)
+    ///     .unwrap()
+    ///     .message_description("The text to translate, and into which language");
+    /// assert_eq!(
+    ///     tool.input_schema()["properties"]["message"]["description"],
+    ///     "The text to translate, and into which language"
+    /// );
+    /// ```
+    #[must_use]
+    pub fn message_description(mut self, description: impl AsRef<str>) -> Self {
+        self.schema = agent_tool_schema_described(description.as_ref());
+        self
     }
 
     /// Sets how many agents deep a call of this tool may run the agent, counting the agents

@@ -310,15 +310,16 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// Adds one static tool.
-    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push(tool);
+    /// Adds one static tool: any [`Tool`] as it was made (no `Arc::new` needed), or an
+    /// `Arc<dyn Tool>`; see [`IntoTool`](crate::tools::IntoTool).
+    pub fn tool(mut self, tool: impl crate::tools::IntoTool) -> Self {
+        self.tools.push(tool.into_tool());
         self
     }
 
     /// Adds static tools, offered in every invocation (TinyAgent's `WithTools`).
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
-        self.tools.extend(tools);
+    pub fn tools<T: crate::tools::IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools.extend(tools.into_iter().map(T::into_tool));
         self
     }
 

@@ -14,8 +14,9 @@ use futures::stream::BoxStream;
 
 pub use crate::context::Invocation;
 pub use agent_tool::{
-    AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
-    new_agent_tool, new_agent_tool_fn, parse_agent_message,
+    AgentTool, AgentToolInput, DEFAULT_AGENT_MESSAGE_DESCRIPTION, DEFAULT_MAX_AGENT_DEPTH,
+    MessageHandler, agent_tool_schema, agent_tool_schema_described, new_agent_tool,
+    new_agent_tool_fn, parse_agent_message,
 };
 pub use builder::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,

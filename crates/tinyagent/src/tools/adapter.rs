@@ -4,28 +4,40 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::arguments::{MAX_PROBLEM_CHARS, ValidatedArguments, cut};
+use super::output::{IntoToolError, IntoToolOutput};
 use crate::context::ToolContext;
-use crate::error::{BoxError, ToolError};
+use crate::error::ToolError;
 use crate::tools::Handler;
 use crate::util::BoxFuture;
 
 /// How much of a bad input an error message quotes.
 const QUOTE_LIMIT: usize = 200;
 
-/// A typed tool function: `async fn(ToolContext, I) -> Result<O, E>`.
+/// A typed tool function, in one of two shapes (like an axum handler, the context is optional):
 ///
-/// Implemented for every such function or closure whose output is `Serialize` and whose error
-/// converts into a [`BoxError`] (any `std::error::Error + Send + Sync`, a `String`, a `&str`,
-/// or a [`ToolError`], which keeps its kind). You never implement it yourself.
-pub trait ToolFn<I>: Send + Sync {
-    /// What the function returns on success; encoded as JSON for the model.
-    type Output: Serialize;
+/// - `async fn(I) -> Result<O, E>`
+/// - `async fn(ToolContext, I) -> Result<O, E>`
+///
+/// where `I` is the input (decoded from the model's JSON arguments), `O` is
+/// [`IntoToolOutput`] (text passes through, other values become JSON) and `E` is
+/// [`IntoToolError`] (a [`ToolError`], text, or an error type implementing
+/// [`ToolErrorKindHint`](crate::tools::ToolErrorKindHint)). Closures of these shapes qualify
+/// too. `M` only tells the two shapes apart; it is inferred. You never implement this trait
+/// yourself.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool function taking `{I}`",
+    label = "not a tool function",
+    note = "a tool function is `async fn(I) -> Result<O, E>` or `async fn(ToolContext, I) -> Result<O, E>`, `Send + Sync`, returning a `Send` future",
+    note = "`I` derives `Deserialize` and `JsonSchema` (a struct: tool arguments are a JSON object), `O` is text or `Serialize`, `E` is `ToolError`, `String` or implements `ToolErrorKindHint`"
+)]
+pub trait ToolFn<I, M>: Send + Sync {
+    /// What the function returns on success.
+    type Output: IntoToolOutput;
     /// What the function returns on failure.
-    type Error: Into<BoxError>;
+    type Error: IntoToolError;
     /// The future the function returns.
     type Future: Future<Output = Result<Self::Output, Self::Error>> + Send;
 
@@ -33,12 +45,20 @@ pub trait ToolFn<I>: Send + Sync {
     fn call(&self, ctx: ToolContext, input: I) -> Self::Future;
 }
 
-impl<F, I, O, E, Fut> ToolFn<I> for F
+/// Marks the [`ToolFn`] shape `async fn(ToolContext, I)`.
+#[derive(Debug)]
+pub enum WithContext {}
+
+/// Marks the [`ToolFn`] shape `async fn(I)`.
+#[derive(Debug)]
+pub enum WithoutContext {}
+
+impl<F, I, O, E, Fut> ToolFn<I, WithContext> for F
 where
     F: Fn(ToolContext, I) -> Fut + Send + Sync,
     Fut: Future<Output = Result<O, E>> + Send,
-    O: Serialize,
-    E: Into<BoxError>,
+    O: IntoToolOutput,
+    E: IntoToolError,
 {
     type Output = O;
     type Error = E;
@@ -49,19 +69,35 @@ where
     }
 }
 
-/// The [`Handler`] made by [`json_adapter`].
-pub struct JsonAdapter<F, I> {
-    f: F,
-    _input: PhantomData<fn(I)>,
+impl<F, I, O, E, Fut> ToolFn<I, WithoutContext> for F
+where
+    F: Fn(I) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<O, E>> + Send,
+    O: IntoToolOutput,
+    E: IntoToolError,
+{
+    type Output = O;
+    type Error = E;
+    type Future = Fut;
+
+    fn call(&self, _ctx: ToolContext, input: I) -> Fut {
+        self(input)
+    }
 }
 
-impl<F, I> fmt::Debug for JsonAdapter<F, I> {
+/// The [`Handler`] made by [`json_adapter`].
+pub struct JsonAdapter<F, I, M = WithContext> {
+    f: F,
+    _input: PhantomData<fn(I, M)>,
+}
+
+impl<F, I, M> fmt::Debug for JsonAdapter<F, I, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "JsonAdapter<{}>", std::any::type_name::<I>())
     }
 }
 
-impl<F: Clone, I> Clone for JsonAdapter<F, I> {
+impl<F: Clone, I, M> Clone for JsonAdapter<F, I, M> {
     fn clone(&self) -> Self {
         Self {
             f: self.f.clone(),
@@ -72,8 +108,8 @@ impl<F: Clone, I> Clone for JsonAdapter<F, I> {
 
 /// Adapts a typed async function into a [`Handler`] (TinyAgent's `JSONAdapter`).
 ///
-/// The raw input is decoded from JSON into `I`, the function is called, and its output is
-/// encoded as JSON. An empty input counts as `{}`, which models send for tools without
+/// The raw input is decoded from JSON into `I`, the function is called, and its output becomes
+/// the result text through [`IntoToolOutput`] (text as it is, other values as JSON). An empty input counts as `{}`, which models send for tools without
 /// arguments.
 ///
 /// - A decode failure is a [`ToolErrorKind::InvalidInput`](crate::ToolErrorKind::InvalidInput)
@@ -92,7 +128,7 @@ impl<F: Clone, I> Clone for JsonAdapter<F, I> {
 /// #[derive(Serialize)]
 /// struct Output { temperature: f64 }
 ///
-/// async fn get_weather(_ctx: ToolContext, input: Input) -> Result<Output, String> {
+/// async fn get_weather(input: Input) -> Result<Output, String> {
 ///     match input.city.as_str() {
 ///         "北京" => Ok(Output { temperature: 22.5 }),
 ///         other => Err(format!("未找到城市 {other:?} 的天气数据")),
@@ -110,10 +146,10 @@ impl<F: Clone, I> Clone for JsonAdapter<F, I> {
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
-pub fn json_adapter<I, F>(f: F) -> JsonAdapter<F, I>
+pub fn json_adapter<I, M, F>(f: F) -> JsonAdapter<F, I, M>
 where
     I: DeserializeOwned + Send,
-    F: ToolFn<I>,
+    F: ToolFn<I, M>,
 {
     JsonAdapter {
         f,
@@ -121,10 +157,10 @@ where
     }
 }
 
-impl<F, I> Handler for JsonAdapter<F, I>
+impl<F, I, M> Handler for JsonAdapter<F, I, M>
 where
     I: DeserializeOwned + Send,
-    F: ToolFn<I>,
+    F: ToolFn<I, M>,
 {
     fn handle<'a>(
         &'a self,
@@ -138,17 +174,10 @@ where
                 }
                 _ => decode_input(input)?,
             };
-            let output = self
-                .f
-                .call(ctx.clone(), input)
-                .await
-                .map_err(ToolError::from_error)?;
-            serde_json::to_string(&output).map_err(|e| {
-                ToolError::failed(format!(
-                    "the tool's output could not be encoded as JSON: {e}"
-                ))
-                .with_source(e)
-            })
+            match self.f.call(ctx.clone(), input).await {
+                Ok(output) => output.into_tool_output(),
+                Err(err) => Err(err.into_tool_error()),
+            }
         })
     }
 }

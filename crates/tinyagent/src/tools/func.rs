@@ -107,6 +107,71 @@ impl<H> FuncTool<H> {
         self.hints = hints;
         self
     }
+
+    /// Returns the tool marked as only reading: read-only, not destructive, idempotent (see
+    /// [`ToolHints::read_only`]). Caches keep its results and retries repeat it.
+    ///
+    /// ```
+    /// use tinyagent::{Tool, tools};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Q { id: u64 }
+    ///
+    /// let lookup = tools::new_func("lookup", "Finds an order", |q: Q| async move {
+    ///     Ok::<_, String>(format!("order {}", q.id))
+    /// })
+    /// .read_only();
+    /// assert!(lookup.hints().read_only && lookup.hints().idempotent);
+    /// ```
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        let open_world = self.hints.open_world;
+        self.hints = ToolHints::read_only().with_open_world(open_world);
+        self
+    }
+
+    /// Returns the tool marked as idempotent: calling it again with the same arguments has no
+    /// further effect, so retries may repeat it.
+    #[must_use]
+    pub fn idempotent(mut self) -> Self {
+        self.hints = self.hints.with_idempotent(true);
+        self
+    }
+
+    /// Replaces the input schema (a crate-internal step of the makers that set a description).
+    pub(crate) fn set_schema(&mut self, schema: Value) {
+        self.schema = schema;
+    }
+}
+
+/// The [`Tool`] methods, callable without importing the trait.
+impl<H: Handler> FuncTool<H> {
+    /// The tool's name; see [`Tool::name`].
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool's description; see [`Tool::description`].
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The tool's input schema; see [`Tool::input_schema`].
+    pub fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// The tool's effect hints; see [`Tool::hints`].
+    pub fn hints(&self) -> ToolHints {
+        self.hints
+    }
+
+    /// Runs the tool on raw JSON arguments; see [`Tool::handle`].
+    pub fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        self.handler.handle(ctx, input)
+    }
 }
 
 impl<H: Handler> Tool for FuncTool<H> {
@@ -141,16 +206,27 @@ pub type ManualTool<F> = FuncTool<HandleFunc<F>>;
 /// Makes a typed tool (TinyAgent's `NewFunc`): the input schema is generated from `I` by
 /// [`generate_schema`], the input is decoded and the output encoded by [`json_adapter`].
 ///
+/// `f` is an async function (or closure) of the input, with or without a leading
+/// [`ToolContext`]: `async fn(I) -> Result<O, E>` or `async fn(ToolContext, I) -> Result<O, E>`
+/// (see [`ToolFn`]). A `String` result reaches the model as text, any other `Serialize` value
+/// as JSON (see [`IntoToolOutput`](crate::tools::IntoToolOutput)). The tool it returns takes
+/// hints ([`read_only`](FuncTool::read_only), [`idempotent`](FuncTool::idempotent),
+/// [`with_hints`](FuncTool::with_hints)) and goes to an agent as it is.
+///
+/// For a tool written as one annotated function, with its parameters as the input, see the
+/// `#[tool]` attribute (the `macros` feature).
+///
 /// # Panics
 ///
 /// If `name` is not a valid tool name (see [`validate_tool_name`]) or `I` is not an object
-/// type; like `HeaderName::from_static`, this is for names written in code. Use
+/// type (a struct with named fields, or a map); like `HeaderName::from_static`, this is for
+/// tools written in code, and the panic message says which and how to fix it. Use
 /// [`try_new_func`] for names that come from data.
 ///
 /// ```
 /// use schemars::JsonSchema;
-/// use serde::{Deserialize, Serialize};
-/// use tinyagent::{ToolContext, ToolError, tools};
+/// use serde::Deserialize;
+/// use tinyagent::{Tool, ToolContext, ToolError, tools};
 ///
 /// #[derive(Deserialize, JsonSchema)]
 /// struct AddInput {
@@ -160,9 +236,10 @@ pub type ManualTool<F> = FuncTool<HandleFunc<F>>;
 ///     b: f64,
 /// }
 ///
-/// let add = tools::new_func("add", "Adds two numbers", |_ctx: ToolContext, i: AddInput| async move {
+/// let add = tools::new_func("add", "Adds two numbers", |i: AddInput| async move {
 ///     Ok::<_, ToolError>(i.a + i.b)
-/// });
+/// })
+/// .read_only();
 /// assert_eq!(add.input_schema()["required"], serde_json::json!(["a", "b"]));
 /// # tokio_test::block_on(async {
 /// assert_eq!(add.handle(&ToolContext::default(), r#"{"a": 1, "b": 2}"#).await?, "3.0");
@@ -170,39 +247,39 @@ pub type ManualTool<F> = FuncTool<HandleFunc<F>>;
 /// # }).unwrap();
 /// ```
 #[track_caller]
-pub fn new_func<I, F>(
+pub fn new_func<I, M, F>(
     name: impl Into<String>,
     description: impl Into<String>,
     f: F,
-) -> Arc<dyn Tool>
+) -> FuncTool<JsonAdapter<F, I, M>>
 where
     I: DeserializeOwned + JsonSchema + Send + 'static,
-    F: ToolFn<I> + 'static,
+    F: ToolFn<I, M> + 'static,
 {
     match try_new_func(name, description, f) {
-        Ok(tool) => Arc::new(tool),
+        Ok(tool) => tool,
         Err(err) => panic!("tools::new_func: {err}"),
     }
 }
 
-/// Like [`new_func`], but returns the concrete tool (to set [hints](FuncTool::with_hints)) and
-/// an error instead of panicking on an invalid name or a non-object input type.
-pub fn try_new_func<I, F>(
+/// Like [`new_func`], but returns an error instead of panicking on an invalid name or a
+/// non-object input type.
+pub fn try_new_func<I, M, F>(
     name: impl Into<String>,
     description: impl Into<String>,
     f: F,
-) -> Result<FuncTool<JsonAdapter<F, I>>, ToolError>
+) -> Result<FuncTool<JsonAdapter<F, I, M>>, ToolError>
 where
     I: DeserializeOwned + JsonSchema + Send + 'static,
-    F: ToolFn<I> + 'static,
+    F: ToolFn<I, M> + 'static,
 {
     let name = name.into();
     validate_tool_name(&name)?;
     let schema = generate_schema::<I>();
     if schema.get("type").and_then(Value::as_str) != Some("object") {
+        let ty = std::any::type_name::<I>();
         return Err(ToolError::invalid_input(format!(
-            "the input type of tool {name:?} ({}) must be a struct or map: tool arguments are a JSON object, and its schema is {schema}",
-            std::any::type_name::<I>()
+            "the input type of tool {name:?} is `{ty}`, whose schema is {schema}: tool arguments are a JSON object, so the input must be a struct with named fields (or a map); wrap the value in one, e.g. `struct Input {{ value: {ty} }}`, or write the tool with `#[tool]`, whose parameters become the fields"
         )));
     }
     Ok(FuncTool {

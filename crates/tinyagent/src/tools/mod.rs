@@ -21,24 +21,31 @@ mod adapter;
 pub(crate) mod arguments;
 mod func;
 mod handler;
+mod into_tool;
 mod middleware;
+mod output;
 mod panic;
 mod resolver;
 pub(crate) mod schema;
 mod validate;
 
-pub use adapter::{JsonAdapter, ToolFn, decode_input, json_adapter, normalize_arguments};
+pub use adapter::{
+    JsonAdapter, ToolFn, WithContext, WithoutContext, decode_input, json_adapter,
+    normalize_arguments,
+};
 // Agents made into tools live with the agents; their TinyAgent names are kept here.
 #[doc(inline)]
 pub use crate::agent::{
-    AgentTool, AgentToolInput, DEFAULT_MAX_AGENT_DEPTH, MessageHandler, agent_tool_schema,
-    new_agent_tool, new_agent_tool_fn, parse_agent_message,
+    AgentTool, AgentToolInput, DEFAULT_AGENT_MESSAGE_DESCRIPTION, DEFAULT_MAX_AGENT_DEPTH,
+    MessageHandler, agent_tool_schema, agent_tool_schema_described, new_agent_tool,
+    new_agent_tool_fn, parse_agent_message,
 };
 pub use arguments::parse_arguments;
 pub use func::{
     FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
 };
 pub use handler::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
+pub use into_tool::IntoTool;
 pub use middleware::{
     Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, CacheLayer, ConcurrencyLimitLayer,
     LoggingLayer, OutputBudgetLayer, RateLimitLayer, RetryLayer, SpawnBlockingLayer, TimeoutLayer,
@@ -49,6 +56,7 @@ pub use middleware::{
 };
 #[cfg(feature = "tower")]
 pub use middleware::{HandlerService, ToolRequest};
+pub use output::{IntoToolError, IntoToolOutput, Json, ToolErrorKindHint, ToolOutput};
 pub use panic::handle_catching_panics;
 pub use resolver::{ToolResolver, ToolResolverFunc, resolver_fn};
 pub use schema::{generate_schema, strict_schema};

@@ -287,9 +287,10 @@ impl Tool for WrappedTool {
 /// assert_eq!(*log.lock().unwrap(), ["outer in", "inner in", "inner out", "outer out"]);
 /// ```
 pub fn wrap_tool(
-    tool: Arc<dyn Tool>,
+    tool: impl crate::tools::IntoTool,
     middlewares: impl IntoIterator<Item = ToolMiddleware>,
 ) -> Arc<dyn Tool> {
+    let tool = tool.into_tool();
     let middlewares: Vec<ToolMiddleware> = middlewares.into_iter().collect();
     if middlewares.is_empty() {
         return tool;

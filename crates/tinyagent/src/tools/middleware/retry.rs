@@ -29,7 +29,15 @@ use crate::util::BoxFuture;
 ///   [`RateLimited`](ToolErrorKind::RateLimited) errors, which mean the call was refused before
 ///   it did anything. A timed-out or failed call of such a tool may have half-happened, and
 ///   running it again could, say, send an email twice. [`ignore_hints`](Self::ignore_hints)
-///   lifts this rule.
+///   lifts this rule. Wrapping such a tool logs a warning once, when the stack is built, saying
+///   so: mark the tool [`read_only`](crate::tools::FuncTool::read_only) or
+///   [`idempotent`](crate::tools::FuncTool::idempotent) (or give it those
+///   [hints](crate::ToolHints)) when repeating it is safe.
+///
+/// A tool's own error type says whether it is retryable through
+/// [`ToolErrorKindHint`](crate::tools::ToolErrorKindHint) (or by returning a [`ToolError`]
+/// marked [`retryable`](ToolError::retryable)); a plain error is a non-retryable
+/// [`Failed`](ToolErrorKind::Failed) one.
 ///
 /// When retries were made and the call still fails, the error keeps the last error's kind and
 /// retryable flag, says `tool call failed after {n} attempts: {last message}`, and has the last
@@ -161,10 +169,21 @@ impl ToolLayer for RetryLayer {
         if self.max_retries == 0 {
             return next;
         }
+        let repeatable = self.ignore_hints || tool.hints().is_repeatable();
+        if !repeatable {
+            tracing::warn!(
+                gen_ai.tool.name = tool.name(),
+                "with_retry on tool {:?}, which is neither read-only nor idempotent: only its \
+                 rate-limited errors will be retried, since a failed call may have half-happened; \
+                 mark the tool read-only or idempotent if repeating it is safe, or use \
+                 RetryLayer::ignore_hints",
+                tool.name()
+            );
+        }
         Arc::new(RetryHandler {
             next,
             policy: *self,
-            repeatable: self.ignore_hints || tool.hints().is_repeatable(),
+            repeatable,
             tool_name: tool.name().into(),
         })
     }

@@ -1,0 +1,324 @@
+//! What a typed tool function may return: [`IntoToolOutput`] for its value, [`IntoToolError`]
+//! (with [`ToolErrorKindHint`]) for its error, [`Json`] and [`ToolOutput`] for the cases in
+//! between.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+
+use serde::Serialize;
+
+use crate::error::{BoxError, ToolError, ToolErrorKind};
+
+/// What a tool function's successful value becomes: the text the model reads, or (for a
+/// [`ToolOutput::error`]) an error result.
+///
+/// - Text passes through as it is: a `String`, `&'static str` or `Cow<'static, str>` (and any
+///   other value that serializes to a JSON string, such as a unit enum variant) reaches the
+///   model without JSON quotes.
+/// - Every other [`Serialize`] value is encoded as JSON.
+/// - [`Json`] encodes its value as JSON always, a string included (`"\"hi\""`).
+/// - [`ToolOutput`] is text plus an is-error flag.
+///
+/// ```
+/// use tinyagent::tools::{IntoToolOutput, Json, ToolOutput};
+///
+/// assert_eq!(String::from("hello").into_tool_output().unwrap(), "hello");
+/// assert_eq!(Json("hello").into_tool_output().unwrap(), r#""hello""#);
+/// assert_eq!(vec![1, 2].into_tool_output().unwrap(), "[1,2]");
+/// assert_eq!(ToolOutput::error("no such order").into_tool_output().unwrap_err().to_string(),
+///            "no such order");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's output",
+    label = "a tool's output must be text, a `Serialize` value, `Json<T>` or `ToolOutput`",
+    note = "derive `serde::Serialize` for the type, or return a `String` made from it"
+)]
+pub trait IntoToolOutput {
+    /// Converts the value into the tool's result text, or an error result.
+    fn into_tool_output(self) -> Result<String, ToolError>;
+}
+
+impl<T: Serialize> IntoToolOutput for T {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        let json = encode(&self)?;
+        // A value that is a JSON string is text: the model gets it without the quotes.
+        if json.starts_with('"') {
+            if let Ok(text) = serde_json::from_str::<String>(&json) {
+                return Ok(text);
+            }
+        }
+        Ok(json)
+    }
+}
+
+fn encode<T: Serialize + ?Sized>(value: &T) -> Result<String, ToolError> {
+    serde_json::to_string(value).map_err(|e| {
+        ToolError::failed(format!(
+            "the tool's output could not be encoded as JSON: {e}"
+        ))
+        .with_source(e)
+    })
+}
+
+/// A value a tool returns as JSON, always: `Json(String::from("hi"))` reaches the model as
+/// `"hi"` with its quotes, where a plain `String` would pass through as text.
+///
+/// ```
+/// use tinyagent::tools::{IntoToolOutput, Json};
+///
+/// assert_eq!(Json(serde_json::json!({"ok": true})).into_tool_output().unwrap(), r#"{"ok":true}"#);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolOutput for Json<T> {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        encode(&self.0)
+    }
+}
+
+/// A tool's result as text plus an is-error flag, like MCP's `CallToolResult`: for a tool that
+/// decides itself that its answer is a failure the model should read as one.
+///
+/// An error result becomes a [`ToolError`] of kind [`Failed`](ToolErrorKind::Failed), not
+/// retryable, whose message is the text.
+///
+/// ```
+/// use tinyagent::tools::{IntoToolOutput, ToolOutput};
+///
+/// let ok = ToolOutput::text("3 orders found");
+/// assert!(!ok.is_error());
+/// assert_eq!(ok.into_tool_output().unwrap(), "3 orders found");
+/// let err = ToolOutput::error("the order is archived").into_tool_output().unwrap_err();
+/// assert_eq!(err.kind(), tinyagent::ToolErrorKind::Failed);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    text: String,
+    is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result with this text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    /// An error result with this text, written for the model.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+
+    /// The text of the result.
+    pub fn as_text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the result reports an error.
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+}
+
+impl IntoToolOutput for ToolOutput {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        if self.is_error {
+            Err(ToolError::failed(self.text).retryable(false))
+        } else {
+            Ok(self.text)
+        }
+    }
+}
+
+/// What a user's error type says about itself to middleware and the agent loop: its
+/// [`ToolErrorKind`] and whether the same call may succeed when tried again.
+///
+/// Both methods have defaults ([`Failed`](ToolErrorKind::Failed), retryable as the kind says),
+/// so `impl ToolErrorKindHint for MyError {}` is enough to return `MyError` from a tool; say
+/// more where it matters, and [`with_retry`](crate::tools::with_retry) acts on it. The error's
+/// `Display` text is what the model reads.
+///
+/// ```
+/// use tinyagent::tools::{IntoToolError, ToolErrorKindHint};
+/// use tinyagent::ToolErrorKind;
+///
+/// #[derive(Debug)]
+/// enum CrmError { Busy, NoSuchCustomer(u64) }
+///
+/// impl std::fmt::Display for CrmError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         match self {
+///             Self::Busy => f.write_str("the CRM is busy, try again"),
+///             Self::NoSuchCustomer(id) => write!(f, "no customer {id}"),
+///         }
+///     }
+/// }
+/// impl std::error::Error for CrmError {}
+///
+/// impl ToolErrorKindHint for CrmError {
+///     fn kind(&self) -> ToolErrorKind {
+///         match self {
+///             Self::Busy => ToolErrorKind::Unavailable,
+///             Self::NoSuchCustomer(_) => ToolErrorKind::NotFound,
+///         }
+///     }
+/// }
+///
+/// let err = CrmError::Busy.into_tool_error();
+/// assert_eq!(err.kind(), ToolErrorKind::Unavailable);
+/// assert!(err.is_retryable());
+/// assert_eq!(err.to_string(), "the CRM is busy, try again");
+/// assert!(!CrmError::NoSuchCustomer(7).into_tool_error().is_retryable());
+/// ```
+pub trait ToolErrorKindHint: std::error::Error + Send + Sync + 'static {
+    /// The kind of failure (default [`Failed`](ToolErrorKind::Failed)).
+    fn kind(&self) -> ToolErrorKind {
+        ToolErrorKind::Failed
+    }
+
+    /// Whether trying the same call again may succeed (default: as the kind says, see
+    /// [`ToolErrorKind::default_retryable`]).
+    fn retryable(&self) -> bool {
+        self.kind().default_retryable()
+    }
+}
+
+/// What a tool function's error becomes: a [`ToolError`], keeping what the error says about
+/// its kind and retryability.
+///
+/// Implemented for [`ToolError`] itself, text (`String`, `&'static str`,
+/// `Cow<'static, str>`: a [`Failed`](ToolErrorKind::Failed) error with that message), a
+/// [`BoxError`] (a `ToolError` inside keeps its kind), [`std::io::Error`] (its kind mapped:
+/// not found, permission denied, timed out, connection failures), [`serde_json::Error`],
+/// [`Infallible`], and every error type implementing [`ToolErrorKindHint`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's error",
+    label = "a tool's error must convert into a `ToolError`",
+    note = "add `impl tinyagent::tools::ToolErrorKindHint for {Self} {{}}` (its methods say the kind and retryability), or return `ToolError`, `String` or `Box<dyn Error + Send + Sync>`"
+)]
+pub trait IntoToolError {
+    /// Converts the error.
+    fn into_tool_error(self) -> ToolError;
+}
+
+impl<E: ToolErrorKindHint> IntoToolError for E {
+    fn into_tool_error(self) -> ToolError {
+        let kind = self.kind();
+        let retryable = self.retryable();
+        ToolError::new(kind, self.to_string())
+            .retryable(retryable)
+            .with_source(self)
+    }
+}
+
+/// A user's error type that says its kind through [`ToolErrorKindHint`] converts with `?` in a
+/// function returning `Result<_, ToolError>`.
+impl<E: ToolErrorKindHint> From<E> for ToolError {
+    fn from(err: E) -> Self {
+        err.into_tool_error()
+    }
+}
+
+impl IntoToolError for ToolError {
+    fn into_tool_error(self) -> ToolError {
+        self
+    }
+}
+
+impl IntoToolError for String {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::failed(self)
+    }
+}
+
+impl IntoToolError for &'static str {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::failed(self)
+    }
+}
+
+impl IntoToolError for Cow<'static, str> {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::failed(self)
+    }
+}
+
+impl IntoToolError for BoxError {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::from_error(self)
+    }
+}
+
+impl IntoToolError for std::io::Error {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::from(self)
+    }
+}
+
+impl IntoToolError for serde_json::Error {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::from(self)
+    }
+}
+
+impl IntoToolError for Infallible {
+    fn into_tool_error(self) -> ToolError {
+        match self {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Mood {
+        Happy,
+    }
+
+    #[test]
+    fn text_passes_through_and_other_values_are_json() {
+        assert_eq!(
+            "a \"quoted\" word".into_tool_output().unwrap(),
+            "a \"quoted\" word"
+        );
+        assert_eq!(Cow::Borrowed("héllo").into_tool_output().unwrap(), "héllo");
+        assert_eq!(Mood::Happy.into_tool_output().unwrap(), "happy");
+        assert_eq!(Json(Mood::Happy).into_tool_output().unwrap(), "\"happy\"");
+        assert_eq!(3.5f64.into_tool_output().unwrap(), "3.5");
+        assert_eq!(().into_tool_output().unwrap(), "null");
+        assert_eq!(Some(vec!["x"]).into_tool_output().unwrap(), r#"["x"]"#);
+    }
+
+    #[test]
+    fn outputs_that_cannot_be_encoded_are_failures() {
+        let mut map = std::collections::HashMap::new();
+        map.insert((1, 2), "tuple keys are not JSON");
+        let err = map.into_tool_output().unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::Failed);
+        assert!(
+            err.message().contains("could not be encoded as JSON"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn io_errors_keep_their_kind() {
+        use std::io::{Error, ErrorKind};
+        let not_found = Error::new(ErrorKind::NotFound, "orders.csv").into_tool_error();
+        assert_eq!(not_found.kind(), ToolErrorKind::NotFound);
+        let refused = Error::new(ErrorKind::ConnectionRefused, "db").into_tool_error();
+        assert_eq!(refused.kind(), ToolErrorKind::Unavailable);
+        assert!(refused.is_retryable());
+        let other = Error::other("bad").into_tool_error();
+        assert_eq!(other.kind(), ToolErrorKind::Failed);
+        assert!(!other.is_retryable());
+    }
+}
