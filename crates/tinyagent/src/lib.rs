@@ -49,6 +49,9 @@
 //!   [`Event`] (with a stable JSON shape), [`Budget`] (what one invocation tree may spend);
 //! - [`testing`]: a scripted model for tests.
 
+// The paths `#[tool]` generates (`::tinyagent::...`) work inside this crate too.
+extern crate self as tinyagent;
+
 pub mod agent;
 #[doc = include_str!("../docs/coming_from_go.md")]
 pub mod coming_from_go {}
@@ -64,6 +67,9 @@ pub mod testing;
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;
+#[doc(hidden)]
+#[path = "macro_support.rs"]
+pub mod __macro_support;
 pub mod tools;
 mod util;
 
@@ -82,9 +88,73 @@ pub use model::{
 pub use tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 pub use util::BoxFuture;
 
+/// Makes an `async fn` a tool: its doc comment is the description, its parameters are the
+/// input.
+///
+/// ```
+/// use tinyagent::{Tool, ToolContext, ToolError, tool};
+///
+/// /// Looks up the weather of a city.
+/// #[tool(read_only, name = "get_weather")]
+/// async fn weather(
+///     /// The city, as its people write it
+///     city: String,
+///     #[arg(description = "Fahrenheit instead of Celsius")] fahrenheit: Option<bool>,
+///     ctx: ToolContext,
+/// ) -> Result<String, ToolError> {
+///     let _ = ctx.call_id();
+///     let celsius = 22.5;
+///     Ok(match fahrenheit {
+///         Some(true) => format!("{city}: {}°F", celsius * 9.0 / 5.0 + 32.0),
+///         _ => format!("{city}: {celsius}°C"),
+///     })
+/// }
+///
+/// let tool = weather_tool();
+/// assert_eq!(tool.name(), "get_weather");
+/// assert_eq!(tool.description(), "Looks up the weather of a city.");
+/// assert!(tool.hints().read_only);
+/// assert_eq!(tool.input_schema()["required"], serde_json::json!(["city"]));
+/// assert_eq!(
+///     tool.input_schema()["properties"]["city"]["description"],
+///     "The city, as its people write it"
+/// );
+/// # tokio_test::block_on(async {
+/// let out = tool.handle(&ToolContext::default(), r#"{"city": "Oslo"}"#).await?;
+/// assert_eq!(out, "Oslo: 22.5°C");
+/// // The fn itself is still an ordinary fn.
+/// assert_eq!(weather("Rome".into(), Some(true), ToolContext::default()).await?, "Rome: 72.5°F");
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+///
+/// - The tool is returned by `{fn}_tool()`, declared beside the fn with the fn's visibility; it
+///   is a [`tools::FuncTool`], which an agent, [`tools::wrap_tool`] and a toolset take as it is.
+/// - Parameters are the properties of the input object, in order; an `Option<T>` parameter is
+///   not required. A parameter is described by its doc comment or
+///   `#[arg(description = "...")]`; `#[serde(..)]` and `#[schemars(..)]` attributes on it apply
+///   to its property (`#[serde(rename = "...")]`, `#[serde(default)]`).
+/// - One parameter of type [`ToolContext`], anywhere, gets the call's context; it is not part
+///   of the input.
+/// - The fn returns `Result<T, E>`: `T` is text (passed through), `Json<T>`, `ToolOutput` or any
+///   `Serialize` value; `E` is [`ToolError`], text or an error type implementing
+///   [`tools::ToolErrorKindHint`] (see [`tools::IntoToolOutput`] and [`tools::IntoToolError`]).
+/// - Attribute arguments: `name = "..."` (default: the fn's name), `description = "..."`
+///   (default: the doc comment; one of the two is required), and the [hints](ToolHints)
+///   `read_only`, `idempotent`, `destructive = bool`, `open_world = bool`, `blocking`.
+///
+/// Mistakes are compile errors at the user's code: a fn that is not `async`, a missing
+/// description, an invalid tool name, a parameter type that is not `Deserialize` +
+/// `JsonSchema`, a result that is not `Serialize`, an error that does not convert.
+#[cfg(feature = "macros")]
+pub use tinyagent_macros::tool;
+
 /// The JSON Schema crate tool input types derive [`JsonSchema`](schemars::JsonSchema) from,
 /// re-exported so that its version always matches the one tinyagent builds schemas with.
 pub use schemars;
+/// The serialization crate tool inputs and outputs derive `Deserialize` and `Serialize` from,
+/// re-exported so that its version always matches (and for the code `#[tool]` generates).
+pub use serde;
 /// The JSON crate of tinyagent's public API (schemas, arguments, session state), re-exported
 /// so that its version always matches.
 pub use serde_json;

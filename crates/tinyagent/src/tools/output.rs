@@ -176,6 +176,11 @@ impl IntoToolOutput for ToolOutput {
 /// assert_eq!(err.to_string(), "the CRM is busy, try again");
 /// assert!(!CrmError::NoSuchCustomer(7).into_tool_error().is_retryable());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not say what kind of tool error it is",
+    label = "not convertible into a `ToolError`",
+    note = "add `impl tinyagent::tools::ToolErrorKindHint for {Self} {{}}` (a failure, not retryable; override `kind` and `retryable` to say more), or return `ToolError`, `String` or `Box<dyn Error + Send + Sync>`"
+)]
 pub trait ToolErrorKindHint: std::error::Error + Send + Sync + 'static {
     /// The kind of failure (default [`Failed`](ToolErrorKind::Failed)).
     fn kind(&self) -> ToolErrorKind {

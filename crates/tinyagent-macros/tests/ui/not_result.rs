@@ -1,0 +1,9 @@
+use tinyagent::tool;
+
+/// Says hello.
+#[tool]
+async fn hello(name: String) -> String {
+    format!("hello, {name}")
+}
+
+fn main() {}
