@@ -6,6 +6,29 @@
 //! calls it gets back, feeds the results in, and loops until the model answers.
 //!
 //! ```
+//! use tinyagent::{ToolContext, ToolError, tool};
+//!
+//! /// 获取指定城市的实时天气信息
+//! #[tool(read_only)]
+//! async fn get_weather(
+//!     /// 城市名称，如北京、上海、广州
+//!     city: String,
+//! ) -> Result<String, ToolError> {
+//!     Ok(format!("{city}: 22.5 °C"))
+//! }
+//!
+//! let weather = get_weather_tool();
+//! assert_eq!(weather.input_schema()["required"], serde_json::json!(["city"]));
+//! # tokio_test::block_on(async {
+//! let out = weather.handle(&ToolContext::default(), r#"{"city": "北京"}"#).await?;
+//! assert_eq!(out, "北京: 22.5 °C");
+//! # Ok::<(), ToolError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! The same tool without the macro, from an input struct, with [`tools::new_func`]:
+//!
+//! ```
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use tinyagent::{ToolContext, ToolError, tools};
@@ -19,11 +42,11 @@
 //! #[derive(Serialize)]
 //! struct WeatherOutput { city: String, temperature: f64 }
 //!
-//! async fn get_weather(_ctx: ToolContext, input: WeatherInput) -> Result<WeatherOutput, String> {
+//! async fn get_weather(input: WeatherInput) -> Result<WeatherOutput, String> {
 //!     Ok(WeatherOutput { city: input.city, temperature: 22.5 })
 //! }
 //!
-//! let weather = tools::new_func("get_weather", "获取指定城市的实时天气信息", get_weather);
+//! let weather = tools::new_func("get_weather", "获取指定城市的实时天气信息", get_weather).read_only();
 //! # tokio_test::block_on(async {
 //! let out = weather.handle(&ToolContext::default(), r#"{"city": "北京"}"#).await?;
 //! assert_eq!(out, r#"{"city":"北京","temperature":22.5}"#);
@@ -35,6 +58,7 @@
 //! pieces:
 //!
 //! - [`Tool`], [`Handler`], [`HandleFunc`] (made by [`handler_fn`]), [`ToolContext`], [`ToolError`], [`ToolHints`];
+//! - [`tool`] (the `#[tool]` attribute, with the default `macros` feature);
 //! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
 //!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`],
 //!   [`tools::ToolResolver`], [`tools::new_agent_tool`];
