@@ -107,7 +107,7 @@ pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{
     FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
-    ModelResponseBuilder, ToolChoice, ToolDefinition, Usage,
+    ModelResponseBuilder, ResponseFormat, ToolChoice, ToolDefinition, Usage,
 };
 pub use tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 pub use util::BoxFuture;

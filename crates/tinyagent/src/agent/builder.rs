@@ -10,7 +10,7 @@ use futures::stream::BoxStream;
 
 use super::{Agent, AgentError, ConfigProblem, Event, Invocation};
 use crate::budget::Budget;
-use crate::model::{Model, ToolChoice, ToolDefinition};
+use crate::model::{Model, ResponseFormat, ToolChoice, ToolDefinition};
 use crate::tools::Tool;
 use crate::tools::{
     ToolMiddleware, ToolResolver, ValidationLayer, with_spawn_blocking, with_timeout, wrap_tool,
@@ -107,6 +107,7 @@ pub(crate) struct Settings {
     pub(crate) temperature: Option<f32>,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) tool_choice: Option<ToolChoice>,
+    pub(crate) response_format: Option<ResponseFormat>,
     pub(crate) budget: Budget,
     pub(crate) max_tool_output: Option<usize>,
 }
@@ -126,6 +127,7 @@ impl Default for Settings {
             temperature: None,
             max_tokens: None,
             tool_choice: None,
+            response_format: None,
             budget: Budget::default(),
             max_tool_output: Some(DEFAULT_MAX_TOOL_OUTPUT),
         }
@@ -399,6 +401,18 @@ impl LlmAgentBuilder {
     /// Whether and which tool the model must call.
     pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
         self.settings.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// Asks every final answer as JSON of `T`'s shape (the provider's structured output);
+    /// [`LlmAgent::ask_as`] also checks and decodes it. The answer's text is the JSON.
+    pub fn output_type<T: schemars::JsonSchema + 'static>(self) -> Self {
+        self.response_format(ResponseFormat::of::<T>())
+    }
+
+    /// Asks every final answer in this JSON shape; see [`output_type`](Self::output_type).
+    pub fn response_format(mut self, format: ResponseFormat) -> Self {
+        self.settings.response_format = Some(format);
         self
     }
 

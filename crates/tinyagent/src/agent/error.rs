@@ -103,6 +103,19 @@ pub enum AgentError {
         /// What is wrong.
         problem: ConfigProblem,
     },
+    /// The final answer was not JSON of the shape asked for, even after the problem was
+    /// shown to the model once; see [`LlmAgent::ask_as`](crate::LlmAgent::ask_as).
+    #[error(
+        "agent {agent:?} answered twice without the JSON shape asked for ({format}): {problem}"
+    )]
+    InvalidAnswer {
+        /// The agent's name.
+        agent: String,
+        /// The name of the shape asked for.
+        format: String,
+        /// What is wrong with the last answer (bounded; the answer is in the session).
+        problem: String,
+    },
     /// The agent's event stream ended without a [`Event::Finished`](super::Event::Finished).
     #[error("agent {agent:?} stopped without a final answer")]
     NoAnswer {

@@ -6,6 +6,7 @@ mod builder;
 mod error;
 mod events;
 mod run;
+mod typed;
 
 use std::sync::Arc;
 

@@ -18,7 +18,8 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
-    FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolDefinition, Usage,
+    FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
+    ToolDefinition, Usage,
 };
 use crate::tools::{OutputBudgetLayer, handle_catching_panics, redact_text};
 use crate::util::BoxFuture;
@@ -82,6 +83,16 @@ pub(super) fn run(
     config: Arc<Config>,
     inv: Invocation,
 ) -> BoxStream<'static, Result<Event, AgentError>> {
+    let format = config.response_format.clone();
+    run_with_format(config, inv, format)
+}
+
+/// [`run`], the final answer asked in `format` (which replaces the agent's own, if any).
+pub(super) fn run_with_format(
+    config: Arc<Config>,
+    inv: Invocation,
+    format: Option<ResponseFormat>,
+) -> BoxStream<'static, Result<Event, AgentError>> {
     let queue = Queue::default();
     let span = tracing::info_span!(
         "invoke_agent",
@@ -91,7 +102,7 @@ pub(super) fn run(
         invocation.id = %inv.id(),
     );
     let out = queue.clone();
-    let driver = Box::pin(async move { drive(&config, inv, out).await }.instrument(span));
+    let driver = Box::pin(async move { drive(&config, inv, format, out).await }.instrument(span));
     Box::pin(RunStream {
         queue,
         driver: Some(driver),
@@ -145,7 +156,12 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
     })
 }
 
-async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), AgentError> {
+async fn drive(
+    config: &Config,
+    mut inv: Invocation,
+    response_format: Option<ResponseFormat>,
+    out: Queue,
+) -> Result<(), AgentError> {
     inv.set_agent(config.name.clone());
     let budget = match inv.budget() {
         Some(budget) => budget.clone(),
@@ -169,6 +185,7 @@ async fn drive(config: &Config, mut inv: Invocation, out: Queue) -> Result<(), A
         temperature: config.temperature,
         max_tokens: config.max_tokens,
         tool_choice: config.tool_choice.clone(),
+        response_format,
     };
     let ctx = ToolContext::new().with_invocation(inv);
     let mut total = Usage::default();

@@ -5,6 +5,7 @@ mod error;
 mod events;
 mod request;
 mod response;
+mod response_format;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ pub use error::{ModelError, ModelErrorKind};
 pub use events::ModelEvent;
 pub use request::{ModelRequest, ToolChoice, ToolDefinition};
 pub use response::{FinishReason, ModelResponse, ModelResponseBuilder, Usage};
+pub use response_format::ResponseFormat;
 
 use crate::util::BoxFuture;
 

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ResponseFormat;
 use crate::message::Message;
 use crate::tools::Tool;
 
@@ -79,6 +80,9 @@ pub struct ModelRequest {
     pub max_tokens: Option<u32>,
     /// Whether and which tool the model must call.
     pub tool_choice: Option<ToolChoice>,
+    /// The JSON shape the final answer must have, if any; a provider sends it as its
+    /// structured-output setting (or a grammar), see [`ResponseFormat`].
+    pub response_format: Option<ResponseFormat>,
 }
 
 impl ModelRequest {
@@ -122,6 +126,13 @@ impl ModelRequest {
     #[must_use]
     pub fn with_tool_choice(mut self, tool_choice: ToolChoice) -> Self {
         self.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// Sets the JSON shape the final answer must have.
+    #[must_use]
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = Some(format);
         self
     }
 }

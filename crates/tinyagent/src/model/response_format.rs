@@ -1,0 +1,69 @@
+//! [`ResponseFormat`]: a final answer in a given JSON shape.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::generate_schema;
+
+/// The shape a model's final answer must have: one JSON value matching a JSON Schema.
+///
+/// A provider passes it on in its own terms (OpenAI's structured outputs,
+/// `response_format: {"type": "json_schema", ...}`; a grammar for a local model); a provider
+/// that cannot enforce it still gets the request, and the agent checks the answer either way
+/// (see [`LlmAgent::ask_as`](crate::LlmAgent::ask_as)). OpenAI's strict mode needs an object at
+/// the root: make `T` a struct.
+///
+/// ```
+/// use tinyagent::ResponseFormat;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Verdict {
+///     /// Whether the claim holds
+///     holds: bool,
+///     /// Why, in one sentence
+///     reason: String,
+/// }
+///
+/// let format = ResponseFormat::of::<Verdict>();
+/// assert_eq!(format.name, "Verdict");
+/// assert_eq!(format.schema["required"], serde_json::json!(["holds", "reason"]));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ResponseFormat {
+    /// A name for the shape, as providers accept it (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub name: String,
+    /// The JSON Schema of the answer.
+    pub schema: Value,
+}
+
+impl ResponseFormat {
+    /// A format from a name and a schema; characters of `name` that providers refuse become
+    /// `_`, and it is cut to 64 characters (an empty name becomes `answer`).
+    pub fn json_schema(name: &str, schema: Value) -> Self {
+        let mut clean: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        if clean.is_empty() {
+            clean.push_str("answer");
+        }
+        Self {
+            name: clean,
+            schema,
+        }
+    }
+
+    /// The format of `T`'s JSON: its schema from [`generate_schema`], named after the type.
+    pub fn of<T: JsonSchema + 'static>() -> Self {
+        Self::json_schema(&T::schema_name(), generate_schema::<T>())
+    }
+}
