@@ -34,7 +34,9 @@
 //! - requests carry the instruction (as a `system` message), the history (text, assistant
 //!   tool calls with `"content": ""`, one `tool` message per result), tool definitions
 //!   (optionally strict, through [`tinyagent::tools::strict_schema`]), `tool_choice`,
-//!   `parallel_tool_calls`, `temperature` and the token limit (4096 when the request sets
+//!   `parallel_tool_calls`, `response_format` (a request's
+//!   [`ResponseFormat`](tinyagent::ResponseFormat) as structured outputs, `json_schema` with
+//!   the schema in the strict dialect when it can be), `temperature` and the token limit (4096 when the request sets
 //!   none); tool-call arguments that are not JSON are sent back wrapped in a JSON object,
 //!   so servers that parse them accept the history;
 //! - [`Model::stream`](tinyagent::Model::stream) asks for `stream: true` with

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tinyagent::tools::strict_schema;
 use tinyagent::{
-    FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
-    ToolChoice, ToolDefinition, Usage, new_id,
+    FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, ResponseFormat, Role,
+    ToolCall, ToolChoice, ToolDefinition, Usage, new_id,
 };
 
 use crate::config::{MaxTokensField, OpenAiConfig};
@@ -35,6 +35,9 @@ pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bo
         if !req.tools.is_empty() {
             body.insert("tool_choice".into(), tool_choice(choice));
         }
+    }
+    if let Some(format) = &req.response_format {
+        body.insert("response_format".into(), response_format(format));
     }
     if let Some(t) = req.temperature {
         // Through f64 of the shortest decimal, so 0.7f32 is sent as 0.7, not 0.699999988.
@@ -131,6 +134,23 @@ pub(crate) fn history_arguments(arguments: &str) -> String {
         Ok(Value::Object(_)) => arguments.to_owned(),
         _ => json!({"invalid_arguments": arguments}).to_string(),
     }
+}
+
+/// Structured outputs: `{"type": "json_schema", "json_schema": {name, schema, strict}}`, the
+/// schema in the strict dialect when it can be (an object at the root, no maps), as it is
+/// otherwise (then not strict).
+fn response_format(format: &ResponseFormat) -> Value {
+    let object_root = format.schema.get("type").and_then(Value::as_str) == Some("object");
+    let strict = object_root && can_be_strict(&format.schema);
+    let schema = if strict {
+        strict_schema(&format.schema)
+    } else {
+        format.schema.clone()
+    };
+    json!({
+        "type": "json_schema",
+        "json_schema": {"name": format.name, "schema": schema, "strict": strict},
+    })
 }
 
 fn tool(def: &ToolDefinition, strict: bool) -> Value {
