@@ -185,7 +185,10 @@ pub use serde_json;
 
 /// The names most programs need: `use tinyagent::prelude::*;`.
 pub mod prelude {
+    #[cfg(feature = "macros")]
+    pub use crate::tool;
     pub use crate::tools;
+    pub use crate::tools::{IntoTool, ToolErrorKindHint};
     pub use crate::{
         Agent, AgentExt, Budget, Event, HandleFunc, Handler, Invocation, LlmAgent, Message, Model,
         Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, handler_fn,
