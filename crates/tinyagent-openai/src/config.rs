@@ -385,6 +385,21 @@ impl OpenAiConfig {
         self
     }
 
+    /// The limits the shared transport runs a call within.
+    pub(crate) fn limits(&self) -> tinyagent_http::Limits {
+        let mut limits = tinyagent_http::Limits::default();
+        limits.max_retries = self.max_retries;
+        limits.initial_backoff = self.initial_backoff;
+        limits.max_backoff = self.max_backoff;
+        limits.max_retry_after = self.max_retry_after;
+        limits.first_byte_timeout = self.first_byte_timeout;
+        limits.idle_timeout = self.idle_timeout;
+        limits.request_timeout = self.request_timeout;
+        limits.max_reply_bytes = self.max_reply_bytes;
+        limits.max_tokens = self.max_tokens;
+        limits
+    }
+
     /// The URL requests are posted to: the base URL (without trailing slashes) and
     /// `/chat/completions`.
     pub fn endpoint(&self) -> String {

@@ -3,11 +3,13 @@
 
 use serde_json::Value;
 use tinyagent::{
-    Message, ModelError, ModelEvent, ModelResponse, Part, Role, ToolCall, ToolDefinition, Usage,
-    new_id,
+    Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolDefinition, Usage, new_id,
 };
 
-use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text, snippet};
+use tinyagent_http::{Decoder, Flow, snippet};
+
+use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text};
 
 /// A tool call being received.
 #[derive(Debug)]
@@ -45,7 +47,7 @@ impl Assembler {
         let value: Value = serde_json::from_str(data).map_err(|e| {
             ModelError::invalid_response(format!(
                 "a stream chunk is not JSON ({}): {}",
-                crate::error::bounded(&e.to_string()),
+                tinyagent_http::bounded(&e.to_string()),
                 snippet(data.as_bytes())
             ))
         })?;
@@ -55,7 +57,7 @@ impl Assembler {
         let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
             ModelError::invalid_response(format!(
                 "a stream chunk has an unexpected shape ({}): {}",
-                crate::error::bounded(&e.to_string()),
+                tinyagent_http::bounded(&e.to_string()),
                 snippet(data.as_bytes())
             ))
         })?;
@@ -178,11 +180,6 @@ impl Assembler {
         }
     }
 
-    /// How many chunks arrived.
-    pub(crate) fn chunks(&self) -> usize {
-        self.chunks
-    }
-
     /// Whether the server said why it stopped.
     pub(crate) fn has_finished(&self) -> bool {
         self.finish_reason.is_some()
@@ -240,6 +237,38 @@ impl Assembler {
             self.usage.unwrap_or_default(),
             wire::finish_reason(self.finish_reason.as_deref(), has_calls),
         ))
+    }
+}
+
+impl Decoder for Assembler {
+    fn push(
+        &mut self,
+        _event: &str,
+        data: &str,
+        req: &ModelRequest,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<Flow, ModelError> {
+        if data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        self.push_data(data, &req.tools, out)?;
+        Ok(Flow::Continue)
+    }
+
+    fn events(&self) -> usize {
+        self.chunks
+    }
+
+    fn has_finished(&self) -> bool {
+        self.has_finished()
+    }
+
+    fn truncation_error(&self, why: &str) -> ModelError {
+        self.truncation_error(why)
+    }
+
+    fn finish(self) -> Result<ModelResponse, ModelError> {
+        self.finish()
     }
 }
 
