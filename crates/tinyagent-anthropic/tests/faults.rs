@@ -14,8 +14,8 @@ use futures::StreamExt;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    AgentError, AgentExt, Event, Invocation, LlmAgent, Model, ModelErrorKind, Session,
-    ToolContext, ToolError, tools,
+    AgentError, AgentExt, Event, Invocation, LlmAgent, Model, ModelErrorKind, Session, ToolContext,
+    ToolError, tools,
 };
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -104,8 +104,10 @@ async fn a_stream_cut_after_text_restarts_and_says_so() {
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
         restarts(&events),
-        ["the stream ended before the message was complete (no stop_reason), after 3 events \
-          and 3 bytes of text; retrying (attempt 2 of 3, the reply starts again)"]
+        [
+            "the stream ended before the message was complete (no stop_reason), after 3 events \
+          and 3 bytes of text; retrying (attempt 2 of 3, the reply starts again)"
+        ]
     );
     assert_eq!(text_of(&events), "Hi!Hi! My name is Claude.");
     assert_eq!(final_text(&events), "Hi! My name is Claude.");
@@ -120,8 +122,10 @@ async fn an_overloaded_error_event_mid_stream_restarts_then_succeeds() {
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
         restarts(&events),
-        ["the API reported an error: Overloaded (type overloaded_error); retrying (attempt 2 \
-          of 3, the reply starts again)"]
+        [
+            "the API reported an error: Overloaded (type overloaded_error); retrying (attempt 2 \
+          of 3, the reply starts again)"
+        ]
     );
     assert_eq!(final_text(&events), "Hi! My name is Claude.");
     assert_eq!(validated_bodies(&server).await.len(), 2);
@@ -257,8 +261,12 @@ const SSE_HEAD: &str =
 async fn an_endless_stream_is_cut_at_the_reply_size_limit() {
     let start = first_events("stream_text.sse", 2);
     let delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ha\"}}\n\n";
-    let (base, connections) =
-        dripping_server(SSE_HEAD, format!("{start}{}", delta.repeat(20)), Duration::ZERO).await;
+    let (base, connections) = dripping_server(
+        SSE_HEAD,
+        format!("{start}{}", delta.repeat(20)),
+        Duration::ZERO,
+    )
+    .await;
     let model = AnthropicModel::new(config_for(&base).max_reply_bytes(64 * 1024)).unwrap();
     let (events, err) = stream_all(&model, &ask("Hello!")).await;
     let err = err.expect("an error");
@@ -333,7 +341,12 @@ async fn an_html_page_with_status_200_is_named() {
 #[tokio::test]
 async fn a_tool_call_cut_by_the_token_limit_never_runs() {
     let server = MockServer::start().await;
-    mount(&server, json_reply("message_max_tokens_tool_use.json"), None).await;
+    mount(
+        &server,
+        json_reply("message_max_tokens_tool_use.json"),
+        None,
+    )
+    .await;
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
     let weather = tools::new_tool(

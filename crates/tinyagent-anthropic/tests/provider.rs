@@ -9,8 +9,8 @@ mod support;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Part, Role,
-    ToolCall, ToolChoice, ToolDefinition, ToolResult, demo,
+    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Part, Role, ToolCall,
+    ToolChoice, ToolDefinition, ToolResult, demo,
 };
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use wiremock::MockServer;
@@ -118,7 +118,10 @@ async fn a_streamed_tool_call_is_assembled_from_its_fragments() {
     assert_eq!(tool["description"], "获取指定城市的实时天气信息");
     assert_eq!(tool["input_schema"]["type"], "object");
     assert_eq!(tool["input_schema"]["required"], json!(["city"]));
-    assert!(bodies[0].get("tool_choice").is_none(), "auto is the default");
+    assert!(
+        bodies[0].get("tool_choice").is_none(),
+        "auto is the default"
+    );
 }
 
 #[tokio::test]
@@ -176,8 +179,12 @@ async fn the_history_goes_out_as_alternating_turns_with_tool_results_and_errors(
             vec![
                 Part::text("我来查询。"),
                 ToolCall::new("toolu_1", "get_weather", r#"{"city":"北京"}"#).into(),
-                ToolCall::new("call:2", "calculator", r#"{"operation":"divide","a":7,"b":0"#)
-                    .into(),
+                ToolCall::new(
+                    "call:2",
+                    "calculator",
+                    r#"{"operation":"divide","a":7,"b":0"#,
+                )
+                .into(),
             ],
         ),
         Message::from_tool_results([
@@ -225,8 +232,8 @@ async fn thinking_blocks_are_kept_and_sent_back_signed() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_thinking_tool_use.sse"), Some(1)).await;
     mount(&server, json_reply("message_default.json"), None).await;
-    let model = AnthropicModel::new(config_for(&server.uri()).thinking(2048).max_tokens(1024))
-        .unwrap();
+    let model =
+        AnthropicModel::new(config_for(&server.uri()).thinking(2048).max_tokens(1024)).unwrap();
     let req = ask("帮我算一下 7 乘以 8 等于多少。").with_tools(vec![calculator_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
@@ -259,11 +266,12 @@ async fn thinking_blocks_are_kept_and_sent_back_signed() {
     // The next step sends the turn back with its thinking first, signed.
     let mut next = req.clone();
     next.messages.push(resp.message.clone());
-    next.messages.push(Message::from_tool_results([ToolResult::ok(
-        "toolu_01CalcThink",
-        "calculator",
-        r#"{"result":56.0,"expression":"7.00 * 8.00 = 56.00"}"#,
-    )]));
+    next.messages
+        .push(Message::from_tool_results([ToolResult::ok(
+            "toolu_01CalcThink",
+            "calculator",
+            r#"{"result":56.0,"expression":"7.00 * 8.00 = 56.00"}"#,
+        )]));
     model.generate(&next).await.unwrap();
     let bodies = validated_bodies(&server).await;
     assert_eq!(
@@ -292,7 +300,10 @@ async fn reasoning_without_a_signature_is_left_out() {
         Message::user("hi"),
         Message::new(
             Role::Assistant,
-            vec![Part::reasoning("another provider's thoughts", None), Part::text("hello")],
+            vec![
+                Part::reasoning("another provider's thoughts", None),
+                Part::text("hello"),
+            ],
         ),
         Message::user("again"),
     ]);
@@ -366,7 +377,10 @@ async fn tool_names_the_api_rejects_are_mapped_and_back() {
         .generate(&ask("北京天气怎么样？").with_tools(vec![def]))
         .await
         .unwrap();
-    assert_eq!(resp.message.tool_calls().next().unwrap().name, "get.weather");
+    assert_eq!(
+        resp.message.tool_calls().next().unwrap().name,
+        "get.weather"
+    );
     let bodies = validated_bodies(&server).await;
     assert_eq!(bodies[0]["tools"][0]["name"], "get_weather");
 }
