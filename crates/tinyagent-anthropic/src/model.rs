@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use futures::stream::{self, BoxStream};
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderValue};
 use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
-use tinyagent_http::{Protocol, Transport, serialize};
+use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
 
 use crate::config::{API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL};
 use crate::error::status_error;
@@ -87,29 +87,16 @@ impl AnthropicModel {
         config.validate()?;
         let mut headers = HeaderMap::new();
         if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let mut value = HeaderValue::from_str(key).map_err(|_| {
-                ConfigError::Client("the API key contains characters a header cannot".into())
-            })?;
-            value.set_sensitive(true);
-            headers.insert("x-api-key", value);
+            headers.insert("x-api-key", key_header(key).map_err(ConfigError::Client)?);
         }
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        for (name, value) in &config.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| ConfigError::Client(format!("header name {name:?}: {e}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|e| ConfigError::Client(format!("header {name}: {e}")))?;
-            // Extra headers often carry keys (a gateway's token): never shown in Debug output.
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let client = reqwest::Client::builder()
-            .default_headers(headers)
-            .user_agent(concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| ConfigError::Client(e.to_string()))?;
+        let client = build_client(
+            headers,
+            &config.headers,
+            concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")),
+            config.connect_timeout,
+        )
+        .map_err(ConfigError::Client)?;
         let protocol = MessagesApi {
             key_sent: config.api_key.as_deref().is_some_and(|k| !k.is_empty()),
             model: config.model.clone(),

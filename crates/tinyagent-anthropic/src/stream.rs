@@ -7,7 +7,7 @@ use serde_json::Value;
 use tinyagent::{
     Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role, ToolCall, new_id,
 };
-use tinyagent_http::{Decoder, Flow, bounded, snippet};
+use tinyagent_http::{Decoder, Flow, snippet};
 
 use crate::wire::{self, WireMessage, WireUsage};
 
@@ -193,13 +193,7 @@ impl Decoder for Assembler {
         req: &ModelRequest,
         out: &mut Vec<ModelEvent>,
     ) -> Result<Flow, ModelError> {
-        let value: Value = serde_json::from_str(data).map_err(|e| {
-            ModelError::invalid_response(format!(
-                "a stream event is not JSON ({}): {}",
-                bounded(&e.to_string()),
-                snippet(data.as_bytes())
-            ))
-        })?;
+        let value = tinyagent_http::parse_json(data.as_bytes(), "a stream event")?;
         let kind = field(&value, "type").unwrap_or(event).to_owned();
         let index = || {
             value.get("index").and_then(Value::as_u64).ok_or_else(|| {

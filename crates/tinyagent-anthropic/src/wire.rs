@@ -11,7 +11,7 @@ use tinyagent::{
     FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
     ToolChoice, ToolDefinition, Usage, new_id,
 };
-use tinyagent_http::{bounded, snippet};
+use tinyagent_http::snippet;
 
 use crate::config::AnthropicConfig;
 
@@ -414,23 +414,11 @@ pub(crate) fn parse_response(
     body: &[u8],
     offered: &[ToolDefinition],
 ) -> Result<ModelResponse, ModelError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ModelError::invalid_response(format!(
-            "the response is not JSON ({}): {}",
-            bounded(&e.to_string()),
-            snippet(body)
-        ))
-    })?;
+    let value = tinyagent_http::parse_json(body, "the response")?;
     if value.get("type").and_then(Value::as_str) == Some("error") || value.get("error").is_some() {
         return Err(crate::error::error_event(&value));
     }
-    let msg: WireMessage = serde_json::from_value(value).map_err(|e| {
-        ModelError::invalid_response(format!(
-            "the response has an unexpected shape ({}): {}",
-            bounded(&e.to_string()),
-            snippet(body)
-        ))
-    })?;
+    let msg: WireMessage = tinyagent_http::parse_shape(value, "the response", body)?;
     let Some(content) = msg.content else {
         return Err(ModelError::invalid_response(format!(
             "the response has no content: {}",

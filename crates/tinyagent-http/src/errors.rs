@@ -133,6 +133,34 @@ pub fn too_large(read: usize, limits: &Limits) -> ModelError {
     ))
 }
 
+/// `body` read as JSON; an error naming `what` (`"the response"`, `"a stream event"`), the
+/// parser's complaint and the start of the body when it is not.
+pub fn parse_json(body: &[u8], what: &str) -> Result<serde_json::Value, ModelError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ModelError::invalid_response(format!(
+            "{what} is not JSON ({}): {}",
+            bounded(&e.to_string()),
+            snippet(body)
+        ))
+    })
+}
+
+/// `value` read into `T`; an error naming `what`, the mismatch and the start of `body` (the
+/// text `value` came from) when it does not fit.
+pub fn parse_shape<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    what: &str,
+    body: &[u8],
+) -> Result<T, ModelError> {
+    serde_json::from_value(value).map_err(|e| {
+        ModelError::invalid_response(format!(
+            "{what} has an unexpected shape ({}): {}",
+            bounded(&e.to_string()),
+            snippet(body)
+        ))
+    })
+}
+
 /// `body` serialized, or an error saying it could not be.
 pub fn serialize(body: &serde_json::Value) -> Result<Vec<u8>, ModelError> {
     serde_json::to_vec(body)

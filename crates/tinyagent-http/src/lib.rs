@@ -26,13 +26,15 @@ mod body;
 mod call;
 mod errors;
 mod limits;
+mod settings;
 
 pub use body::{
     BOM, BodyError, content_type, guarded, read_body, read_error_body, strip_bom, without_bom,
 };
 pub use call::{Decoder, Flow, Protocol, Transport};
 pub use errors::{
-    bounded, field_text, retry_after, serialize, snippet, too_large, transport_error,
-    unexpected_body,
+    bounded, field_text, parse_json, parse_shape, retry_after, serialize, snippet, too_large,
+    transport_error, unexpected_body,
 };
 pub use limits::{Budget, Limit, Limits, backoff, far_future, secs};
+pub use settings::{build_client, is_http_url, key_header};

@@ -299,64 +299,6 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets how often a failed request is retried (0 for never).
-    #[must_use]
-    pub fn max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// Sets the first and the longest backoff between attempts.
-    #[must_use]
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.initial_backoff = initial;
-        self.max_backoff = max.max(initial);
-        self
-    }
-
-    /// Sets the longest `Retry-After` wait honoured.
-    #[must_use]
-    pub fn max_retry_after(mut self, max: Duration) -> Self {
-        self.max_retry_after = max;
-        self
-    }
-
-    /// Sets the connect timeout.
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Sets how long the server may take to start answering (see
-    /// [`first_byte_timeout`](Self::first_byte_timeout)).
-    #[must_use]
-    pub fn first_byte_timeout(mut self, timeout: Duration) -> Self {
-        self.first_byte_timeout = timeout;
-        self
-    }
-
-    /// Sets the longest silence between two events of a stream.
-    #[must_use]
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// Sets both silence limits at once: [`first_byte_timeout`](Self::first_byte_timeout)
-    /// and [`idle_timeout`](Self::idle_timeout) (what a `--timeout` option means).
-    #[must_use]
-    pub fn silence_timeout(self, timeout: Duration) -> Self {
-        self.first_byte_timeout(timeout).idle_timeout(timeout)
-    }
-
-    /// Sets a deadline for each whole call, retries included (`None` for none).
-    #[must_use]
-    pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
-        self.request_timeout = timeout.into();
-        self
-    }
-
     /// Sets the token limit sent when a request sets none (`None`: send none).
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: impl Into<Option<u32>>) -> Self {
@@ -364,38 +306,9 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the most bytes of one response body.
-    #[must_use]
-    pub fn max_reply_bytes(mut self, max: usize) -> Self {
-        self.max_reply_bytes = max.max(1);
-        self
-    }
-
-    /// Adds a header sent with every request.
-    #[must_use]
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Adds a top-level field to every request body.
-    #[must_use]
-    pub fn extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.extra_body.insert(key.into(), value);
-        self
-    }
-
     /// The limits the shared transport runs a call within.
     pub(crate) fn limits(&self) -> tinyagent_http::Limits {
-        let mut limits = tinyagent_http::Limits::default();
-        limits.max_retries = self.max_retries;
-        limits.initial_backoff = self.initial_backoff;
-        limits.max_backoff = self.max_backoff;
-        limits.max_retry_after = self.max_retry_after;
-        limits.first_byte_timeout = self.first_byte_timeout;
-        limits.idle_timeout = self.idle_timeout;
-        limits.request_timeout = self.request_timeout;
-        limits.max_reply_bytes = self.max_reply_bytes;
+        let mut limits = self.transport_limits();
         limits.max_tokens = self.max_tokens;
         limits
     }
@@ -417,11 +330,7 @@ impl OpenAiConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        let url = self.base_url.trim();
-        let rest = url
-            .strip_prefix("http://")
-            .or_else(|| url.strip_prefix("https://"));
-        if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+        if !tinyagent_http::is_http_url(&self.base_url) {
             return Err(ConfigError::InvalidBaseUrl(self.base_url.clone()));
         }
         if self.model.trim().is_empty() {
@@ -430,6 +339,8 @@ impl OpenAiConfig {
         Ok(())
     }
 }
+
+tinyagent_http::transport_setters!(OpenAiConfig);
 
 #[cfg(test)]
 mod tests {

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use futures::stream::{self, BoxStream};
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
-use tinyagent_http::{Protocol, Transport, serialize};
+use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
 
 use crate::config::{ConfigError, DEFAULT_BASE_URL, OpenAiConfig};
 use crate::error::status_error;
@@ -90,30 +90,16 @@ impl OpenAiModel {
         config.validate()?;
         let mut headers = HeaderMap::new();
         if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ConfigError::Client("the API key contains characters a header cannot".into())
-            })?;
-            value.set_sensitive(true);
+            let value = key_header(&format!("Bearer {key}")).map_err(ConfigError::Client)?;
             headers.insert(AUTHORIZATION, value);
         }
-        for (name, value) in &config.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| ConfigError::Client(format!("header name {name:?}: {e}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|e| ConfigError::Client(format!("header {name}: {e}")))?;
-            // Extra headers often carry keys (`api-key` for Azure, gateway tokens): never shown
-            // in Debug output.
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let builder = reqwest::Client::builder()
-            .default_headers(headers)
-            .user_agent(concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.connect_timeout);
-        let client = builder
-            .build()
-            .map_err(|e| ConfigError::Client(e.to_string()))?;
+        let client = build_client(
+            headers,
+            &config.headers,
+            concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
+            config.connect_timeout,
+        )
+        .map_err(ConfigError::Client)?;
         let protocol = OpenAiProtocol {
             key_sent: config.api_key.as_deref().is_some_and(|k| !k.is_empty()),
             model: config.model.clone(),

@@ -1,13 +1,12 @@
 //! Assembling a streamed response from its chunks: text deltas, tool calls whose arguments
 //! arrive in pieces (keyed by `index`), the finish reason and the usage chunk.
 
-use serde_json::Value;
 use tinyagent::{
     Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role, ToolCall,
     ToolDefinition, Usage, new_id,
 };
 
-use tinyagent_http::{Decoder, Flow, snippet};
+use tinyagent_http::{Decoder, Flow};
 
 use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text};
 
@@ -44,23 +43,12 @@ impl Assembler {
         offered: &[ToolDefinition],
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
-        let value: Value = serde_json::from_str(data).map_err(|e| {
-            ModelError::invalid_response(format!(
-                "a stream chunk is not JSON ({}): {}",
-                tinyagent_http::bounded(&e.to_string()),
-                snippet(data.as_bytes())
-            ))
-        })?;
+        let value = tinyagent_http::parse_json(data.as_bytes(), "a stream chunk")?;
         if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
             return Err(crate::error::error_in_body(err));
         }
-        let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
-            ModelError::invalid_response(format!(
-                "a stream chunk has an unexpected shape ({}): {}",
-                tinyagent_http::bounded(&e.to_string()),
-                snippet(data.as_bytes())
-            ))
-        })?;
+        let chunk: ChatChunk =
+            tinyagent_http::parse_shape(value, "a stream chunk", data.as_bytes())?;
         self.chunks += 1;
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.into());

@@ -363,23 +363,11 @@ pub(crate) fn parse_response(
     body: &[u8],
     offered: &[ToolDefinition],
 ) -> Result<ModelResponse, ModelError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ModelError::invalid_response(format!(
-            "the response is not JSON ({}): {}",
-            tinyagent_http::bounded(&e.to_string()),
-            snippet(body)
-        ))
-    })?;
+    let value = tinyagent_http::parse_json(body, "the response")?;
     if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
         return Err(crate::error::error_in_body(err));
     }
-    let resp: ChatResponse = serde_json::from_value(value).map_err(|e| {
-        ModelError::invalid_response(format!(
-            "the response has an unexpected shape ({}): {}",
-            tinyagent_http::bounded(&e.to_string()),
-            snippet(body)
-        ))
-    })?;
+    let resp: ChatResponse = tinyagent_http::parse_shape(value, "the response", body)?;
     let choice = resp
         .choices
         .and_then(|c| c.into_iter().next())
