@@ -4,9 +4,12 @@
 //! them); responses are read leniently, every field optional, unknown block types skipped.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tinyagent::tools::anthropic_schema;
 use tinyagent::{
     FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
     ToolChoice, ToolDefinition, Usage, new_id,
@@ -250,7 +253,7 @@ pub(crate) fn tool_name(wire: &str, offered: &[ToolDefinition]) -> String {
 fn tool(def: &ToolDefinition) -> Value {
     let mut tool = json!({
         "name": wire_name(&def.name),
-        "input_schema": input_schema(&def.input_schema),
+        "input_schema": input_schema(&def.name, &def.input_schema),
     });
     if !def.description.is_empty() {
         tool["description"] = Value::String(def.description.clone());
@@ -258,19 +261,22 @@ fn tool(def: &ToolDefinition) -> Value {
     tool
 }
 
-/// The schema as `input_schema` wants it: an object with `"type": "object"`.
-fn input_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) if map.get("type").and_then(Value::as_str) == Some("object") => {
-            schema.clone()
+/// The schema as `input_schema` wants it ([`anthropic_schema`]); what it had to change is
+/// logged at WARN, once per tool and change.
+fn input_schema(name: &str, schema: &Value) -> Value {
+    static WARNED: OnceLock<Mutex<HashSet<(String, Vec<String>)>>> = OnceLock::new();
+    let out = anthropic_schema(schema);
+    if !out.dropped.is_empty() {
+        let key = (name.to_owned(), out.dropped.clone());
+        let mut warned = WARNED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if warned.insert(key) {
+            out.warn("anthropic", name);
         }
-        Value::Object(map) => {
-            let mut map = map.clone();
-            map.insert("type".into(), Value::String("object".into()));
-            Value::Object(map)
-        }
-        _ => json!({"type": "object"}),
     }
+    out.schema
 }
 
 fn tool_choice(choice: &ToolChoice) -> Value {

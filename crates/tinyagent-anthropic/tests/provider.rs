@@ -455,3 +455,29 @@ async fn no_key_and_a_401_says_to_set_one() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_schema_the_api_rejects_is_sent_in_its_closest_form() {
+    let server = MockServer::start().await;
+    mount(&server, json_reply("message_tool_use.json"), None).await;
+    // A root `anyOf`, which the API refuses in `input_schema`.
+    let def = ToolDefinition::new(
+        "get_weather",
+        "天气",
+        json!({"anyOf": [
+            {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}}, "required": ["lat", "lon"]},
+        ]}),
+    );
+    model_for(&server)
+        .generate(&ask("北京天气怎么样？").with_tools(vec![def]))
+        .await
+        .unwrap();
+    let bodies = validated_bodies(&server).await;
+    assert_eq!(
+        bodies[0]["tools"][0]["input_schema"],
+        json!({"type": "object", "properties": {
+            "city": {"type": "string"}, "lat": {"type": "number"}, "lon": {"type": "number"}
+        }})
+    );
+}
