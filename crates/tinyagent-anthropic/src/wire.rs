@@ -264,10 +264,10 @@ fn tool(def: &ToolDefinition) -> Value {
 /// The schema as `input_schema` wants it ([`anthropic_schema`]); what it had to change is
 /// logged at WARN, once per tool and change.
 fn input_schema(name: &str, schema: &Value) -> Value {
-    static WARNED: OnceLock<Mutex<HashSet<(String, Vec<String>)>>> = OnceLock::new();
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
     let out = anthropic_schema(schema);
     if !out.dropped.is_empty() {
-        let key = (name.to_owned(), out.dropped.clone());
+        let key = format!("{name}\n{}", out.dropped.join("\n"));
         let mut warned = WARNED
             .get_or_init(Default::default)
             .lock()

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{DialectSchema, merge_into, resolve_local};
+use super::repair::repair;
+use super::{DialectSchema, flatten_all_of, merge_into, resolve_local};
 
 /// A tool's input schema as Anthropic's `input_schema` accepts it.
 ///
@@ -27,20 +28,25 @@ use super::{DialectSchema, merge_into, resolve_local};
 /// ```
 pub fn anthropic_schema(schema: &Value) -> DialectSchema {
     let mut dropped = Vec::new();
-    let mut root = match schema {
+    let root = match schema {
         Value::Object(map) => map.clone(),
         Value::Bool(true) => Map::new(),
         other => {
             dropped.push(format!(
-                ": the schema {other} is not an object schema; any object accepted"
+                "/: the schema {other} is not an object schema; any object accepted"
             ));
             Map::new()
         }
     };
+    let mut whole = Value::Object(root);
+    repair(&mut whole, &mut dropped);
+    let mut root = match whole {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
     if let Some(Value::Array(branches)) = root.remove("allOf") {
-        for branch in branches {
-            merge_into(&mut root, branch, true);
-        }
+        let merged = flatten_all_of(&Value::Object(root.clone()), branches, 0);
+        merge_into(&mut root, Value::Object(merged), true);
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(branches)) = root.remove(key) {

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{DialectSchema, MAX_REF_DEPTH, lookup, merge_into};
+use super::repair::repair;
+use super::{DialectSchema, MAX_REF_DEPTH, flatten_all_of, lookup, merge_into, pointer_segment};
 
 /// The `format`s Gemini accepts, by type.
 fn gemini_format(kind: &str, format: &str) -> bool {
@@ -90,11 +91,14 @@ const SILENT_DROPS: &[&str] = &[
 /// assert_eq!(out.dropped, ["/additionalProperties: false dropped (Gemini has no such keyword)"]);
 /// ```
 pub fn gemini_schema(schema: &Value) -> DialectSchema {
+    let mut dropped = Vec::new();
+    let mut repaired = schema.clone();
+    repair(&mut repaired, &mut dropped);
     let mut converter = Gemini {
-        root: schema.clone(),
-        dropped: Vec::new(),
+        root: repaired.clone(),
+        dropped,
     };
-    let mut out = converter.convert(schema, "", 0);
+    let mut out = converter.convert(&repaired, "", 0);
     if let Value::Object(map) = &mut out {
         if map.get("type").and_then(Value::as_str) != Some("OBJECT") {
             if map.contains_key("type") || map.contains_key("anyOf") {
@@ -164,14 +168,7 @@ impl Gemini {
         }
         let mut map = map.clone();
         if let Some(Value::Array(branches)) = map.remove("allOf") {
-            let mut merged = Map::new();
-            for branch in branches {
-                let branch = match branch.get("$ref").and_then(Value::as_str) {
-                    Some(r) => lookup(&self.root, r).cloned().unwrap_or(branch),
-                    None => branch,
-                };
-                merge_into(&mut merged, branch, true);
-            }
+            let merged = flatten_all_of(&self.root, branches, depth);
             merge_into(&mut map, Value::Object(merged), true);
         }
         if let Some(branches) = map.remove("oneOf") {
@@ -311,16 +308,17 @@ impl Gemini {
             }
         }
         let kind_str = kind.clone().unwrap_or_default();
+        let mut items_enum: Option<Vec<Value>> = None;
+        let mut enum_note: Option<Vec<Value>> = None;
         for (key, value) in map {
-            let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+            let here = format!("{at}/{}", pointer_segment(&key));
             match key.as_str() {
                 "type" | "nullable" => {}
                 "properties" => {
                     let mut props = Map::new();
                     if let Value::Object(given) = value {
                         for (name, prop) in given {
-                            let sub =
-                                format!("{here}/{}", name.replace('~', "~0").replace('/', "~1"));
+                            let sub = format!("{here}/{}", pointer_segment(&name));
                             props.insert(name, self.convert(&prop, &sub, depth));
                         }
                     }
@@ -355,43 +353,30 @@ impl Gemini {
                 }
                 "enum" => {
                     let values = value.as_array().cloned().unwrap_or_default();
-                    if values.iter().all(Value::is_string)
-                        && kind_str != "INTEGER"
-                        && kind_str != "NUMBER"
-                        && kind_str != "BOOLEAN"
-                    {
-                        out.insert(key, Value::Array(values));
-                        if kind.is_none() {
+                    if values.iter().any(Value::is_null) {
+                        nullable = true;
+                    }
+                    let strings: Vec<Value> =
+                        values.iter().filter(|v| !v.is_null()).cloned().collect();
+                    let all_strings = !strings.is_empty() && strings.iter().all(Value::is_string);
+                    match kind_str.as_str() {
+                        "" | "STRING" if all_strings => {
+                            out.insert(key, Value::Array(strings));
                             out.insert("type".into(), "STRING".into());
                         }
-                    } else {
-                        let strings: Vec<Value> =
-                            values.iter().filter(|v| !v.is_null()).cloned().collect();
-                        if values.iter().any(Value::is_null) {
-                            nullable = true;
+                        "ARRAY" if all_strings => {
+                            // An enum on an array of strings means its items.
+                            items_enum = Some(strings);
+                            self.drop(&here, "on an array; moved to its items");
                         }
-                        if !strings.is_empty()
-                            && strings.iter().all(Value::is_string)
-                            && (kind.is_none() || kind_str == "STRING")
-                        {
-                            out.insert(key, Value::Array(strings));
-                            if kind.is_none() {
-                                out.insert("type".into(), "STRING".into());
-                            }
-                        } else if !strings.is_empty() {
-                            let listed: Vec<String> =
-                                strings.iter().map(Value::to_string).collect();
-                            let note = format!("One of: {}.", listed.join(", "));
-                            let description = match out.get("description").and_then(Value::as_str) {
-                                Some(d) => format!("{d} {note}"),
-                                None => note,
-                            };
-                            out.insert("description".into(), Value::String(description));
+                        _ if !strings.is_empty() => {
+                            enum_note = Some(strings);
                             self.drop(
                                 &here,
                                 "an enum of values other than strings; listed in the description",
                             );
                         }
+                        _ => {}
                     }
                 }
                 "format" => {
@@ -411,13 +396,7 @@ impl Gemini {
                     out.insert(key, value);
                 }
                 "description" => {
-                    let text = value.as_str().unwrap_or_default().to_owned();
-                    let description = match out.get("description").and_then(Value::as_str) {
-                        // An enum note added before.
-                        Some(note) => format!("{text} {note}"),
-                        None => text,
-                    };
-                    out.insert(key, Value::String(description));
+                    out.insert(key, value);
                 }
                 "maxItems" | "minItems" | "minProperties" | "maxProperties" | "minLength"
                 | "maxLength" => {
@@ -463,6 +442,27 @@ impl Gemini {
                 }
                 _ => self.drop(&here, "not a keyword Gemini accepts; dropped"),
             }
+        }
+        if let Some(values) = items_enum {
+            match out.get_mut("items") {
+                Some(Value::Object(items))
+                    if !items.contains_key("enum")
+                        && items.get("type").is_none_or(|t| t == "STRING") =>
+                {
+                    items.insert("type".into(), "STRING".into());
+                    items.insert("enum".into(), Value::Array(values));
+                }
+                _ => enum_note = Some(values),
+            }
+        }
+        if let Some(values) = enum_note {
+            let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+            let note = format!("One of: {}.", listed.join(", "));
+            let description = match out.get("description").and_then(Value::as_str) {
+                Some(d) => format!("{d} {note}"),
+                None => note,
+            };
+            out.insert("description".into(), Value::String(description));
         }
         // `required` names the properties it lists, and no others.
         if let Some(Value::Array(required)) = out.get("required").cloned() {

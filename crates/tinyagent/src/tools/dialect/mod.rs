@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 mod anthropic;
 mod gemini;
+mod repair;
 #[cfg(test)]
 mod tests;
 
@@ -115,4 +116,44 @@ pub(crate) fn lookup<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> 
         return Some(root);
     }
     root.pointer(pointer)
+}
+
+/// `name` as one segment of a JSON pointer (`~` and `/` escaped).
+pub(crate) fn pointer_segment(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// The branches of an `allOf` merged into one schema: `$ref`s resolved in `root` (with the
+/// siblings of a `$ref` laid over what it names), nested `allOf`s merged too, properties and
+/// `required` united.
+pub(crate) fn flatten_all_of(
+    root: &Value,
+    branches: Vec<Value>,
+    depth: usize,
+) -> Map<String, Value> {
+    let mut merged = Map::new();
+    for branch in branches {
+        let mut branch = match branch {
+            Value::Object(mut map) if depth < MAX_REF_DEPTH => {
+                match map
+                    .remove("$ref")
+                    .and_then(|r| r.as_str().and_then(|r| lookup(root, r)).cloned())
+                {
+                    Some(Value::Object(mut target)) => {
+                        target.extend(map);
+                        target
+                    }
+                    _ => map,
+                }
+            }
+            Value::Object(map) => map,
+            _ => continue,
+        };
+        if let Some(Value::Array(inner)) = branch.remove("allOf") {
+            let inner = flatten_all_of(root, inner, depth + 1);
+            merge_into(&mut branch, Value::Object(inner), true);
+        }
+        merge_into(&mut merged, Value::Object(branch), true);
+    }
+    merged
 }
