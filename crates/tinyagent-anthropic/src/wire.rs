@@ -14,7 +14,7 @@ use tinyagent::{
     FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
     ToolChoice, ToolDefinition, Usage, new_id,
 };
-use tinyagent_http::snippet;
+use tinyagent_http::{snippet, system_and_turns};
 
 use crate::config::AnthropicConfig;
 
@@ -89,52 +89,30 @@ pub(crate) fn request_body(config: &AnthropicConfig, req: &ModelRequest, stream:
 /// messages: user and assistant turns alternating, consecutive turns of one role merged,
 /// tool results as `tool_result` blocks in a user turn.
 fn messages(req: &ModelRequest) -> (String, Vec<Value>) {
-    let mut system = req.instruction.clone();
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    let mut push = |role: &'static str, blocks: Vec<Value>| {
-        if blocks.is_empty() {
-            return;
-        }
-        match out.last_mut() {
-            Some((last, content)) if *last == role => content.extend(blocks),
-            _ => out.push((role, blocks)),
-        }
-    };
-    for m in &req.messages {
-        match m.role {
-            Role::System => {
-                let text = m.text();
-                if !text.trim().is_empty() {
-                    if !system.is_empty() {
-                        system.push_str("\n\n");
+    let (system, turns) = system_and_turns(req, |m| match m.role {
+        Role::Assistant => ("assistant", assistant_blocks(m)),
+        Role::Tool => {
+            // Results first: the API wants them at the start of the user turn.
+            let mut blocks: Vec<Value> = m
+                .tool_results()
+                .map(|r| {
+                    let mut block = json!({
+                        "type": "tool_result",
+                        "tool_use_id": wire_id(&r.call_id),
+                        "content": r.content,
+                    });
+                    if r.is_error {
+                        block["is_error"] = Value::Bool(true);
                     }
-                    system.push_str(&text);
-                }
-            }
-            Role::User => push("user", text_blocks(m)),
-            Role::Assistant => push("assistant", assistant_blocks(m)),
-            Role::Tool => {
-                // Results first: the API wants them at the start of the user turn.
-                let mut blocks: Vec<Value> = m
-                    .tool_results()
-                    .map(|r| {
-                        let mut block = json!({
-                            "type": "tool_result",
-                            "tool_use_id": wire_id(&r.call_id),
-                            "content": r.content,
-                        });
-                        if r.is_error {
-                            block["is_error"] = Value::Bool(true);
-                        }
-                        block
-                    })
-                    .collect();
-                blocks.extend(text_blocks(m));
-                push("user", blocks);
-            }
+                    block
+                })
+                .collect();
+            blocks.extend(text_blocks(m));
+            ("user", blocks)
         }
-    }
-    let messages = out
+        _ => ("user", text_blocks(m)),
+    });
+    let messages = turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();

@@ -10,7 +10,7 @@ use tinyagent::{
     FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
     ToolChoice, ToolDefinition, Usage, new_id,
 };
-use tinyagent_http::snippet;
+use tinyagent_http::{snippet, system_and_turns};
 
 use crate::config::GeminiConfig;
 
@@ -61,47 +61,25 @@ pub(crate) fn request_body(config: &GeminiConfig, req: &ModelRequest) -> Value {
 /// contents: `user` and `model` turns, consecutive turns of one role merged, function
 /// responses in a `user` turn.
 fn contents(req: &ModelRequest) -> (String, Vec<Value>) {
-    let mut system = req.instruction.clone();
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    let mut push = |role: &'static str, parts: Vec<Value>| {
-        if parts.is_empty() {
-            return;
+    let (system, turns) = system_and_turns(req, |m| match m.role {
+        Role::Assistant => ("model", model_parts(m)),
+        Role::Tool => {
+            let mut parts: Vec<Value> = m
+                .tool_results()
+                .map(|r| {
+                    json!({"functionResponse": {
+                        "id": r.call_id,
+                        "name": r.name,
+                        "response": response_object(&r.content, r.is_error),
+                    }})
+                })
+                .collect();
+            parts.extend(text_parts(m));
+            ("user", parts)
         }
-        match out.last_mut() {
-            Some((last, content)) if *last == role => content.extend(parts),
-            _ => out.push((role, parts)),
-        }
-    };
-    for m in &req.messages {
-        match m.role {
-            Role::System => {
-                let text = m.text();
-                if !text.trim().is_empty() {
-                    if !system.is_empty() {
-                        system.push_str("\n\n");
-                    }
-                    system.push_str(&text);
-                }
-            }
-            Role::User => push("user", text_parts(m)),
-            Role::Assistant => push("model", model_parts(m)),
-            Role::Tool => {
-                let mut parts: Vec<Value> = m
-                    .tool_results()
-                    .map(|r| {
-                        json!({"functionResponse": {
-                            "id": r.call_id,
-                            "name": r.name,
-                            "response": response_object(&r.content, r.is_error),
-                        }})
-                    })
-                    .collect();
-                parts.extend(text_parts(m));
-                push("user", parts);
-            }
-        }
-    }
-    let contents = out
+        _ => ("user", text_parts(m)),
+    });
+    let contents = turns
         .into_iter()
         .map(|(role, parts)| json!({"role": role, "parts": parts}))
         .collect();

@@ -27,6 +27,7 @@ mod call;
 mod errors;
 mod limits;
 mod settings;
+mod turns;
 
 pub use body::{
     BOM, BodyError, content_type, guarded, read_body, read_error_body, strip_bom, without_bom,
@@ -37,4 +38,5 @@ pub use errors::{
     transport_error, unexpected_body,
 };
 pub use limits::{Budget, Limit, Limits, backoff, far_future, secs};
-pub use settings::{build_client, is_http_url, key_header};
+pub use settings::{EnvSettings, build_client, env_settings, is_http_url, key_header};
+pub use turns::system_and_turns;

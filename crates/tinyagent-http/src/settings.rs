@@ -9,14 +9,36 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 /// Generates, for a provider's configuration struct, the setters of the settings every HTTP
 /// provider shares and `transport_limits()`, the [`Limits`](crate::Limits) they make.
 ///
-/// The struct must have these public fields: `max_retries: u32`, `initial_backoff`,
-/// `max_backoff`, `max_retry_after`, `connect_timeout`, `first_byte_timeout`,
+/// The struct must have these public fields:
+/// `base_url: String`, `api_key: Option<String>`, `model: String`, `max_retries: u32`,
+/// `initial_backoff`, `max_backoff`, `max_retry_after`, `connect_timeout`, `first_byte_timeout`,
 /// `idle_timeout: Duration`, `request_timeout: Option<Duration>`, `max_reply_bytes: usize`,
 /// `headers: Vec<(String, String)>` and `extra_body: serde_json::Map<String, Value>`.
 #[macro_export]
 macro_rules! transport_setters {
     ($config:ty) => {
         impl $config {
+            /// Sets the base URL.
+            #[must_use]
+            pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+                self.base_url = base_url.into();
+                self
+            }
+
+            /// Sets the API key.
+            #[must_use]
+            pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+                self.api_key = Some(api_key.into());
+                self
+            }
+
+            /// Sets the model name.
+            #[must_use]
+            pub fn model(mut self, model: impl Into<String>) -> Self {
+                self.model = model.into();
+                self
+            }
+
             /// Sets how often a failed request is retried (0 for never).
             #[must_use]
             pub fn max_retries(mut self, max_retries: u32) -> Self {
@@ -122,6 +144,38 @@ macro_rules! transport_setters {
             }
         }
     };
+}
+
+/// What a provider reads from its three environment variables (the key, the base URL, the
+/// model), trimmed, empty ones counted as unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EnvSettings {
+    /// The API key.
+    pub api_key: Option<String>,
+    /// The base URL.
+    pub base_url: Option<String>,
+    /// The model name.
+    pub model: Option<String>,
+}
+
+/// Reads `[key, base URL, model]` variables through `lookup`; `None` when neither the key
+/// nor the base URL is set (nothing is configured).
+pub fn env_settings(
+    lookup: impl Fn(&str) -> Option<String>,
+    [key, base_url, model]: [&str; 3],
+) -> Option<EnvSettings> {
+    let get = |name: &str| {
+        lookup(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let settings = EnvSettings {
+        api_key: get(key),
+        base_url: get(base_url),
+        model: get(model),
+    };
+    (settings.api_key.is_some() || settings.base_url.is_some()).then_some(settings)
 }
 
 /// Whether `url` is an `http://` or `https://` URL with a host.

@@ -232,43 +232,12 @@ impl OpenAiConfig {
     /// # Ok::<(), tinyagent_openai::ConfigError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let api_key = get(ENV_API_KEY);
-        let base_url = get(ENV_BASE_URL);
-        if api_key.is_none() && base_url.is_none() {
-            return Err(ConfigError::NotConfigured);
-        }
-        let mut config = Self::new(get(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
-        if let Some(base_url) = base_url {
-            config.base_url = base_url;
-        }
-        config.api_key = api_key;
+        let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
+            .ok_or(ConfigError::NotConfigured)?;
+        let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
+        config.base_url = env.base_url.unwrap_or(config.base_url);
+        config.api_key = env.api_key;
         Ok(config)
-    }
-
-    /// Sets the base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`, …).
-    #[must_use]
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the model name.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
     }
 
     /// Sends tool schemas in the strict dialect (see [`strict_tools`](Self::strict_tools)).
