@@ -18,7 +18,6 @@ use tinyagent::{
     ToolError, tools,
 };
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::{MockServer, ResponseTemplate};
 
 #[tokio::test]
@@ -219,43 +218,6 @@ async fn a_silent_server_fails_after_the_configured_first_byte_timeout() {
     assert!(events.is_empty());
     assert_eq!(validated_bodies(&server).await.len(), 2);
 }
-
-/// Answers every connection with `head`, then writes `chunk` every `every` until the
-/// client goes away; counts the connections.
-async fn dripping_server(
-    head: &'static str,
-    chunk: String,
-    every: Duration,
-) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let connections = Arc::new(AtomicUsize::new(0));
-    let counter = connections.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            let chunk = chunk.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 64 * 1024];
-                let _ = socket.read(&mut buf).await;
-                if socket.write_all(head.as_bytes()).await.is_err() {
-                    return;
-                }
-                let framed = format!("{:x}\r\n{chunk}\r\n", chunk.len());
-                loop {
-                    if socket.write_all(framed.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    tokio::time::sleep(every).await;
-                }
-            });
-        }
-    });
-    (format!("http://{addr}"), connections)
-}
-
-const SSE_HEAD: &str =
-    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
 
 #[tokio::test]
 async fn an_endless_stream_is_cut_at_the_reply_size_limit() {

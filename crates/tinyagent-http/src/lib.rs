@@ -29,6 +29,9 @@ mod limits;
 mod settings;
 mod turns;
 
+#[cfg(feature = "testing")]
+pub mod testing;
+
 pub use body::{
     BOM, BodyError, content_type, guarded, read_body, read_error_body, strip_bom, without_bom,
 };

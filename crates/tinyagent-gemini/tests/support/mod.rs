@@ -1,22 +1,20 @@
 //! Shared test helpers: fixtures, a configured model against a loopback server, replies in
 //! sequence, and the check of captured request bodies against the Gemini API's discovery document.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use futures::StreamExt;
+use std::time::Duration;
+pub use tinyagent_http::testing::{
+    BOUND, SSE_HEAD, Sequence, dripping_server, final_text, restarts, stream_all, text_of,
+};
+
 use serde_json::Value;
-use tinyagent::{Message, Model, ModelError, ModelEvent, ModelRequest};
+use tinyagent::{Message, ModelRequest};
 use tinyagent_gemini::{GeminiConfig, GeminiModel};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
-
-/// The longest a test waits for the model before it fails (a bound, not a measurement).
-pub const BOUND: Duration = Duration::from_secs(60);
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// A fixture's text.
 pub fn fixture(name: &str) -> String {
@@ -64,25 +62,6 @@ pub async fn mount(server: &MockServer, reply: ResponseTemplate, times: Option<u
     }
 }
 
-/// Replies in order, one per request; the last one again once they are spent.
-pub struct Sequence(Mutex<Vec<ResponseTemplate>>, AtomicUsize);
-
-impl Sequence {
-    /// These replies, in order.
-    pub fn new(replies: Vec<ResponseTemplate>) -> Self {
-        assert!(!replies.is_empty());
-        Self(Mutex::new(replies), AtomicUsize::new(0))
-    }
-}
-
-impl Respond for Sequence {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let replies = self.0.lock().unwrap();
-        let i = self.1.fetch_add(1, Ordering::SeqCst).min(replies.len() - 1);
-        replies[i].clone()
-    }
-}
-
 /// Mounts replies served in order.
 pub async fn mount_sequence(server: &MockServer, replies: Vec<ResponseTemplate>) {
     Mock::given(method("POST"))
@@ -109,60 +88,6 @@ pub fn model_for(server: &MockServer) -> GeminiModel {
 /// A request with the demo's instruction and one user message.
 pub fn ask(text: &str) -> ModelRequest {
     ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
-}
-
-/// All stream items, within [`BOUND`]; nothing may follow an error.
-pub async fn stream_all(
-    model: &GeminiModel,
-    req: &ModelRequest,
-) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let run = async {
-        let mut events = Vec::new();
-        let mut stream = model.stream(req);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(e) => events.push(e),
-                Err(e) => {
-                    assert!(stream.next().await.is_none(), "nothing after an error");
-                    return (events, Some(e));
-                }
-            }
-        }
-        (events, None)
-    };
-    tokio::time::timeout(BOUND, run)
-        .await
-        .expect("the stream did not end within the bound")
-}
-
-/// The text deltas joined.
-pub fn text_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The reasons of the restart events.
-pub fn restarts(events: &[ModelEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::Restart { reason } => Some(reason.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The text of the final response.
-pub fn final_text(events: &[ModelEvent]) -> String {
-    match events.last() {
-        Some(ModelEvent::Done(resp)) => resp.message.text(),
-        other => panic!("the stream must end with Done, ended with {other:?}"),
-    }
 }
 
 /// The JSON bodies the server received, in order, and their headers checked.
@@ -201,18 +126,7 @@ const HINT: &str = "bodies are validated against the Gemini API's discovery docu
 /// Runs `tests/validate_spec.py` with these arguments.
 fn run_validator(args: &[&Path], what: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/validate_spec.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("could not run python3 ({e}); {HINT}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    match out.status.code() {
-        Some(0) => {}
-        Some(2) => panic!("{HINT}\n{stderr}"),
-        _ => panic!("{what} do not match the Gemini API's schemas:\n{stdout}\n{stderr}"),
-    }
+    tinyagent_http::testing::run_validator(&script, args, what, HINT);
 }
 
 /// Validates every body against `GenerateContentRequest` in the discovery document.
