@@ -5,39 +5,10 @@
 
 mod support;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 use support::*;
-use tinyagent::{Agent, Event, Invocation, LlmAgent, Session, demo};
+use tinyagent::{LlmAgent, Session, demo};
 use wiremock::MockServer;
-
-/// Runs one question; the calls made, the results and the answer.
-async fn run(
-    agent: &LlmAgent,
-    session: &Session,
-    question: &str,
-) -> (Vec<(String, Value)>, Vec<String>, String) {
-    let mut events = agent.run(Invocation::new(session.clone(), question));
-    let (mut calls, mut results, mut answer) = (Vec::new(), Vec::new(), None);
-    let drive = async {
-        while let Some(event) = events.next().await {
-            match event.expect("no error") {
-                Event::ToolCallStarted { call } => calls.push((
-                    call.name.clone(),
-                    serde_json::from_str(&call.arguments).expect("JSON arguments"),
-                )),
-                Event::ToolCallFinished { result, .. } => {
-                    assert!(!result.is_error, "{result:?}");
-                    results.push(result.content.clone());
-                }
-                Event::Finished { answer: a, .. } => answer = Some(a),
-                _ => {}
-            }
-        }
-    };
-    tokio::time::timeout(BOUND, drive).await.expect("bounded");
-    (calls, results, answer.expect("the run finished"))
-}
 
 #[tokio::test]
 async fn the_smart_assistant_answers_both_questions_with_its_tools() {
@@ -60,7 +31,7 @@ async fn the_smart_assistant_answers_both_questions_with_its_tools() {
         .unwrap();
     let session = Session::new();
 
-    let (calls, results, answer) = run(&agent, &session, "北京天气怎么样？").await;
+    let (calls, results, answer) = ask_agent(&agent, &session, "北京天气怎么样？").await;
     assert_eq!(calls, [("get_weather".to_owned(), json!({"city": "北京"}))]);
     let weather: Value = serde_json::from_str(&results[0]).unwrap();
     assert_eq!(
@@ -69,7 +40,8 @@ async fn the_smart_assistant_answers_both_questions_with_its_tools() {
     );
     assert_eq!(answer, "北京现在天气晴，气温 22.5°C，湿度 45%。");
 
-    let (calls, results, answer) = run(&agent, &session, "帮我算一下 7 乘以 8 等于多少。").await;
+    let (calls, results, answer) =
+        ask_agent(&agent, &session, "帮我算一下 7 乘以 8 等于多少。").await;
     assert_eq!(
         calls,
         [(

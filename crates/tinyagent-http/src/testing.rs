@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use tinyagent::{Model, ModelError, ModelEvent, ModelRequest};
+use serde_json::Value;
+use tinyagent::{Agent, Event, Invocation, Model, ModelError, ModelEvent, ModelRequest, Session};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::{Request, Respond, ResponseTemplate};
 
@@ -43,6 +44,36 @@ pub async fn stream_all(
     tokio::time::timeout(BOUND, run)
         .await
         .expect("the stream did not end within the bound")
+}
+
+/// What one question to `agent` in `session` did, within [`BOUND`]: the tool calls made
+/// (name and arguments), the tools' results and the answer. Panics on an error, a failed
+/// call or arguments that are not JSON.
+pub async fn ask_agent(
+    agent: &dyn Agent,
+    session: &Session,
+    question: &str,
+) -> (Vec<(String, Value)>, Vec<String>, String) {
+    let mut events = agent.run(Invocation::new(session.clone(), question));
+    let (mut calls, mut results, mut answer) = (Vec::new(), Vec::new(), None);
+    let drive = async {
+        while let Some(event) = events.next().await {
+            match event.expect("no error") {
+                Event::ToolCallStarted { call } => calls.push((
+                    call.name.clone(),
+                    serde_json::from_str(&call.arguments).expect("JSON arguments"),
+                )),
+                Event::ToolCallFinished { result, .. } => {
+                    assert!(!result.is_error, "{result:?}");
+                    results.push(result.content.clone());
+                }
+                Event::Finished { answer: a, .. } => answer = Some(a),
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(BOUND, drive).await.expect("bounded");
+    (calls, results, answer.expect("the run finished"))
 }
 
 /// The text deltas joined.

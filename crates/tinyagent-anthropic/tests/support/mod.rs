@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::time::Duration;
 pub use tinyagent_http::testing::{
-    BOUND, SSE_HEAD, Sequence, dripping_server, final_text, restarts, stream_all, text_of,
+    BOUND, SSE_HEAD, Sequence, ask_agent, dripping_server, final_text, restarts, stream_all,
+    text_of,
 };
 
 use serde_json::Value;
