@@ -72,6 +72,19 @@ impl Decoder for Assembler {
         if let Some(err) = value.get("error") {
             return Err(crate::error::error_in_body(err));
         }
+        let known = [
+            "candidates",
+            "usageMetadata",
+            "promptFeedback",
+            "modelVersion",
+        ];
+        if !known.iter().any(|k| value.get(k).is_some()) {
+            return Err(ModelError::invalid_response(format!(
+                "a stream event is not a GenerateContentResponse (no candidates, usage or \
+                 feedback): {}; check the base URL",
+                tinyagent_http::snippet(data.as_bytes())
+            )));
+        }
         self.events += 1;
         if let Some(meta) = value.get("usageMetadata") {
             self.usage = Some(meta.clone());

@@ -340,6 +340,22 @@ async fn garbage_a_silent_server_and_an_html_page_are_named() {
          {\"candidates\": ["
     );
 
+    // Another API's events (Anthropic's, from a wrong base URL) are not taken for empty ones.
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        sse("event: message_start\ndata: {\"type\":\"message_start\"}\n\n".to_owned()),
+        None,
+    )
+    .await;
+    let model = GeminiModel::new(config_for(&server.uri()).max_retries(0)).unwrap();
+    let (_, err) = stream_all(&model, &ask("你好")).await;
+    assert_eq!(
+        err.expect("an error").message(),
+        "a stream event is not a GenerateContentResponse (no candidates, usage or feedback): \
+         {\"type\":\"message_start\"}; check the base URL"
+    );
+
     let server = MockServer::start().await;
     mount(
         &server,
