@@ -19,6 +19,10 @@
 //! for its stream) and builds a [`Transport`] with its own `reqwest::Client`, which carries
 //! its headers.
 //!
+//! The `testing` feature adds `tinyagent_http::testing`: the helpers of the providers'
+//! loopback tests (a model's whole stream within a bound, replies in sequence, a server that
+//! never stops, the run of a spec validator).
+//!
 //! This is a support crate for providers: its API follows their needs and may change in any
 //! release.
 
