@@ -2,24 +2,16 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tinyagent::ToolErrorKind;
-use tinyagent::{LlmAgent, Model, Tool};
-use tinyagent_llama::{LlamaConfig, LlamaModel};
+use tinyagent::{LlmAgent, Tool};
 use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
-use tinyagent_openai::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT,
-    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig, OpenAiModel,
-};
+use tinyagent_openai::DEFAULT_MAX_TOKENS;
 
-use crate::cli::{AgentArgs, ModelArgs, ToolArgs};
+use crate::cli::{AgentArgs, ToolArgs};
 use crate::demo_tools;
 use crate::error::CliError;
-
-/// The environment variable giving `--timeout`'s default, in seconds.
-pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
 
 /// The agent's name, the tutorial's.
 pub const AGENT_NAME: &str = "smart-assistant";
@@ -28,132 +20,9 @@ pub const AGENT_NAME: &str = "smart-assistant";
 /// a longer instruction steers it away from the right tool.)
 pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 
-/// Which model answers, decided from the options and the environment.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelChoice {
-    /// The embedded model: a GGUF file (`None`: the default search) and a thread count
-    /// (`None`: the default).
-    Local {
-        /// The file given with `--model-file`.
-        file: Option<PathBuf>,
-        /// The threads given with `--threads`.
-        threads: Option<u32>,
-    },
-    /// An OpenAI-compatible server.
-    Server {
-        /// The base URL.
-        base_url: String,
-        /// The API key.
-        api_key: Option<String>,
-        /// The model name.
-        model: String,
-        /// How long the server may stay silent (`None`: the provider's default).
-        timeout: Option<Duration>,
-    },
-}
+mod model_choice;
 
-/// Decides the model: `--local` (or `--model-file`) first, then a server when
-/// `--base-url`, `--api-key`, `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set, else the
-/// embedded model. `--model` alone is a usage error: it would otherwise send the question
-/// to OpenAI without a word. Empty variables count as unset; a `TINYAGENT_TIMEOUT` that is
-/// not a number of seconds is a usage error.
-pub fn choose_model(
-    args: &ModelArgs,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<ModelChoice, CliError> {
-    let env = |name: &str| {
-        env(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let local = ModelChoice::Local {
-        file: args.model_file.clone(),
-        threads: args.threads,
-    };
-    if args.local || args.model_file.is_some() {
-        return Ok(local);
-    }
-    let base_url = args.base_url.clone().or_else(|| env(ENV_BASE_URL));
-    let api_key = args.api_key.clone().or_else(|| env(ENV_API_KEY));
-    if base_url.is_none() && api_key.is_none() {
-        if let Some(model) = &args.model {
-            return Err(CliError::usage(format!(
-                "--model {model:?} names a model on a server, and no server is given"
-            ))
-            .with_hint(format!(
-                "add --base-url URL (or set {ENV_BASE_URL}), or --api-key KEY (or \
-                 {ENV_API_KEY}) for OpenAI; for the embedded model use --model-file PATH"
-            )));
-        }
-        return Ok(local);
-    }
-    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
-        (Some(t), _) => Some(t),
-        (None, Some(text)) => Some(crate::cli::parse_secs(&text).map_err(|e| {
-            CliError::usage(format!("{ENV_TIMEOUT}: {e}")).with_hint(format!(
-                "set {ENV_TIMEOUT} to a number of seconds, such as 60"
-            ))
-        })?),
-        (None, None) => None,
-    };
-    Ok(ModelChoice::Server {
-        base_url: base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-        api_key,
-        model: args
-            .model
-            .clone()
-            .or_else(|| env(ENV_MODEL))
-            .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-        timeout,
-    })
-}
-
-/// Makes the chosen model; loading the embedded one reads its file.
-pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
-    match choice {
-        ModelChoice::Local { file, threads } => {
-            let mut config = LlamaConfig::default();
-            if let Some(threads) = threads {
-                config = config.threads(*threads);
-            }
-            let loaded = match file {
-                Some(file) => LlamaModel::load(file, config),
-                None => LlamaModel::default_model_with(config),
-            };
-            let model = loaded.map_err(|e| {
-                CliError::failure(
-                    "model_file",
-                    format!("cannot load the local model: {}", e.message()),
-                )
-                .with_hint(
-                    "or use an OpenAI-compatible server: --base-url URL (or OPENAI_BASE_URL)",
-                )
-            })?;
-            Ok(Arc::new(model))
-        }
-        ModelChoice::Server {
-            base_url,
-            api_key,
-            model,
-            timeout,
-        } => {
-            let mut config = OpenAiConfig::new(model.as_str()).base_url(base_url.as_str());
-            if let Some(key) = api_key {
-                config = config.api_key(key.as_str());
-            }
-            if let Some(timeout) = *timeout {
-                config = config
-                    .silence_timeout(timeout)
-                    .request_timeout(timeout.max(DEFAULT_REQUEST_TIMEOUT));
-            }
-            let model = OpenAiModel::new(config).map_err(|e| match e {
-                ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel => CliError::usage(e),
-                other => CliError::failure("config", other),
-            })?;
-            Ok(Arc::new(model))
-        }
-    }
-}
+pub use model_choice::{ModelChoice, choose_model, make_model};
 
 /// The names `--tools demo` stands for.
 pub const DEMO_TOOLS: [&str; 3] = ["get_weather", "calculator", "get_current_time"];
@@ -482,13 +351,11 @@ fn cli_oauth(url: &str) -> tinyagent_mcp::McpOAuth {
 }
 
 /// Where the CLI keeps OAuth tokens, if the user has a configuration folder.
-pub fn oauth_dir() -> Option<std::path::PathBuf> {
+pub fn oauth_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config"))
-        })?;
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
     Some(base.join("tinyagent").join("mcp-oauth"))
 }
 
