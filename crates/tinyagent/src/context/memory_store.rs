@@ -88,6 +88,13 @@ struct Entry {
 }
 
 impl Entry {
+    fn new(id: &str, now: SystemTime) -> Self {
+        let mut session = StoredSession::empty(id);
+        session.created_at = now;
+        session.updated_at = now;
+        Self { session, ttl: None }
+    }
+
     fn expired(&self, now: SystemTime) -> bool {
         self.session.expires_at.is_some_and(|at| at <= now)
     }
@@ -172,10 +179,8 @@ impl MemoryStore {
                         session: id.to_owned(),
                     });
                 }
-                map.entry(id.to_owned()).or_insert(Entry {
-                    session: StoredSession::empty(id),
-                    ttl: None,
-                })
+                map.entry(id.to_owned())
+                    .or_insert_with(|| Entry::new(id, now))
             }
         };
         if let Some(expected) = expected {
@@ -225,10 +230,7 @@ impl SessionStore for MemoryStore {
                     session: id.to_owned(),
                 });
             }
-            let mut entry = Entry {
-                session: StoredSession::empty(id),
-                ttl: None,
-            };
+            let mut entry = Entry::new(id, now);
             self.touch(&mut entry, now);
             let info = entry.session.info();
             map.insert(id.to_owned(), entry);
