@@ -480,7 +480,12 @@ macro_rules! sql_store {
                     let mut sessions = Vec::with_capacity(limit);
                     let mut last = None;
                     for (id, v, n, created, updated, expires, ttl) in rows.into_iter().take(limit) {
-                        sessions.push(info(&id, &(v, n, created, updated, expires, ttl))?);
+                        // One unreadable row must not hide every other session: it is left
+                        // out of the list (and logged); loading it reports what is wrong.
+                        match info(&id, &(v, n, created, updated, expires, ttl)) {
+                            Ok(info) => sessions.push(info),
+                            Err(err) => tracing::warn!(store = $name, "session left out of a list: {err}"),
+                        }
                         last = Some(Cursor {
                             updated_micros: updated,
                             id,
