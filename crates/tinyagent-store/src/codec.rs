@@ -12,7 +12,9 @@ use tinyagent::store::StoreError;
 const QUOTE: usize = 80;
 
 fn quote(text: &str) -> &str {
-    text.char_indices().nth(QUOTE).map_or(text, |(i, _)| &text[..i])
+    text.char_indices()
+        .nth(QUOTE)
+        .map_or(text, |(i, _)| &text[..i])
 }
 
 pub(crate) fn encode_message(store: &'static str, message: &Message) -> Result<String, StoreError> {
@@ -52,10 +54,12 @@ pub(crate) fn ttl_micros(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX)
 }
 
-/// A TTL as whole milliseconds, at least 1 (what Redis takes), saturating.
+/// A TTL as whole milliseconds, at least 1 and at most about 300 years (what Redis takes;
+/// its Lua scripts add it to the time and must keep 14 significant digits).
 #[cfg(feature = "redis")]
 pub(crate) fn ttl_millis(ttl: Duration) -> i64 {
-    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX).max(1)
+    const MAX: i64 = 10_000_000_000_000;
+    i64::try_from(ttl.as_millis()).unwrap_or(MAX).clamp(1, MAX)
 }
 
 #[cfg(test)]
@@ -66,7 +70,10 @@ mod tests {
     fn bad_texts_are_clear_errors() {
         let err = decode_message("s", 3, r#"{"id":"m","role":"robot"}"#).unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("session \"s\" holds data that cannot be read: message #3"), "{text}");
+        assert!(
+            text.starts_with("session \"s\" holds data that cannot be read: message #3"),
+            "{text}"
+        );
         assert!(text.contains("robot"), "{text}");
         let long = "x".repeat(10_000);
         let err = decode_value("s", "k", &long).unwrap_err().to_string();

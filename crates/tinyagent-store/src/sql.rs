@@ -55,7 +55,11 @@ pub(crate) fn own_ttl_column(ttl: Option<std::time::Duration>) -> i64 {
 }
 
 /// When a session written at `now` expires: its own TTL (the `ttl_us` column) or the store's.
-pub(crate) fn expiry(now: i64, own: Option<i64>, store: Option<std::time::Duration>) -> Option<i64> {
+pub(crate) fn expiry(
+    now: i64,
+    own: Option<i64>,
+    store: Option<std::time::Duration>,
+) -> Option<i64> {
     let ttl = match own {
         Some(-1) => return None,
         Some(us) => us,

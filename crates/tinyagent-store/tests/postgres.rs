@@ -48,7 +48,10 @@ async fn replicas_connecting_at_once_migrate_once() {
     let _ = store!();
     let stores = futures::future::join_all((0..4).map(|_| try_store())).await;
     for store in stores {
-        assert_eq!(store.unwrap().schema_version().await.unwrap(), SCHEMA_VERSION);
+        assert_eq!(
+            store.unwrap().schema_version().await.unwrap(),
+            SCHEMA_VERSION
+        );
     }
 }
 
@@ -86,7 +89,10 @@ async fn corrupt_rows_are_clear_errors() {
         .append(&id, 0, vec![Message::user("a"), Message::user("b")])
         .await
         .unwrap();
-    store.set_state(&id, "k", serde_json::json!(1)).await.unwrap();
+    store
+        .set_state(&id, "k", serde_json::json!(1))
+        .await
+        .unwrap();
     sqlx::query("UPDATE tinyagent_messages SET body = '[1, 2' WHERE session_id = $1 AND seq = 1")
         .bind(&id)
         .execute(store.pool())
@@ -101,7 +107,10 @@ async fn corrupt_rows_are_clear_errors() {
         .await
         .unwrap();
     let err = store.load(&id).await.unwrap_err();
-    assert!(err.to_string().contains("its version is negative (-5)"), "{err}");
+    assert!(
+        err.to_string().contains("its version is negative (-5)"),
+        "{err}"
+    );
     sqlx::query("UPDATE tinyagent_state SET value = '{' WHERE session_id = $1")
         .bind(&id)
         .execute(store.pool())
