@@ -153,14 +153,15 @@ redis.call('ZREM', KEYS[4], ARGV[1])
 return existed
 ";
 
-/// A page of ids by last write, newest first (ties: greater id first), after the cursor
-/// (ARGV[1] its score or '+inf', ARGV[2] its id or ''), skipping and unindexing sessions that
-/// expired. ARGV[3]: how many; ARGV[4]: the meta key prefix. Returns id, score pairs.
+/// A page of sessions by last write, newest first (ties: greater id first), after the cursor
+/// (ARGV[1] its score or '+inf', ARGV[2] its id or ''), unindexing sessions that expired.
+/// ARGV[3]: how many; ARGV[4]: the meta key prefix. Returns, per session: id, score,
+/// version, count, created, updated, expires.
 const LIST: &str = r"
 local want = tonumber(ARGV[3])
 local out = {}
 local offset = 0
-while #out < 2 * want do
+while #out < 7 * want do
   local batch = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', offset, 200)
   if #batch == 0 then break end
   offset = offset + #batch / 2
@@ -168,10 +169,12 @@ while #out < 2 * want do
     local id, score = batch[i], batch[i + 1]
     local seen = ARGV[2] ~= '' and score == ARGV[1] and id >= ARGV[2]
     if not seen then
-      if redis.call('EXISTS', ARGV[4] .. id) == 1 then
+      local meta = redis.call('HMGET', ARGV[4] .. id, 'version', 'count', 'created', 'updated', 'expires')
+      if meta[1] then
         out[#out + 1] = id
         out[#out + 1] = score
-        if #out >= 2 * want then break end
+        for k = 1, 5 do out[#out + 1] = meta[k] or '' end
+        if #out >= 7 * want then break end
       else
         redis.call('ZREM', KEYS[1], id)
       end
@@ -190,6 +193,33 @@ const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 ";
+
+/// A session's summary from its meta fields: version, count, created, updated, expires.
+fn info(id: &str, meta: &[String]) -> Result<SessionInfo, StoreError> {
+    let int = |k: usize, what: &str| -> Result<i64, StoreError> {
+        meta.get(k)
+            .and_then(|v| v.parse::<i64>().ok())
+            .ok_or_else(|| StoreError::corrupt(id, format!("its {what} is not a number")))
+    };
+    let count = |k: usize, what: &str| -> Result<u64, StoreError> {
+        u64::try_from(int(k, what)?)
+            .map_err(|_| StoreError::corrupt(id, format!("its {what} is negative")))
+    };
+    let ms = |k: usize, what: &str| -> Result<SystemTime, StoreError> {
+        Ok(from_micros(int(k, what)?.saturating_mul(1000)))
+    };
+    let mut stored = StoredSession::empty(id);
+    stored.version = count(0, "version")?;
+    stored.created_at = ms(2, "creation time")?;
+    stored.updated_at = ms(3, "write time")?;
+    stored.expires_at = match meta.get(4).map(String::as_str) {
+        None | Some("") => None,
+        Some(_) => Some(ms(4, "expiry time")?),
+    };
+    let mut info = stored.info();
+    info.message_count = count(1, "message count")?;
+    Ok(info)
+}
 
 struct Scripts {
     load: Script,
@@ -304,33 +334,31 @@ impl RedisStore {
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(db_err)?;
-        if out.is_empty() {
+        if out.len() < 6 {
             return Ok(None);
         }
-        let corrupt = |what: &str| StoreError::corrupt(id, format!("its {what} is not a number"));
-        let int = |k: usize, what: &str| -> Result<i64, StoreError> {
-            out.get(k)
-                .and_then(|v| v.parse::<i64>().ok())
-                .ok_or_else(|| corrupt(what))
-        };
-        let version = u64::try_from(int(0, "version")?).map_err(|_| corrupt("version"))?;
-        let count = int(1, "message count")?;
+        let info = info(id, &out[..5])?;
         let mut stored = StoredSession::empty(id);
-        stored.version = version;
-        stored.created_at = from_micros(int(2, "creation time")?.saturating_mul(1000));
-        stored.updated_at = from_micros(int(3, "write time")?.saturating_mul(1000));
-        stored.expires_at = match out.get(4).map(String::as_str) {
-            None | Some("") => None,
-            Some(_) => Some(from_micros(int(4, "expiry time")?.saturating_mul(1000))),
-        };
-        let n = usize::try_from(int(5, "message list length")?).map_err(|_| corrupt("length"))?;
-        if n as i64 != count {
+        stored.version = info.version;
+        stored.created_at = info.created_at;
+        stored.updated_at = info.updated_at;
+        stored.expires_at = info.expires_at;
+        // The script returns the list's length, then the list: both from one atomic read.
+        let n: usize = out[5].parse().map_err(|_| {
+            StoreError::corrupt(id, "the length of its message list is not a number")
+        })?;
+        if n as u64 != info.message_count {
             return Err(StoreError::corrupt(
                 id,
-                format!("it has {n} messages of the {count} its meta counts"),
+                format!(
+                    "it has {n} messages of the {} its meta counts",
+                    info.message_count
+                ),
             ));
         }
-        let bodies = out.get(6..6 + n).ok_or_else(|| corrupt("message list"))?;
+        let bodies = out
+            .get(6..6 + n)
+            .ok_or_else(|| StoreError::corrupt(id, "its message list is cut short"))?;
         for (k, body) in bodies.iter().enumerate() {
             stored.messages.push(decode_message(id, k as u64, body)?);
         }
@@ -468,15 +496,17 @@ impl SessionStore for RedisStore {
                 .invoke_async(&mut self.conn.clone())
                 .await
                 .map_err(db_err)?;
-            let more = out.len() / 2 > limit;
+            let more = out.len() / 7 > limit;
             let mut sessions = Vec::with_capacity(limit);
             let mut last = None;
-            for pair in out.chunks(2).take(limit) {
-                let [id, score] = pair else { continue };
-                // Summaries come from each session's own load: one round trip per session.
-                match self.load_now(id).await {
-                    Ok(Some(session)) => sessions.push(session.info()),
-                    Ok(None) => {}
+            for row in out.chunks(7).take(limit) {
+                let [id, score, meta @ ..] = row else {
+                    continue;
+                };
+                // One unreadable session must not hide every other: it is left out of the
+                // list (and logged); loading it reports what is wrong.
+                match info(id, meta) {
+                    Ok(info) => sessions.push(info),
                     Err(err) => {
                         tracing::warn!(store = "redis", "session left out of a list: {err}")
                     }

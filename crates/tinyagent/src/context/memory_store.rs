@@ -11,10 +11,12 @@ use super::store::{
 };
 use crate::util::{BoxFuture, lock};
 
-type LockMap = Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>;
+/// Per session id: its mutex, and how many holders and waiters it has.
+type LockMap = Arc<Mutex<HashMap<String, (Arc<tokio::sync::Mutex<()>>, usize)>>>;
 
 /// Per-session locks within one process: what [`SessionStore::lock`] does for stores whose
-/// sessions only this process writes (memory, an SQLite file).
+/// sessions only this process writes (memory), and the first step of the stores whose locks
+/// hold across processes.
 ///
 /// Waiters are served in the order they came (tokio's fair mutex). An entry lives only while
 /// the lock is held or awaited, so the map does not grow with the number of sessions.
@@ -23,21 +25,28 @@ pub struct SessionLocks {
     map: LockMap,
 }
 
-struct LocalGuard {
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+/// One holder or waiter of a session's lock: the entry goes when the last one does.
+struct Registration {
     map: LockMap,
     id: String,
 }
 
-impl Drop for LocalGuard {
+impl Drop for Registration {
     fn drop(&mut self) {
         let mut map = lock(&self.map);
-        drop(self.guard.take());
-        // Only the map's own reference left: nobody holds or awaits this session.
-        if map.get(&self.id).is_some_and(|m| Arc::strong_count(m) == 1) {
-            map.remove(&self.id);
+        if let Some(entry) = map.get_mut(&self.id) {
+            entry.1 -= 1;
+            if entry.1 == 0 {
+                map.remove(&self.id);
+            }
         }
     }
+}
+
+struct LocalGuard {
+    // Fields drop in order: the lock is released, then the entry may go.
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    _registration: Registration,
 }
 
 impl SessionLocks {
@@ -49,25 +58,35 @@ impl SessionLocks {
     /// Locks `id`: at once or [`StoreError::Busy`] with `wait = None`, else waiting up to
     /// `wait`.
     pub async fn lock(&self, id: &str, wait: Option<Duration>) -> Result<SessionLock, StoreError> {
-        let mutex = lock(&self.map).entry(id.to_owned()).or_default().clone();
+        let (mutex, registration) = {
+            let mut map = lock(&self.map);
+            let entry = map.entry(id.to_owned()).or_default();
+            entry.1 += 1;
+            let registration = Registration {
+                map: self.map.clone(),
+                id: id.to_owned(),
+            };
+            (entry.0.clone(), registration)
+        };
         let busy = |waited| StoreError::Busy {
             session: id.to_owned(),
             waited,
         };
-        // The guard is built before the wait so that a failed wait cleans the entry up too.
-        let mut local = LocalGuard {
-            guard: None,
-            map: self.map.clone(),
-            id: id.to_owned(),
-        };
+        // A failed or cancelled wait drops the registration, and with it the entry if it was
+        // the last.
         let guard = match wait {
             None => mutex.try_lock_owned().map_err(|_| busy(None))?,
             Some(d) => tokio::time::timeout(d, mutex.lock_owned())
                 .await
                 .map_err(|_| busy(Some(d)))?,
         };
-        local.guard = Some(guard);
-        Ok(SessionLock::new(id, local))
+        Ok(SessionLock::new(
+            id,
+            LocalGuard {
+                _guard: guard,
+                _registration: registration,
+            },
+        ))
     }
 
     /// How many sessions are locked or awaited now.
@@ -440,6 +459,21 @@ mod tests {
             "session \"a\" is busy: another run on it is in flight (waited 250 ms for it)"
         );
         assert_eq!(locks.len(), 1, "the failed waiter left no entry of its own");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_waiter_leaves_nothing_behind() {
+        let locks = SessionLocks::new();
+        let held = locks.lock("a", None).await.unwrap();
+        let waiter = {
+            let locks = locks.clone();
+            tokio::spawn(async move { locks.lock("a", Some(Duration::from_secs(60))).await })
+        };
+        tokio::task::yield_now().await;
+        waiter.abort();
+        assert!(waiter.await.unwrap_err().is_cancelled());
+        drop(held);
+        assert!(locks.is_empty(), "{:?}", locks);
     }
 
     #[test]
