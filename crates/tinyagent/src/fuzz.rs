@@ -15,6 +15,38 @@ use crate::context::ToolContext;
 use crate::tools::schema::allow_null_optionals;
 use crate::tools::{self, SchemaValidator};
 
+/// Runs `check` on every file of `<regressions>/<target>/` (the `fuzz/regressions` folder of
+/// the workspace), naming the file whose check panics. The stable tests of each crate with
+/// fuzz targets replay their cases through this.
+///
+/// # Panics
+///
+/// When the folder is missing or empty, or a check panics.
+pub fn replay(regressions: &std::path::Path, target: &str, check: fn(&[u8])) {
+    let dir = regressions.join(target);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| {
+            entry
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .path()
+        })
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no cases in {}", dir.display());
+    for file in files {
+        let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        if let Err(panic) = std::panic::catch_unwind(|| check(&data)) {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            panic!("{}: {why}", file.display());
+        }
+    }
+}
+
 /// The longest error message a check accepts, whatever the input.
 const MAX_MESSAGE: usize = 8 * 1024;
 

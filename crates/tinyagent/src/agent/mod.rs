@@ -35,6 +35,37 @@ use crate::util::BoxFuture;
 ///
 /// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the
 /// shortcut that runs an agent and returns its answer.
+///
+/// An agent of your own (a router, a fixed workflow, a remote service) implements three
+/// methods and works wherever an agent does: with [`AgentExt::ask`], as another agent's tool
+/// through [`tools::new_agent_tool`](crate::tools::new_agent_tool), behind the CLI or a server.
+///
+/// ```
+/// use futures::stream::{self, BoxStream};
+/// use tinyagent::{Agent, AgentError, AgentExt, Event, Invocation, Session, Usage};
+///
+/// /// Answers with the message in capitals, without a model.
+/// struct Shout;
+///
+/// impl Agent for Shout {
+///     fn name(&self) -> &str { "shout" }
+///     fn description(&self) -> &str { "Repeats the message in capitals" }
+///     fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
+///         let answer = inv.message().text().to_uppercase();
+///         inv.session().append([inv.message().clone(), tinyagent::Message::assistant(answer.clone())]);
+///         Box::pin(stream::iter([Ok(Event::Finished { answer, usage: Usage::default(), steps: 0 })]))
+///     }
+/// }
+///
+/// # tokio_test::block_on(async {
+/// let session = Session::new();
+/// assert_eq!(Shout.ask(&session, "hello").await.unwrap(), "HELLO");
+/// assert_eq!(session.len(), 2);
+/// // The same agent as a tool another agent can call.
+/// let tool = tinyagent::tools::new_agent_tool(Shout);
+/// assert_eq!(tool.name(), "shout");
+/// # });
+/// ```
 pub trait Agent: Send + Sync {
     /// The agent's name (also its tool name when it becomes a tool).
     fn name(&self) -> &str;

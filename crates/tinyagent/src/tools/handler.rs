@@ -90,6 +90,34 @@ impl fmt::Debug for dyn Tool {
 ///
 /// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
 /// turns a typed function into one; [`handler_fn`] turns a closure into one.
+///
+/// A handler with state of its own implements the trait directly:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use tinyagent::{BoxFuture, Handler, ToolContext, ToolError};
+///
+/// /// Numbers the calls it handles.
+/// #[derive(Default)]
+/// struct Ticket(AtomicU64);
+///
+/// impl Handler for Ticket {
+///     fn handle<'a>(&'a self, _ctx: &'a ToolContext, input: &'a str)
+///         -> BoxFuture<'a, Result<String, ToolError>>
+///     {
+///         let n = self.0.fetch_add(1, Ordering::Relaxed) + 1;
+///         Box::pin(async move { Ok(format!("ticket {n}: {input}")) })
+///     }
+/// }
+///
+/// # tokio_test::block_on(async {
+/// let tickets = Ticket::default();
+/// let ctx = ToolContext::default();
+/// assert_eq!(tickets.handle(&ctx, "printer jam").await?, "ticket 1: printer jam");
+/// assert_eq!(tickets.handle(&ctx, "no coffee").await?, "ticket 2: no coffee");
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
 pub trait Handler: Send + Sync {
     /// Handles one call with the raw input.
     fn handle<'a>(

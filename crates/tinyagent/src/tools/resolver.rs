@@ -17,7 +17,40 @@ use crate::util::BoxFuture;
 /// both sources. The set is then fixed for the invocation: the model may call only those
 /// tools, and a tool offered in another invocation never runs in this one.
 ///
-/// Most resolvers are closures, through [`resolver_fn`].
+/// Most resolvers are closures, through [`resolver_fn`]; one with state of its own implements
+/// the trait. Here a resolver offers a topic's tools when the user's message mentions it:
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{BoxFuture, Invocation, Session, Tool, ToolContext, ToolError, tools};
+/// use tinyagent::tools::ToolResolver;
+///
+/// struct ByTopic(Vec<(&'static str, Arc<dyn Tool>)>);
+///
+/// impl ToolResolver for ByTopic {
+///     fn resolve_tools<'a>(&'a self, inv: &'a Invocation)
+///         -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolError>>
+///     {
+///         let text = inv.message().text().to_lowercase();
+///         let offered = self.0.iter()
+///             .filter(|(topic, _)| text.contains(topic))
+///             .map(|(_, tool)| tool.clone())
+///             .collect();
+///         Box::pin(async move { Ok(offered) })
+///     }
+/// }
+///
+/// let tool = |name: &'static str| tools::new_tool(name, name, serde_json::json!({"type": "object"}),
+///     |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>(String::new()) });
+/// let resolver = ByTopic(vec![("weather", tool("get_weather")), ("invoice", tool("find_invoice"))]);
+///
+/// # tokio_test::block_on(async {
+/// let inv = Invocation::new(Session::new(), "What's the weather in Paris?");
+/// let names: Vec<String> = resolver.resolve_tools(&inv).await?.iter().map(|t| t.name().to_owned()).collect();
+/// assert_eq!(names, ["get_weather"]);
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
 pub trait ToolResolver: Send + Sync {
     /// The tools to offer in `inv`.
     fn resolve_tools<'a>(

@@ -1,0 +1,509 @@
+//! How one step is answered: a tool chosen by constrained decoding (a name from the offered
+//! tools, then its arguments), by the question's likelihood per tool (the channel), or in one
+//! grammar for the whole output; and the free-text answer after tool results.
+
+use super::*;
+
+impl LlamaModel {
+    /// One step, on the worker thread: events go to `tx`; returns the final response.
+    pub(super) fn respond(
+        &self,
+        req: &ModelRequest,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<ModelResponse, ModelError> {
+        let style = self.style();
+        let plan = prompt::plan(req, &self.config, style)?;
+        let max_tokens = req.max_tokens.unwrap_or(self.config.max_tokens).max(1);
+        let temperature = req
+            .temperature
+            .filter(|t| t.is_finite())
+            .unwrap_or(self.config.temperature)
+            .max(0.0);
+        match &plan.output {
+            Output::Text => {
+                let results = prompt::recent_results(req);
+                let text = self.render(&plan.chat)?;
+                if results.is_empty() {
+                    return self.answer(text, max_tokens, temperature, Usage::default(), tx);
+                }
+                // An answer from tool results must quote them. A small model asked to answer
+                // in a language it writes badly may not: then it is asked once more without
+                // the language request, and the answer that quotes the results is kept. The
+                // answer is sent when it is chosen, in one piece.
+                let (quiet, _unsent) = futures::channel::mpsc::unbounded();
+                let first = self.answer(text, max_tokens, temperature, Usage::default(), &quiet)?;
+                let chosen = if prompt::quotes_results(&first.message.text(), &results) {
+                    first
+                } else {
+                    let plain = Style {
+                        follow_language: false,
+                        ..style
+                    };
+                    let again = self.render(&prompt::answer_plan(req, plain).chat)?;
+                    let second =
+                        self.answer(again, max_tokens, temperature, first.usage, &quiet)?;
+                    if prompt::quotes_results(&second.message.text(), &results) {
+                        second
+                    } else {
+                        ModelResponse::new(first.message, second.usage, first.finish_reason)
+                    }
+                };
+                // A copy of the instruction before the answer is not part of it.
+                let chosen = match prompt::without_echoed_instruction(
+                    &chosen.message.text(),
+                    &req.instruction,
+                ) {
+                    Some(answer) => ModelResponse::new(
+                        Message::assistant(answer),
+                        chosen.usage,
+                        chosen.finish_reason,
+                    ),
+                    None => chosen,
+                };
+                let _ = tx.unbounded_send(Ok(ModelEvent::TextDelta(chosen.message.text())));
+                Ok(chosen)
+            }
+            Output::Json(out) if self.config.tool_selection == ToolSelection::Grammar => {
+                let text = self.render(&plan.chat)?;
+                self.respond_with_one_grammar(text, out, max_tokens, temperature, tx)
+            }
+            Output::Json(out) => {
+                let text = self.render(&plan.chat)?;
+                self.respond_by_choice(req, style, text, out, max_tokens, temperature, tx)
+            }
+        }
+    }
+
+    /// A free-text answer to the rendered `prompt`, streamed; `before` is the usage of the
+    /// steps that led here.
+    fn answer(
+        &self,
+        prompt: String,
+        max_tokens: u32,
+        temperature: f32,
+        before: Usage,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<ModelResponse, ModelError> {
+        let job = self.job(prompt, None, max_tokens, temperature, false);
+        let (done, stop) = self.run_job(&job, |delta| {
+            delta.is_empty()
+                || tx
+                    .unbounded_send(Ok(ModelEvent::TextDelta(delta.to_owned())))
+                    .is_ok()
+        })?;
+        let finish = match stop {
+            Stop::Length => FinishReason::Length,
+            Stop::Cancelled => return Err(cancelled()),
+            Stop::Done | Stop::Repetition => FinishReason::Stop,
+        };
+        Ok(ModelResponse::new(
+            Message::assistant(done.text.trim()),
+            add(before, usage(&done.speed)),
+            finish,
+        ))
+    }
+
+    /// Tool choice as its own step: the offered tools' names (and "no tool") are scored, then
+    /// the chosen tool's arguments are generated under its own grammar, or an answer is
+    /// written.
+    #[allow(clippy::too_many_arguments)]
+    fn respond_by_choice(
+        &self,
+        req: &ModelRequest,
+        style: Style,
+        prompt: String,
+        out: &JsonOutput,
+        max_tokens: u32,
+        temperature: f32,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<ModelResponse, ModelError> {
+        let format = style.format;
+        let job = self.job(prompt, None, max_tokens, temperature, true);
+        if self.config.tool_selection == ToolSelection::Channel
+            && out.tools.len() + usize::from(out.allow_answer) > 1
+        {
+            return self.respond_by_channel(req, style, job, out, max_tokens, temperature, tx);
+        }
+        let guard = self.lock();
+        let mut decoder = Decoder::new(&self.weights.model, &job)?;
+        let mut texts: Vec<String> = out.tools.iter().map(|t| format.choice(&t.name)).collect();
+        if out.allow_answer {
+            texts.push(format.no_call().to_owned());
+        }
+        let chosen = if texts.len() == 1 {
+            0
+        } else {
+            let candidates: Vec<_> = texts.iter().map(|t| decoder.tokenize(t)).collect();
+            let mut scores = decoder.score(&candidates)?;
+            if self.config.calibrate_tool_choice {
+                // The same scores for a question that says nothing: what the model would pick
+                // from the tool list alone. Subtracting it leaves what the question adds.
+                let blank = prompt::plan(&blank_question(req), &self.config, style)?;
+                let blank = self.job(self.render(&blank.chat)?, None, 1, 0.0, false);
+                let mut prior = Decoder::new(&self.weights.model, &blank)?;
+                let baseline = prior.score(&candidates)?;
+                decoder.stats += prior.stats;
+                for (score, base) in scores.iter_mut().zip(baseline) {
+                    *score -= base;
+                }
+            }
+            tracing::debug!(?texts, ?scores, "tool choice");
+            scores
+                .iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (i, &s)| {
+                    if s > best.1 { (i, s) } else { best }
+                })
+                .0
+        };
+        let Some(tool) = out.tools.get(chosen) else {
+            // No tool: answer in free text, from a prompt without the tools.
+            let before = usage(&decoder.stats);
+            self.log(&decoder.stats, Stop::Done);
+            drop(decoder);
+            drop(guard);
+            let plan = prompt::answer_plan(req, style);
+            let text = self.render(&plan.chat)?;
+            return self.answer(text, max_tokens, temperature, before, tx);
+        };
+        self.fill_arguments(decoder, guard, req, style, tool, &job, out, max_tokens, tx)
+    }
+
+    /// Writes the call to `tool` up to its arguments, then generates them under the tool's
+    /// own grammar.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_arguments(
+        &self,
+        mut decoder: Decoder<'_>,
+        guard: std::sync::MutexGuard<'_, ()>,
+        req: &ModelRequest,
+        style: Style,
+        tool: &ToolDefinition,
+        job: &Job,
+        out: &JsonOutput,
+        max_tokens: u32,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<ModelResponse, ModelError> {
+        let fields = prompt::simple_fields(&tool.input_schema);
+        // With one argument at a time, the call is written up to the first key's colon:
+        // `…"arguments": {"city":`, and each value starts with its own space, as the model
+        // would write it.
+        let prefix = style.format.call_prefix(&tool.name);
+        let prefix = if fields.is_some() {
+            format!("{prefix}{{")
+        } else {
+            prefix
+        };
+        decoder.force(&prefix)?;
+        let (arguments, stop) = match fields {
+            // One argument at a time: an enum's value is chosen by score (calibrated against a
+            // blank question, so the most common value does not win by default), any other
+            // value is generated under its own grammar.
+            Some(fields) => {
+                let mut blank: Option<Decoder<'_>> = None;
+                let mut text = String::new();
+                let mut stop = Stop::Done;
+                for (i, (name, schema)) in fields.iter().enumerate() {
+                    let key = format!(
+                        "{}{}:",
+                        if i == 0 { "" } else { ", " },
+                        serde_json::Value::String(name.clone())
+                    );
+                    decoder.force(&key)?;
+                    if let Some(values) = schema.get("enum").and_then(serde_json::Value::as_array) {
+                        let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
+                        let tokens: Vec<_> = options.iter().map(|o| decoder.tokenize(o)).collect();
+                        let mut scores = decoder.score(&tokens)?;
+                        // An optional argument left unsaid takes the tool's default: calibrating
+                        // it would turn the slightest hint into a change; only required ones are.
+                        let required = prompt::is_required(&tool.input_schema, name);
+                        if self.config.calibrate_tool_choice && required && options.len() > 1 {
+                            if blank.is_none() {
+                                let plan = prompt::plan(&blank_question(req), &self.config, style)?;
+                                let probe = self.job(self.render(&plan.chat)?, None, 1, 0.0, false);
+                                let mut b = Decoder::new(&self.weights.model, &probe)?;
+                                b.force(&prefix)?;
+                                b.force(&text)?;
+                                blank = Some(b);
+                            }
+                            if let Some(b) = blank.as_mut() {
+                                b.force(&key)?;
+                                let base = b.score(&tokens)?;
+                                for (s, b) in scores.iter_mut().zip(base) {
+                                    *s -= b;
+                                }
+                            }
+                        }
+                        let best = scores
+                            .iter()
+                            .enumerate()
+                            .fold(
+                                (0, f64::NEG_INFINITY),
+                                |b, (i, &s)| if s > b.1 { (i, s) } else { b },
+                            )
+                            .0;
+                        decoder.force(&options[best])?;
+                        if let Some(b) = blank.as_mut() {
+                            b.force(&options[best])?;
+                        }
+                        text.push_str(&key);
+                        text.push_str(&options[best]);
+                    } else {
+                        let grammar = self.schema_grammar(schema)?;
+                        let grammar = lead_with_space(&grammar);
+                        let (value, s) =
+                            decoder.generate(job, Some(&grammar), |_| !tx.is_closed())?;
+                        stop = s;
+                        text.push_str(&key);
+                        if stop != Stop::Done {
+                            text.push_str(&value);
+                            break;
+                        }
+                        let value = format!(" {}", value.trim());
+                        if let Some(b) = blank.as_mut() {
+                            b.force(&key)?;
+                            b.force(&value)?;
+                        }
+                        text.push_str(&value);
+                    }
+                }
+                if let Some(b) = blank {
+                    decoder.stats += b.stats;
+                }
+                text.push('}');
+                (format!("{{{text}"), stop)
+            }
+            None => {
+                let grammar = self.schema_grammar(&tool.input_schema)?;
+                decoder.generate(job, Some(&grammar), |_| !tx.is_closed())?
+            }
+        };
+        let done = decoder.stats;
+        drop(decoder);
+        drop(guard);
+        self.log(&done, stop);
+        match stop {
+            Stop::Cancelled => return Err(cancelled()),
+            Stop::Length => {
+                return Err(ModelError::invalid_response(format!(
+                    "the local model's arguments for {} were cut off at {max_tokens} tokens: \
+                     {arguments:?}",
+                    tool.name
+                ))
+                .retryable(false));
+            }
+            Stop::Done | Stop::Repetition => {}
+        }
+        let call_text = format!(
+            "{{\"name\": {}, \"arguments\": {}}}",
+            serde_json::Value::String(tool.name.clone()),
+            arguments.trim()
+        );
+        let validators = self.validators(out);
+        let part = prompt::parse_json_output(&call_text, out, &validators)?;
+        self.send_part(&part, tx);
+        Ok(ModelResponse::new(
+            Message::new(Role::Assistant, vec![part]),
+            usage(&done),
+            FinishReason::ToolCalls,
+        ))
+    }
+
+    /// Tool choice the noisy-channel way: each tool is scored by how much more likely the
+    /// user's question becomes once the model has read that tool's description,
+    /// `log P(question | tool) - log P(question)`. The best tool is called when its gain is
+    /// above [`CHANNEL_MIN_GAIN`] (or a call is required); otherwise the model answers.
+    #[allow(clippy::too_many_arguments)]
+    fn respond_by_channel(
+        &self,
+        req: &ModelRequest,
+        style: Style,
+        job: Job,
+        out: &JsonOutput,
+        max_tokens: u32,
+        temperature: f32,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<ModelResponse, ModelError> {
+        let question = req
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map(Message::text)
+            .unwrap_or_default();
+        let mut spent = Speed::default();
+        let mut gains = Vec::with_capacity(out.tools.len());
+        {
+            let _guard = self.lock();
+            let asked = format!("User: {}", question.trim());
+            let score = |context: &str, spent: &mut Speed| -> Result<f64, ModelError> {
+                let probe = self.job(context.to_owned(), None, 1, 0.0, false);
+                let mut decoder = Decoder::new(&self.weights.model, &probe)?;
+                let tokens = decoder.tokenize(&format!("\n{asked}"));
+                let score = decoder.score(&[tokens])?[0];
+                *spent += decoder.stats;
+                Ok(score)
+            };
+            let base = score(CHANNEL_BASE, &mut spent)?;
+            for tool in &out.tools {
+                let text = prompt::channel_text(tool);
+                let mut gain = score(&text, &mut spent)? - base;
+                if self.config.calibrate_tool_choice {
+                    // What the tool's text adds to a question that says nothing: its bias.
+                    gain -= self.channel_bias(&text, &mut spent)?;
+                }
+                gains.push(gain);
+            }
+        }
+        tracing::debug!(?gains, "tool choice by channel");
+        let (best, gain) =
+            gains.iter().enumerate().fold(
+                (0, f64::NEG_INFINITY),
+                |b, (i, &g)| if g > b.1 { (i, g) } else { b },
+            );
+        if out.allow_answer && gain < CHANNEL_MIN_GAIN {
+            self.log(&spent, Stop::Done);
+            let plan = prompt::answer_plan(req, style);
+            let text = self.render(&plan.chat)?;
+            return self.answer(text, max_tokens, temperature, usage(&spent), tx);
+        }
+        let tool = &out.tools[best];
+        let guard = self.lock();
+        let mut decoder = Decoder::new(&self.weights.model, &job)?;
+        decoder.stats += spent;
+        let _ = temperature;
+        self.fill_arguments(decoder, guard, req, style, tool, &job, out, max_tokens, tx)
+    }
+
+    /// `log P(blank | tool) - log P(blank)` for a content-free question, cached per tool text.
+    /// The caller holds the generation lock.
+    fn channel_bias(&self, tool_text: &str, spent: &mut Speed) -> Result<f64, ModelError> {
+        if let Some(bias) = self
+            .weights
+            .channel_bias
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(tool_text)
+        {
+            return Ok(*bias);
+        }
+        let mut score = |context: &str| -> Result<f64, ModelError> {
+            let probe = self.job(context.to_owned(), None, 1, 0.0, false);
+            let mut decoder = Decoder::new(&self.weights.model, &probe)?;
+            let tokens = decoder.tokenize("\nUser: N/A");
+            let score = decoder.score(&[tokens])?[0];
+            *spent += decoder.stats;
+            Ok(score)
+        };
+        let bias = score(tool_text)? - score(CHANNEL_BASE)?;
+        self.weights
+            .channel_bias
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(tool_text.to_owned(), bias);
+        Ok(bias)
+    }
+
+    fn validators(&self, out: &JsonOutput) -> Vec<(String, SchemaValidator)> {
+        out.tools
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), SchemaValidator::new(&t.input_schema).ok()?)))
+            .collect()
+    }
+
+    fn send_part(&self, part: &Part, tx: &UnboundedSender<Result<ModelEvent, ModelError>>) {
+        match part {
+            Part::ToolCall(call) => {
+                let _ = tx.unbounded_send(Ok(ModelEvent::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                }));
+                let _ = tx.unbounded_send(Ok(ModelEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    arguments_fragment: call.arguments.clone(),
+                }));
+            }
+            part => {
+                if let Some(text) = part.as_text() {
+                    let _ = tx.unbounded_send(Ok(ModelEvent::TextDelta(text.to_owned())));
+                }
+            }
+        }
+    }
+
+    /// One grammar for the whole reply: any offered tool's call, or `{"answer": …}`.
+    fn respond_with_one_grammar(
+        &self,
+        prompt: String,
+        out: &JsonOutput,
+        max_tokens: u32,
+        temperature: f32,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<ModelResponse, ModelError> {
+        let (grammar, validators) = self.grammar(out)?;
+        let job = self.job(prompt, Some(grammar), max_tokens, temperature, true);
+        let (done, stop) = self.run_job(&job, |_| !tx.is_closed())?;
+        let (part, finish) = match stop {
+            Stop::Cancelled => return Err(cancelled()),
+            Stop::Length => match prompt::salvage_answer(&done.text) {
+                Some(answer) if out.allow_answer => (Part::text(answer), FinishReason::Length),
+                _ => {
+                    return Err(ModelError::invalid_response(format!(
+                        "the local model's reply was cut off at {max_tokens} tokens \
+                         before its tool call was complete: {:?}",
+                        done.text
+                    ))
+                    .retryable(false));
+                }
+            },
+            Stop::Done | Stop::Repetition => {
+                let part = prompt::parse_json_output(&done.text, out, &validators)?;
+                let finish = if matches!(part, Part::ToolCall(_)) {
+                    FinishReason::ToolCalls
+                } else {
+                    FinishReason::Stop
+                };
+                (part, finish)
+            }
+        };
+        self.send_part(&part, tx);
+        Ok(ModelResponse::new(
+            Message::new(Role::Assistant, vec![part]),
+            usage(&done.speed),
+            finish,
+        ))
+    }
+}
+/// `grammar` with an optional space before its root: a value as the model writes it after a
+/// key's colon.
+fn lead_with_space(grammar: &str) -> String {
+    let body: Vec<String> = grammar
+        .lines()
+        .map(|line| match line.strip_prefix("root ::=") {
+            Some(rest) => format!("value-root ::={rest}"),
+            None => line.to_owned(),
+        })
+        .collect();
+    format!("root ::= \" \"? value-root\n{}", body.join("\n"))
+}
+
+/// The context a question is scored in without any tool.
+const CHANNEL_BASE: &str = "A message.";
+
+/// The least gain (in nats) of `log P(question | tool) - log P(question)` for which
+/// [`ToolSelection::Channel`] calls the tool rather than answering.
+const CHANNEL_MIN_GAIN: f64 = 1.0;
+
+/// `req` with its last user message replaced by a content-free one.
+fn blank_question(req: &ModelRequest) -> ModelRequest {
+    let mut blank = req.clone();
+    if let Some(last) = blank
+        .messages
+        .iter_mut()
+        .rev()
+        .find(|m| m.role == Role::User)
+    {
+        *last = Message::user("N/A");
+    }
+    blank
+}

@@ -1,0 +1,116 @@
+//! Checks on a free-text answer: whether it quotes the tool results, repeats the instruction,
+//! follows the question's language; what can be salvaged from broken output.
+
+use super::*;
+
+/// The tool results given since the user's last message.
+pub(crate) fn recent_results(req: &ModelRequest) -> Vec<String> {
+    req.messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role != Role::User)
+        .flat_map(|m| {
+            m.tool_results()
+                .filter(|r| !r.is_error)
+                .map(|r| r.content.clone())
+        })
+        .collect()
+}
+
+/// `answer` without a copy of the system `instruction` the model wrote before it (small
+/// models sometimes start an answer by repeating their instruction); `None` when it has none,
+/// or when the instruction is all there is.
+pub(crate) fn without_echoed_instruction(answer: &str, instruction: &str) -> Option<String> {
+    let instruction = instruction.trim();
+    if instruction.is_empty() {
+        return None;
+    }
+    let rest = answer.trim_start().strip_prefix(instruction)?.trim_start();
+    (!rest.is_empty()).then(|| rest.to_owned())
+}
+
+/// Whether `answer` quotes at least one value of the tool `results` (a number, or a string of
+/// two characters or more), or the results hold no such value.
+pub(crate) fn quotes_results(answer: &str, results: &[String]) -> bool {
+    fn values(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Number(n) => {
+                out.push(n.to_string());
+                if let Some(f) = n.as_f64() {
+                    if f.fract() == 0.0 && f.abs() < 1e15 {
+                        out.push(format!("{}", f as i64));
+                    }
+                }
+            }
+            Value::String(s) if s.chars().count() >= 2 => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|v| values(v, out)),
+            Value::Object(map) => map.values().for_each(|v| values(v, out)),
+            _ => {}
+        }
+    }
+    let mut wanted = Vec::new();
+    for result in results {
+        match serde_json::from_str::<Value>(result) {
+            Ok(value) => values(&value, &mut wanted),
+            Err(_) => values(&Value::String(result.trim().to_owned()), &mut wanted),
+        }
+    }
+    wanted.is_empty() || wanted.iter().any(|w| answer.contains(w.as_str()))
+}
+
+/// The text of the user's last message.
+pub(super) fn last_user_text(req: &ModelRequest) -> Option<String> {
+    req.messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(Message::text)
+}
+
+/// The language a question is written in, told by its script (the answer follows it): the
+/// scripts whose language is unambiguous, or `None` (the model's default, usually English).
+pub(crate) fn language_of(text: &str) -> Option<&'static str> {
+    let (mut han, mut kana, mut hangul, mut cyrillic, mut arabic, mut letters) = (0, 0, 0, 0, 0, 0);
+    for c in text.chars() {
+        match c {
+            '\u{3040}'..='\u{30ff}' => kana += 1,
+            '\u{ac00}'..='\u{d7af}' | '\u{1100}'..='\u{11ff}' => hangul += 1,
+            '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' => han += 1,
+            '\u{0400}'..='\u{04ff}' => cyrillic += 1,
+            '\u{0600}'..='\u{06ff}' => arabic += 1,
+            c if c.is_alphabetic() => letters += 1,
+            _ => {}
+        }
+    }
+    if kana > 0 {
+        Some("Japanese")
+    } else if hangul > 0 {
+        Some("Korean")
+    } else if han > 0 {
+        Some("Chinese (中文)")
+    } else if cyrillic > letters {
+        Some("Russian")
+    } else if arabic > letters {
+        Some("Arabic")
+    } else {
+        None
+    }
+}
+
+/// What can be saved of a JSON output cut off by the token limit: the start of an answer.
+pub(crate) fn salvage_answer(text: &str) -> Option<String> {
+    let rest = text.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix("\"answer\"")?.trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    // Close the string at the longest prefix that still parses.
+    for end in (0..=rest.len()).rev() {
+        if !rest.is_char_boundary(end) {
+            continue;
+        }
+        if let Ok(Value::String(s)) = serde_json::from_str(&format!("\"{}\"", &rest[..end])) {
+            return Some(s);
+        }
+    }
+    None
+}

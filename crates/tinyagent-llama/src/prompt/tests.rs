@@ -1,0 +1,271 @@
+use super::*;
+
+#[test]
+fn an_echoed_instruction_is_dropped_from_the_answer() {
+    let instruction = "你是一个全能助手。";
+    assert_eq!(
+        without_echoed_instruction("你是一个全能助手。\n\nThe answer is 56.00.", instruction)
+            .as_deref(),
+        Some("The answer is 56.00.")
+    );
+    assert_eq!(
+        without_echoed_instruction("The answer is 56.", instruction),
+        None
+    );
+    assert_eq!(
+        without_echoed_instruction("你是一个全能助手。", instruction),
+        None
+    );
+    assert_eq!(without_echoed_instruction("anything", "  "), None);
+}
+use tinyagent::ToolResult;
+
+const JSON: Style = Style {
+    format: Format::Json,
+    terse: false,
+    examples: false,
+    follow_language: true,
+};
+
+fn weather() -> ToolDefinition {
+    ToolDefinition::new(
+        "get_weather",
+        "weather",
+        json!({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}),
+    )
+}
+
+fn json_out(allow_answer: bool) -> JsonOutput {
+    let tools = vec![weather()];
+    let schema = output_schema(&tools, allow_answer);
+    JsonOutput {
+        tools,
+        allow_answer,
+        schema,
+    }
+}
+
+#[test]
+fn text_without_tools_json_with_tools() {
+    let config = LlamaConfig::default();
+    let req = ModelRequest::new(vec![Message::user("hi")]);
+    assert!(matches!(
+        plan(&req, &config, JSON).unwrap().output,
+        Output::Text
+    ));
+    let req = req.with_tools(vec![weather()]);
+    let Output::Json(out) = plan(&req, &config, JSON).unwrap().output else {
+        panic!("expected JSON output");
+    };
+    assert!(out.allow_answer);
+    assert_eq!(out.schema["oneOf"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn after_a_tool_round_the_model_answers_in_text() {
+    let config = LlamaConfig::default();
+    let call = ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#);
+    let req = ModelRequest::new(vec![
+        Message::user("北京天气怎么样？"),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+        Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
+    ])
+    .with_tools(vec![weather()]);
+    let first = plan(&req, &config, JSON).unwrap();
+    assert!(matches!(first.output, Output::Text));
+    assert_eq!(first.chat.len(), 2, "{:?}", first.chat);
+    assert_eq!(
+        first.chat[1].content,
+        "北京天气怎么样？\n\nTool get_weather returned: 22.5"
+    );
+    assert!(
+        first.chat[0]
+            .content
+            .contains("giving the values of the tool results")
+    );
+    let more = plan(&req, &LlamaConfig::default().max_tool_rounds(2), JSON).unwrap();
+    assert!(matches!(more.output, Output::Json(_)));
+    assert_eq!(
+        more.chat[2].content,
+        r#"{"name":"get_weather","arguments":{"city":"北京"}}"#
+    );
+}
+
+#[test]
+fn tool_choice_narrows_the_contract() {
+    let config = LlamaConfig::default();
+    let req = ModelRequest::new(vec![Message::user("hi")]).with_tools(vec![weather()]);
+    let forced = req.clone().with_tool_choice(ToolChoice::Required);
+    let Output::Json(out) = plan(&forced, &config, JSON).unwrap().output else {
+        panic!("expected JSON output");
+    };
+    assert!(!out.allow_answer);
+    assert_eq!(out.schema["properties"]["name"]["const"], "get_weather");
+    let unknown = req
+        .clone()
+        .with_tool_choice(ToolChoice::Tool("nope".into()));
+    let err = plan(&unknown, &config, JSON).unwrap_err();
+    assert!(err.message().contains("get_weather"), "{err}");
+    let none = req.with_tool_choice(ToolChoice::None);
+    assert!(matches!(
+        plan(&none, &config, JSON).unwrap().output,
+        Output::Text
+    ));
+}
+
+#[test]
+fn parses_answers_and_calls() {
+    let out = json_out(true);
+    let validators = vec![(
+        "get_weather".to_owned(),
+        SchemaValidator::new(&weather().input_schema).unwrap(),
+    )];
+    let part = parse_json_output(r#"{"answer": "hello"}"#, &out, &validators).unwrap();
+    assert_eq!(part, Part::text("hello"));
+    let part = parse_json_output(
+        r#" {"name": "get_weather", "arguments": {"city": "北京"}} "#,
+        &out,
+        &validators,
+    )
+    .unwrap();
+    let Part::ToolCall(call) = part else {
+        panic!("expected a call");
+    };
+    assert_eq!(call.name, "get_weather");
+    assert_eq!(call.arguments, r#"{"city":"北京"}"#);
+    assert!(call.id.starts_with("call_"));
+}
+
+#[test]
+fn rejects_unknown_tools_and_bad_arguments() {
+    let out = json_out(false);
+    let validators = vec![(
+        "get_weather".to_owned(),
+        SchemaValidator::new(&weather().input_schema).unwrap(),
+    )];
+    let err =
+        parse_json_output(r#"{"name":"rm_rf","arguments":{}}"#, &out, &validators).unwrap_err();
+    assert!(err.message().contains("not an offered tool"), "{err}");
+    let err = parse_json_output(
+        r#"{"name":"get_weather","arguments":{}}"#,
+        &out,
+        &validators,
+    )
+    .unwrap_err();
+    assert!(err.message().contains("schema rejects"), "{err}");
+    let err = parse_json_output(r#"{"answer":"x"}"#, &out, &validators).unwrap_err();
+    assert!(err.message().contains("required"), "{err}");
+    assert!(parse_json_output("not json", &out, &validators).is_err());
+}
+
+#[test]
+fn the_seed_tools_schemas_become_one_exact_grammar() {
+    // No fallback needed: every keyword of the tutorial's schemas has a grammar equivalent.
+    let tools: Vec<ToolDefinition> = tinyagent::demo::seed_tools()
+        .iter()
+        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .collect();
+    for allow_answer in [true, false] {
+        let schema = output_schema(&tools, allow_answer).to_string();
+        let grammar = llama_cpp_2::json_schema_to_grammar(&schema).unwrap();
+        assert!(grammar.contains("get_weather"), "{grammar}");
+        assert!(grammar.contains("fahrenheit"), "{grammar}");
+    }
+    // A schema the converter cannot handle is an error (then the model falls back to
+    // "any object" arguments plus validation after decoding).
+    let bad = json!({"$ref": "#/$defs/missing"});
+    assert!(llama_cpp_2::json_schema_to_grammar(&call_schema("t", &bad).to_string()).is_err());
+}
+
+#[test]
+fn salvages_a_cut_off_answer() {
+    assert_eq!(
+        salvage_answer(r#"{"answer": "It is sunny \"to"#).as_deref(),
+        Some("It is sunny \"to")
+    );
+    assert_eq!(salvage_answer(r#"{"name": "get_weather", "argu"#), None);
+}
+
+#[test]
+fn the_answer_follows_the_language_of_the_question() {
+    assert_eq!(language_of("北京天气怎么样？"), Some("Chinese (中文)"));
+    assert_eq!(
+        language_of("帮我算一下 7 乘以 8 等于多少。"),
+        Some("Chinese (中文)")
+    );
+    assert_eq!(language_of("東京の天気はどうですか"), Some("Japanese"));
+    assert_eq!(language_of("서울 날씨 어때요?"), Some("Korean"));
+    assert_eq!(language_of("Какая погода в Москве?"), Some("Russian"));
+    assert_eq!(language_of("What is the weather in Beijing?"), None);
+    assert_eq!(language_of("42"), None);
+
+    let call = ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#);
+    let req = ModelRequest::new(vec![
+        Message::user("北京天气怎么样？"),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+        Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
+    ])
+    .with_tools(vec![weather()]);
+    let plan = plan(&req, &LlamaConfig::default(), JSON).unwrap();
+    assert!(
+        plan.chat[0].content.ends_with("Answer in Chinese (中文)."),
+        "{:?}",
+        plan.chat[0]
+    );
+}
+
+#[test]
+fn example_calls_come_from_the_schema_and_invent_no_values() {
+    let calculator = ToolDefinition::from_tool(tinyagent::demo::calculator_tool().as_ref());
+    let call = example_call(&calculator);
+    let args: Value = serde_json::from_str(&call.arguments).unwrap();
+    assert_eq!(call.name, "calculator");
+    assert_eq!(args["operation"], "add", "the first enum value: {args}");
+    assert!(args["a"].is_number() && args["b"].is_number(), "{args}");
+    let weather = ToolDefinition::from_tool(tinyagent::demo::weather_tool().as_ref());
+    let args: Value = serde_json::from_str(&example_call(&weather).arguments).unwrap();
+    assert_eq!(args["city"], "<city>", "no made-up city to copy: {args}");
+}
+
+#[test]
+fn the_tagged_format_lists_schemas_and_shows_calls_in_tags() {
+    let tagged = Style {
+        format: Format::Tagged,
+        terse: true,
+        examples: true,
+        follow_language: true,
+    };
+    let call = ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#);
+    let req = ModelRequest::new(vec![
+        Message::user("北京天气怎么样？"),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+        Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
+    ])
+    .with_tools(vec![weather()]);
+    let plan = plan(&req, &LlamaConfig::default().max_tool_rounds(2), tagged).unwrap();
+    let system = &plan.chat[0].content;
+    assert!(
+        system.contains(r#"<tools>[{"name":"get_weather""#),
+        "{system}"
+    );
+    assert!(system.contains("<tool_call>[]</tool_call>"), "{system}");
+    assert!(
+        system.contains(
+            r#"<tool_call>[{"name":"get_weather","arguments":{"city":"<city>"}}]</tool_call>"#
+        ),
+        "{system}"
+    );
+    assert_eq!(
+        plan.chat[2].content,
+        r#"<tool_call>[{"name":"get_weather","arguments":{"city":"北京"}}]</tool_call>"#
+    );
+    assert_eq!(
+        Format::Tagged.call_prefix("get_weather"),
+        r#"<tool_call>[{"name": "get_weather", "arguments": "#
+    );
+    assert_eq!(
+        Format::Json.choice("calculator"),
+        r#"{"name": "calculator""#
+    );
+    assert_eq!(Format::Tagged.no_call(), "<tool_call>[]");
+}

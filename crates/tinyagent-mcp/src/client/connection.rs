@@ -1,0 +1,178 @@
+//! Connecting to the server (over stdio, a child process or HTTP, with the configured headers
+//! and timeouts) and noticing when its tool list changes.
+
+use super::*;
+
+impl Inner {
+    pub(super) async fn connect(&self) -> Result<Connection, ToolError> {
+        let stale = Arc::new(AtomicBool::new(false));
+        let client = ToolsetClient {
+            stale: Arc::clone(&stale),
+            label: self.label.clone(),
+        };
+        let label = &self.label;
+        let failed = |text: String| {
+            ToolError::unavailable(format!("could not connect to MCP server `{label}`: {text}"))
+        };
+        match &self.endpoint {
+            Endpoint::Command {
+                program,
+                args,
+                envs,
+                cwd,
+            } => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                for (key, value) in envs {
+                    match value {
+                        Some(value) => command.env(key, value),
+                        None => command.env_remove(key),
+                    };
+                }
+                if let Some(cwd) = cwd {
+                    command.current_dir(cwd);
+                }
+                let spawned = crate::stdio::spawn(command).map_err(|e| {
+                    ToolError::unavailable(format!(
+                        "MCP server `{label}` could not be started: {e}"
+                    ))
+                    .with_source(e)
+                })?;
+                let crate::stdio::ChildTransport {
+                    sink,
+                    stream,
+                    mut child,
+                    output,
+                } = spawned;
+                let mut garbage = output.garbage.subscribe();
+                let serve = client.serve((sink, stream));
+                tokio::pin!(serve);
+                let served = tokio::select! {
+                    served = &mut serve => served,
+                    () = async { drop(garbage.wait_for(Option::is_some).await) } => {
+                        match tokio::time::timeout(GARBAGE_GRACE, &mut serve).await {
+                            Ok(served) => served,
+                            Err(_) => {
+                                let line = output.garbage.borrow().clone().unwrap_or_default();
+                                return Err(failed(format!(
+                                    "it does not speak MCP on its standard output: it wrote `{line}` \
+                                     (an MCP server must write only JSON-RPC messages there; logs \
+                                     belong on standard error)"
+                                )));
+                            }
+                        }
+                    }
+                };
+                let service = match served {
+                    Ok(service) => service,
+                    Err(e) => {
+                        let mut text = init_error_text(&e);
+                        // Give the process a moment to be reaped, to report its exit.
+                        let status =
+                            tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+                        if let Ok(Ok(status)) = status {
+                            text = format!(
+                                "the process exited ({status}) before the MCP handshake finished"
+                            );
+                        }
+                        if let Some(line) = output.garbage.borrow().clone() {
+                            text.push_str(&format!(
+                                "; it wrote `{line}` on its standard output, which is not MCP"
+                            ));
+                        }
+                        return Err(failed(text).with_source(e));
+                    }
+                };
+                tracing::debug!(server = %label, "connected to MCP server");
+                Ok(self.connection(service, stale, Some(child), Some(output)))
+            }
+            Endpoint::Http { url } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                for (name, Secret(value)) in &self.headers {
+                    let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| {
+                            ToolError::invalid_input(format!(
+                                "MCP server `{label}`: `{name}` is not a valid HTTP header name"
+                            ))
+                        })?;
+                    let mut header_value =
+                        reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                            ToolError::invalid_input(format!(
+                                "MCP server `{label}`: the value of header `{name}` is not a \
+                                 valid HTTP header value"
+                            ))
+                        })?;
+                    header_value.set_sensitive(true);
+                    config.custom_headers.insert(header_name, header_value);
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let service = client.serve(transport).await.map_err(|e| {
+                    let text = match init_auth_problem(&e) {
+                        Some(AuthProblem::Unauthorized) => format!(
+                            "the server answered 401 Unauthorized: it needs credentials{}",
+                            if self.headers.is_empty() {
+                                ", and none were sent (set a bearer token or header)"
+                            } else {
+                                ", and the ones sent were refused"
+                            }
+                        ),
+                        Some(AuthProblem::Forbidden) => {
+                            "the server answered 403 Forbidden: the credentials sent do not \
+                             give access (or the request's origin is refused)"
+                                .to_owned()
+                        }
+                        None => init_error_text(&e),
+                    };
+                    let error = failed(text);
+                    match init_auth_problem(&e) {
+                        Some(_) => ToolError::denied(error.message().to_owned()).with_source(e),
+                        None => error.with_source(e),
+                    }
+                })?;
+                tracing::debug!(server = %label, "connected to MCP server");
+                Ok(self.connection(service, stale, None, None))
+            }
+        }
+    }
+
+    fn connection(
+        &self,
+        service: RunningService<RoleClient, ToolsetClient>,
+        stale: Arc<AtomicBool>,
+        child: Option<tokio::process::Child>,
+        output: Option<Arc<ChildOutput>>,
+    ) -> Connection {
+        Connection {
+            service,
+            _child: child,
+            output,
+            infos: Vec::new(),
+            stale,
+            broken: Arc::new(AtomicBool::new(false)),
+            tools: None,
+        }
+    }
+}
+
+/// The client half of the connection: notices when the server's tool list changes.
+pub(super) struct ToolsetClient {
+    stale: Arc<AtomicBool>,
+    label: String,
+}
+
+impl ClientHandler for ToolsetClient {
+    fn get_info(&self) -> ClientConfig {
+        // 2025-11-25 keeps the initialize handshake and unsolicited notifications
+        // (`notifications/tools/list_changed`), which servers of every era understand.
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("tinyagent-mcp", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.label, "MCP server's tool list changed");
+        self.stale.store(true, Ordering::SeqCst);
+    }
+}
