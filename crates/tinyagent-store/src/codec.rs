@@ -50,6 +50,7 @@ pub(crate) fn decode_value(session: &str, key: &str, text: &str) -> Result<Value
 }
 
 /// A TTL as whole microseconds (what the SQL stores keep), saturating.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn ttl_micros(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX)
 }

@@ -2,10 +2,10 @@
 //! per-session lock, renewed while held, released when dropped, expiring if its process dies.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tinyagent::BoxFuture;
-use tinyagent::store::{SessionLock, SessionLocks, StoreError, micros};
+use tinyagent::store::{SessionLock, SessionLocks, StoreError};
 
 /// How long a lease lasts unless renewed; it is renewed every third of it while its run goes
 /// on, so a process that dies frees its sessions after at most this long.
@@ -37,8 +37,9 @@ pub(crate) trait LeaseBackend: Send + Sync + 'static {
 }
 
 /// The end of a lease taken now for `ttl`, in microseconds since the epoch.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn lease_end(ttl: Duration) -> i64 {
-    micros(SystemTime::now() + ttl)
+    tinyagent::store::micros(std::time::SystemTime::now() + ttl)
 }
 
 struct LeaseGuard<B: LeaseBackend> {

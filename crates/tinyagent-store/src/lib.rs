@@ -33,6 +33,7 @@
 //! # });
 //! ```
 
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod codec;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod lease;
@@ -40,8 +41,12 @@ mod lease;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_scripts;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 

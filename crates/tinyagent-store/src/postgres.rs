@@ -90,7 +90,7 @@ impl PostgresStore {
     }
 }
 
-crate::sql::sql_store! {
+crate::sql_store::sql_store! {
     store: PostgresStore,
     leases: PostgresLeases,
     db: sqlx::Postgres,

@@ -112,7 +112,7 @@ impl SqliteStore {
     }
 }
 
-crate::sql::sql_store! {
+crate::sql_store::sql_store! {
     store: SqliteStore,
     leases: SqliteLeases,
     db: sqlx::Sqlite,
