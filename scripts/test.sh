@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 
 # Servers that were up before are someone's: leave them up.
-if bash scripts/services.sh status | grep -q "down"; then
+services_before=$(bash scripts/services.sh status)
+if grep -q "down" <<<"$services_before"; then
     trap 'bash scripts/services.sh stop' EXIT
 fi
 bash scripts/services.sh start
