@@ -58,15 +58,7 @@ async fn replicas_connecting_at_once_migrate_once() {
 #[tokio::test]
 async fn a_lock_holds_across_replicas() {
     let one = store!();
-    let two = try_store().await.unwrap();
-    let id = conformance::fresh("replica");
-    let held = one.lock(&id, None).await.unwrap();
-    let err = two.lock(&id, None).await.unwrap_err();
-    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
-    drop(held);
-    two.lock(&id, Some(Duration::from_secs(30)))
-        .await
-        .expect("the lease was given back");
+    conformance::lock_across_processes(&one, &try_store().await.unwrap()).await;
 }
 
 #[tokio::test]

@@ -46,15 +46,7 @@ async fn the_history_survives_a_reconnect() {
 #[tokio::test]
 async fn a_lock_holds_across_processes() {
     let one = store!();
-    let two = try_store().await.unwrap();
-    let id = conformance::fresh("replica");
-    let held = one.lock(&id, None).await.unwrap();
-    let err = two.lock(&id, None).await.unwrap_err();
-    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
-    drop(held);
-    two.lock(&id, Some(Duration::from_secs(30)))
-        .await
-        .expect("the lease was given back");
+    conformance::lock_across_processes(&one, &try_store().await.unwrap()).await;
 }
 
 #[tokio::test]

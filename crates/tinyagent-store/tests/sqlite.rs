@@ -123,13 +123,7 @@ async fn a_lock_holds_against_another_store_on_the_same_file() {
     let path = dir.path().join("sessions.db");
     let one = SqliteStore::open(&path).await.unwrap();
     let two = SqliteStore::open(&path).await.unwrap();
-    let held = one.lock("s", None).await.unwrap();
-    let err = two.lock("s", None).await.unwrap_err();
-    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
-    drop(held);
-    two.lock("s", Some(Duration::from_secs(30)))
-        .await
-        .expect("the lease was given back");
+    conformance::lock_across_processes(&one, &two).await;
 }
 
 #[tokio::test]

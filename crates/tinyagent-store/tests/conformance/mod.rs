@@ -415,6 +415,25 @@ pub async fn locks(store: &dyn SessionStore) {
     assert!(again.is_ok(), "released: {again:?}");
 }
 
+/// Two stores on the same database (two processes): a lock taken through one holds against
+/// the other, and is given back when dropped.
+pub async fn lock_across_processes(one: &dyn SessionStore, two: &dyn SessionStore) {
+    let id = fresh("shared");
+    let held = one.lock(&id, None).await.unwrap();
+    let err = two.lock(&id, None).await.unwrap_err();
+    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
+    drop(held);
+    two.lock(&id, Some(Duration::from_secs(30)))
+        .await
+        .expect("the lease was given back");
+    // What one writes, the other reads.
+    one.append(&id, 0, vec![Message::user("from one")])
+        .await
+        .unwrap();
+    let seen = two.load(&id).await.unwrap().unwrap();
+    assert_eq!(seen.messages[0].text(), "from one");
+}
+
 pub async fn bad_ids(store: &dyn SessionStore) {
     for id in ["", "a\u{0}b", &"x".repeat(300)] {
         let err = store.load(id).await.unwrap_err();
