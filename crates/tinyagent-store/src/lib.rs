@@ -1,4 +1,4 @@
-//! Session stores for [tinyagent](tinyagent): conversations that survive restarts and that
+//! Session stores for [tinyagent]: conversations that survive restarts and that
 //! several processes share.
 //!
 //! | store | feature | for |
