@@ -176,6 +176,11 @@ pub struct ToolArgs {
     /// 'Authorization: Bearer TOKEN'; values are never printed or logged.
     #[arg(long, value_name = "'NAME: VALUE'", value_parser = parse_header)]
     pub mcp_header: Vec<HeaderArg>,
+    /// Authorize with OAuth 2.1 at every --mcp-url server that requires it: the authorization
+    /// URL is printed, a browser's redirect is received on 127.0.0.1, and the tokens are kept
+    /// (owner-only) under the user's configuration folder for the next runs.
+    #[arg(long)]
+    pub mcp_oauth: bool,
 }
 
 /// A `Name: value` header from the command line; its value is kept out of `Debug` output.

@@ -219,6 +219,12 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
         return Err(CliError::usage(problem)
             .with_hint("--mcp-header 'Authorization: Bearer TOKEN' (repeatable)"));
     }
+    if args.mcp_oauth && args.mcp_url.is_empty() {
+        return Err(
+            CliError::usage("--mcp-oauth needs an --mcp-url server to authorize with")
+                .with_hint("OAuth is for streamable HTTP servers (--mcp-url URL --mcp-oauth)"),
+        );
+    }
     if !args.mcp_header.is_empty() && args.mcp_url.is_empty() {
         return Err(
             CliError::usage("--mcp-header needs an --mcp-url server to send it to").with_hint(
@@ -236,6 +242,9 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
         for header in &args.mcp_header {
             toolset = toolset.header(header.name.as_str(), header.value.as_str());
         }
+        if args.mcp_oauth {
+            toolset = toolset.oauth(cli_oauth(url));
+        }
         toolsets.push(toolset);
     }
     let connected = futures::future::join_all(
@@ -251,9 +260,21 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
                 McpClientError::Connect(e) => (e.message().to_owned(), Some(e.kind())),
                 other => (other.to_string(), None),
             };
+            let oauth_hint;
             let hint = if kind == Some(ToolErrorKind::Denied) {
-                if args.mcp_header.is_empty() {
-                    "the server wants credentials: --mcp-header 'Authorization: Bearer TOKEN'"
+                if args.mcp_oauth {
+                    oauth_hint = match oauth_dir() {
+                        Some(dir) => format!(
+                            "authorization did not succeed; run again to retry, or delete the \
+                             stored tokens in {} to start over",
+                            dir.display()
+                        ),
+                        None => "authorization did not succeed; run again to retry".to_owned(),
+                    };
+                    oauth_hint.as_str()
+                } else if args.mcp_header.is_empty() {
+                    "the server wants credentials: --mcp-header 'Authorization: Bearer TOKEN', \
+                     or --mcp-oauth for a server that uses OAuth"
                 } else {
                     "check the credentials given with --mcp-header"
                 }
@@ -441,3 +462,50 @@ pub fn argument_summary(schema: &Value) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// OAuth for the CLI: the authorization URL on standard error, the redirect on a loopback
+/// port, tokens in `$XDG_CONFIG_HOME/tinyagent/mcp-oauth/` (or `~/.config/...`), one file per
+/// server URL.
+fn cli_oauth(url: &str) -> tinyagent_mcp::McpOAuth {
+    let shown = url.to_owned();
+    let mut oauth = tinyagent_mcp::McpOAuth::loopback(move |authorization_url| {
+        eprintln!(
+            "The MCP server {shown} asks you to authorize tinyagent. Open this URL in a browser, \
+             sign in and allow access (waiting up to 5 minutes):\n\n  {authorization_url}\n"
+        );
+    })
+    .client_name("tinyagent CLI");
+    if let Some(dir) = oauth_dir() {
+        oauth = oauth.credentials_file(dir.join(credentials_file_name(url)));
+    }
+    oauth
+}
+
+/// Where the CLI keeps OAuth tokens, if the user has a configuration folder.
+pub fn oauth_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join("tinyagent").join("mcp-oauth"))
+}
+
+/// A file name for a server URL: its letters and digits, other characters as `_`, cut to 120.
+fn credentials_file_name(url: &str) -> String {
+    let stem: String = url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    format!("{stem}.json")
+}
