@@ -73,6 +73,13 @@ async fn a_lease_whose_replica_died_expires() {
         .expect("the dead replica's lease ran out");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_answer_turns_of_one_conversation() {
+    let one = store!();
+    let two = try_store().await.unwrap();
+    conformance::runners_on_two_stores(std::sync::Arc::new(one), std::sync::Arc::new(two)).await;
+}
+
 #[tokio::test]
 async fn corrupt_rows_are_clear_errors() {
     let store = store!();

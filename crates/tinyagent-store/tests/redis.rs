@@ -85,6 +85,13 @@ async fn keys_of_different_prefixes_do_not_meet() {
     assert!(a.delete("same-id").await.unwrap());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_answer_turns_of_one_conversation() {
+    let one = store!();
+    let two = try_store().await.unwrap();
+    conformance::runners_on_two_stores(std::sync::Arc::new(one), std::sync::Arc::new(two)).await;
+}
+
 #[tokio::test]
 async fn corrupt_values_are_clear_errors() {
     let store = store!();

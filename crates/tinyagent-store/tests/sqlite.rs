@@ -126,6 +126,15 @@ async fn a_lock_holds_against_another_store_on_the_same_file() {
     conformance::lock_across_processes(&one, &two).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_answer_turns_of_one_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let one = SqliteStore::open(&path).await.unwrap();
+    let two = SqliteStore::open(&path).await.unwrap();
+    conformance::runners_on_two_stores(std::sync::Arc::new(one), std::sync::Arc::new(two)).await;
+}
+
 #[tokio::test]
 async fn a_lease_whose_process_died_expires() {
     let dir = tempfile::tempdir().unwrap();

@@ -439,6 +439,63 @@ pub async fn lock_across_processes(one: &dyn SessionStore, two: &dyn SessionStor
     assert_eq!(seen.messages[0].text(), "from one");
 }
 
+/// Answers every user message with `re: ` and its text.
+struct Echo;
+
+impl tinyagent::Model for Echo {
+    fn generate<'a>(
+        &'a self,
+        req: &'a tinyagent::ModelRequest,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::ModelResponse, tinyagent::ModelError>> {
+        let last = req.messages.last().map(Message::text).unwrap_or_default();
+        Box::pin(async move {
+            Ok(tinyagent::ModelResponse::new(
+                Message::assistant(format!("re: {last}")),
+                tinyagent::Usage::default(),
+                tinyagent::FinishReason::Stop,
+            ))
+        })
+    }
+}
+
+/// Agents on two stores of one database (two server processes) answer turns of one
+/// conversation at once: every turn is stored whole and none is lost. (A run that started
+/// from a stale history would fail its version-checked commit, and its `ask` here.)
+pub async fn runners_on_two_stores(one: Arc<dyn SessionStore>, two: Arc<dyn SessionStore>) {
+    use tinyagent::LlmAgent;
+    use tinyagent::agent::SessionRunner;
+
+    let id = fresh("alt");
+    let agent = LlmAgent::builder("echo").model(Echo).build().unwrap();
+    let runners = [
+        SessionRunner::new(agent.clone(), one),
+        SessionRunner::new(agent, two.clone()),
+    ];
+    let turns: Vec<_> = (0..20)
+        .map(|k| {
+            let runner = runners[k % 2].clone();
+            let id = id.clone();
+            tokio::spawn(async move { runner.ask(&id, format!("turn {k}")).await })
+        })
+        .collect();
+    for (k, turn) in turns.into_iter().enumerate() {
+        assert_eq!(turn.await.unwrap().unwrap(), format!("re: turn {k}"));
+    }
+    let stored = two.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.messages.len(), 40, "nothing lost");
+    assert_eq!(stored.version, 20);
+    let mut seen = HashSet::new();
+    for pair in stored.messages.chunks(2) {
+        assert_eq!(pair[0].role, Role::User);
+        assert_eq!(
+            pair[1].text(),
+            format!("re: {}", pair[0].text()),
+            "a turn stays whole"
+        );
+        assert!(seen.insert(pair[0].text()), "no turn twice");
+    }
+}
+
 pub async fn bad_ids(store: &dyn SessionStore) {
     for id in ["", "a\u{0}b", &"x".repeat(300)] {
         let err = store.load(id).await.unwrap_err();
