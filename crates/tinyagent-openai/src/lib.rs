@@ -60,7 +60,6 @@ mod config;
 mod error;
 mod model;
 mod stream;
-mod transport;
 mod wire;
 
 #[doc(hidden)]
