@@ -216,11 +216,14 @@ impl RedisStore {
         Ok(Some(stored))
     }
 
+    /// Commits; with `create = false`, a session that does not exist is
+    /// [`StoreError::NotFound`] instead of being created.
     async fn commit_now(
         &self,
         id: &str,
         expected: Option<u64>,
         changes: &Changes,
+        create: bool,
     ) -> Result<u64, StoreError> {
         check_session_id(id)?;
         let mut invocation = scripts().commit.prepare_invoke();
@@ -231,7 +234,11 @@ impl RedisStore {
             .arg(id)
             .arg(now_millis())
             .arg(self.store_ttl())
-            .arg(expected.map(|v| v.to_string()).unwrap_or_default())
+            .arg(match expected {
+                Some(v) => v.to_string(),
+                None if create => String::new(),
+                None => "existing".to_owned(),
+            })
             .arg(changes.messages.len());
         for message in &changes.messages {
             invocation.arg(encode_message("redis", message)?);
@@ -316,7 +323,23 @@ impl SessionStore for RedisStore {
         expected: Option<u64>,
         changes: &'a Changes,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        Box::pin(self.commit_now(id, expected, changes))
+        Box::pin(self.commit_now(id, expected, changes, true))
+    }
+
+    fn remove_state<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            match self
+                .commit_now(id, None, &Changes::new().remove(key), false)
+                .await
+            {
+                Err(StoreError::NotFound { .. }) => Ok(()),
+                other => other.map(drop),
+            }
+        })
     }
 
     fn list<'a>(

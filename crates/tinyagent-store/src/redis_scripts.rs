@@ -42,16 +42,18 @@ local function fresh()
 end
 ";
 
-/// ARGV: id, now, store TTL, expected version or '', message count, messages, then state
-/// changes as ('s', key, value) or ('d', key).
+/// ARGV: id, now, store TTL, expected version ('' for any, 'existing' for any of a session
+/// that exists), message count, messages, then state changes as ('s', key, value) or
+/// ('d', key).
 const COMMIT: &str = r"
+local expected = tonumber(ARGV[4])
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  if ARGV[4] ~= '' and tonumber(ARGV[4]) > 0 then return {'notfound'} end
+  if ARGV[4] == 'existing' or (expected and expected > 0) then return {'notfound'} end
   fresh()
 end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version'))
 if not version then return {'corrupt', 'its version is not a number'} end
-if ARGV[4] ~= '' and tonumber(ARGV[4]) ~= version then return {'conflict', tostring(version)} end
+if expected and expected ~= version then return {'conflict', tostring(version)} end
 local n = tonumber(ARGV[5])
 for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[5 + i]) end
 local i = 6 + n

@@ -182,11 +182,14 @@ macro_rules! sql_store {
                 Ok(Some(stored))
             }
 
+            /// Commits; with `create = false`, a session that does not exist is
+            /// [`StoreError::NotFound`] instead of being created.
             async fn commit_now(
                 &self,
                 id: &str,
                 expected: Option<u64>,
                 changes: &Changes,
+                create: bool,
             ) -> Result<u64, StoreError> {
                 check_session_id(id)?;
                 // Encode first: nothing is written if a message cannot be.
@@ -218,7 +221,7 @@ macro_rules! sql_store {
                 let row = match row {
                     Some(row) => row,
                     None => {
-                        if expected.is_some_and(|v| v > 0) {
+                        if !create || expected.is_some_and(|v| v > 0) {
                             return Err(StoreError::NotFound {
                                 session: id.to_owned(),
                             });
@@ -374,7 +377,21 @@ macro_rules! sql_store {
                 expected: Option<u64>,
                 changes: &'a Changes,
             ) -> BoxFuture<'a, Result<u64, StoreError>> {
-                Box::pin(self.commit_now(id, expected, changes))
+                Box::pin(self.commit_now(id, expected, changes, true))
+            }
+
+            fn remove_state<'a>(
+                &'a self,
+                id: &'a str,
+                key: &'a str,
+            ) -> BoxFuture<'a, Result<(), StoreError>> {
+                Box::pin(async move {
+                    let changes = Changes::new().remove(key);
+                    match self.commit_now(id, None, &changes, false).await {
+                        Err(StoreError::NotFound { .. }) => Ok(()),
+                        other => other.map(drop),
+                    }
+                })
             }
 
             fn list<'a>(

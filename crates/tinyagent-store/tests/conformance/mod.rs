@@ -144,6 +144,12 @@ pub async fn state(store: &dyn SessionStore) {
     );
     store.remove_state(&id, "role").await.unwrap();
     store.remove_state(&id, "never-set").await.unwrap();
+    let ghost = fresh("ghost");
+    store.remove_state(&ghost, "k").await.unwrap();
+    assert!(
+        store.load(&ghost).await.unwrap().is_none(),
+        "removing a key creates no session"
+    );
     assert_eq!(store.get_state(&id, "role").await.unwrap(), None);
     let loaded = store.load(&id).await.unwrap().unwrap();
     assert_eq!(serde_json::Value::Object(loaded.state), json!({"n": 1}));

@@ -497,7 +497,8 @@ pub trait SessionStore: Send + Sync {
         })
     }
 
-    /// Removes a state key.
+    /// Removes a state key; a session that does not exist stays so. (The provided method
+    /// loads the session first; stores override it with one conditional write.)
     fn remove_state<'a>(
         &'a self,
         id: &'a str,
