@@ -6,7 +6,8 @@
 #
 # 1. System packages: cmake, clang and libclang-dev build llama.cpp (crate tinyagent-llama).
 # 2. The default local model (scripts/fetch-model.sh).
-# 3. With --test: the Python packages of scripts/requirements-test.txt (the provider's request
+# 3. With --test: PostgreSQL and Redis for the session-store tests (scripts/services.sh starts
+#    them), and the Python packages of scripts/requirements-test.txt (the provider's request
 #    checks against OpenAI's OpenAPI spec, the MCP interop tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,26 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
 else
     echo "setup: system packages present (${APT_PACKAGES[*]})"
+fi
+
+# --- servers for the tests ----------------------------------------------------------------------
+# With --test: PostgreSQL 15 and Redis 7.0 (Debian 12's), which the session-store tests run
+# against; scripts/services.sh starts them on 127.0.0.1 with throw-away data.
+if [ "${1:-}" = "--test" ]; then
+    TEST_APT_PACKAGES=(postgresql-15 redis-server)
+    missing=()
+    ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql-15)
+    command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "setup: installing the tests' servers (missing: ${missing[*]})"
+        SUDO=""
+        if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+        $SUDO apt-get update -qq
+        # Debian starts installed services where it can; the tests start their own servers.
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${TEST_APT_PACKAGES[@]}" >/dev/null
+    else
+        echo "setup: the tests' servers present (${TEST_APT_PACKAGES[*]})"
+    fi
 fi
 
 # --- models ------------------------------------------------------------------------------------

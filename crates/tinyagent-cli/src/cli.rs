@@ -114,16 +114,23 @@ pub struct AgentArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Model")]
 pub struct ModelArgs {
-    /// Use the embedded local model even when OPENAI_BASE_URL or OPENAI_API_KEY is set.
-    #[arg(long, conflicts_with_all = ["base_url", "api_key", "model"])]
+    /// Who answers: openai (any OpenAI-compatible server), anthropic, gemini or local (the
+    /// embedded model) [env: TINYAGENT_PROVIDER; default: from the options and which key is
+    /// set, else local].
+    #[arg(long, value_name = "NAME", value_enum)]
+    pub provider: Option<Provider>,
+    /// Use the embedded local model even when a provider's key is set (--provider local).
+    #[arg(long, conflicts_with_all = ["base_url", "api_key", "model", "provider"])]
     pub local: bool,
-    /// The base URL of an OpenAI-compatible server, up to /v1 [env: OPENAI_BASE_URL].
+    /// The provider's base URL; for OpenAI-compatible servers up to /v1 [env:
+    /// OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GEMINI_BASE_URL].
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// The model name on that server [env: OPENAI_MODEL; default: gpt-4o-mini].
+    /// The model name [env: OPENAI_MODEL, ANTHROPIC_MODEL or GEMINI_MODEL; default:
+    /// gpt-4o-mini, claude-sonnet-4-5 or gemini-2.5-flash].
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// The API key for that server [env: OPENAI_API_KEY].
+    /// The API key [env: OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY].
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
     /// CPU threads for the embedded model [default: half the cores, 1 to 4].
@@ -139,6 +146,32 @@ pub struct ModelArgs {
     /// The GGUF file of the embedded model [env: TINYAGENT_MODEL].
     #[arg(long, value_name = "PATH", conflicts_with_all = ["base_url", "api_key", "model"])]
     pub model_file: Option<PathBuf>,
+}
+
+/// A model provider the CLI can talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Provider {
+    /// The OpenAI Chat Completions API, or any server compatible with it (Ollama, vLLM,
+    /// llama.cpp's server, DeepSeek, a gateway).
+    Openai,
+    /// The Anthropic Messages API (Claude).
+    Anthropic,
+    /// The Gemini API.
+    Gemini,
+    /// The embedded model, offline.
+    Local,
+}
+
+impl Provider {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+            Self::Local => "local",
+        }
+    }
 }
 
 /// Seconds, such as `30` or `2.5`, as a duration (at least a millisecond, at most a day).
@@ -176,6 +209,11 @@ pub struct ToolArgs {
     /// 'Authorization: Bearer TOKEN'; values are never printed or logged.
     #[arg(long, value_name = "'NAME: VALUE'", value_parser = parse_header)]
     pub mcp_header: Vec<HeaderArg>,
+    /// Authorize with OAuth 2.1 at every --mcp-url server that requires it: the authorization
+    /// URL is printed, a browser's redirect is received on 127.0.0.1, and the tokens are kept
+    /// (owner-only) under the user's configuration folder for the next runs.
+    #[arg(long)]
+    pub mcp_oauth: bool,
 }
 
 /// A `Name: value` header from the command line; its value is kept out of `Debug` output.

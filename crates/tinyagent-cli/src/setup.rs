@@ -2,24 +2,16 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tinyagent::ToolErrorKind;
-use tinyagent::{LlmAgent, Model, Tool};
-use tinyagent_llama::{LlamaConfig, LlamaModel};
+use tinyagent::{LlmAgent, Tool};
 use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
-use tinyagent_openai::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT,
-    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig, OpenAiModel,
-};
+use tinyagent_openai::DEFAULT_MAX_TOKENS;
 
-use crate::cli::{AgentArgs, ModelArgs, ToolArgs};
+use crate::cli::{AgentArgs, ToolArgs};
 use crate::demo_tools;
 use crate::error::CliError;
-
-/// The environment variable giving `--timeout`'s default, in seconds.
-pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
 
 /// The agent's name, the tutorial's.
 pub const AGENT_NAME: &str = "smart-assistant";
@@ -28,132 +20,9 @@ pub const AGENT_NAME: &str = "smart-assistant";
 /// a longer instruction steers it away from the right tool.)
 pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 
-/// Which model answers, decided from the options and the environment.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelChoice {
-    /// The embedded model: a GGUF file (`None`: the default search) and a thread count
-    /// (`None`: the default).
-    Local {
-        /// The file given with `--model-file`.
-        file: Option<PathBuf>,
-        /// The threads given with `--threads`.
-        threads: Option<u32>,
-    },
-    /// An OpenAI-compatible server.
-    Server {
-        /// The base URL.
-        base_url: String,
-        /// The API key.
-        api_key: Option<String>,
-        /// The model name.
-        model: String,
-        /// How long the server may stay silent (`None`: the provider's default).
-        timeout: Option<Duration>,
-    },
-}
+mod model_choice;
 
-/// Decides the model: `--local` (or `--model-file`) first, then a server when
-/// `--base-url`, `--api-key`, `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set, else the
-/// embedded model. `--model` alone is a usage error: it would otherwise send the question
-/// to OpenAI without a word. Empty variables count as unset; a `TINYAGENT_TIMEOUT` that is
-/// not a number of seconds is a usage error.
-pub fn choose_model(
-    args: &ModelArgs,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<ModelChoice, CliError> {
-    let env = |name: &str| {
-        env(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let local = ModelChoice::Local {
-        file: args.model_file.clone(),
-        threads: args.threads,
-    };
-    if args.local || args.model_file.is_some() {
-        return Ok(local);
-    }
-    let base_url = args.base_url.clone().or_else(|| env(ENV_BASE_URL));
-    let api_key = args.api_key.clone().or_else(|| env(ENV_API_KEY));
-    if base_url.is_none() && api_key.is_none() {
-        if let Some(model) = &args.model {
-            return Err(CliError::usage(format!(
-                "--model {model:?} names a model on a server, and no server is given"
-            ))
-            .with_hint(format!(
-                "add --base-url URL (or set {ENV_BASE_URL}), or --api-key KEY (or \
-                 {ENV_API_KEY}) for OpenAI; for the embedded model use --model-file PATH"
-            )));
-        }
-        return Ok(local);
-    }
-    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
-        (Some(t), _) => Some(t),
-        (None, Some(text)) => Some(crate::cli::parse_secs(&text).map_err(|e| {
-            CliError::usage(format!("{ENV_TIMEOUT}: {e}")).with_hint(format!(
-                "set {ENV_TIMEOUT} to a number of seconds, such as 60"
-            ))
-        })?),
-        (None, None) => None,
-    };
-    Ok(ModelChoice::Server {
-        base_url: base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-        api_key,
-        model: args
-            .model
-            .clone()
-            .or_else(|| env(ENV_MODEL))
-            .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-        timeout,
-    })
-}
-
-/// Makes the chosen model; loading the embedded one reads its file.
-pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
-    match choice {
-        ModelChoice::Local { file, threads } => {
-            let mut config = LlamaConfig::default();
-            if let Some(threads) = threads {
-                config = config.threads(*threads);
-            }
-            let loaded = match file {
-                Some(file) => LlamaModel::load(file, config),
-                None => LlamaModel::default_model_with(config),
-            };
-            let model = loaded.map_err(|e| {
-                CliError::failure(
-                    "model_file",
-                    format!("cannot load the local model: {}", e.message()),
-                )
-                .with_hint(
-                    "or use an OpenAI-compatible server: --base-url URL (or OPENAI_BASE_URL)",
-                )
-            })?;
-            Ok(Arc::new(model))
-        }
-        ModelChoice::Server {
-            base_url,
-            api_key,
-            model,
-            timeout,
-        } => {
-            let mut config = OpenAiConfig::new(model.as_str()).base_url(base_url.as_str());
-            if let Some(key) = api_key {
-                config = config.api_key(key.as_str());
-            }
-            if let Some(timeout) = *timeout {
-                config = config
-                    .silence_timeout(timeout)
-                    .request_timeout(timeout.max(DEFAULT_REQUEST_TIMEOUT));
-            }
-            let model = OpenAiModel::new(config).map_err(|e| match e {
-                ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel => CliError::usage(e),
-                other => CliError::failure("config", other),
-            })?;
-            Ok(Arc::new(model))
-        }
-    }
-}
+pub use model_choice::{ModelChoice, choose_model, make_model};
 
 /// The names `--tools demo` stands for.
 pub const DEMO_TOOLS: [&str; 3] = ["get_weather", "calculator", "get_current_time"];
@@ -219,6 +88,12 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
         return Err(CliError::usage(problem)
             .with_hint("--mcp-header 'Authorization: Bearer TOKEN' (repeatable)"));
     }
+    if args.mcp_oauth && args.mcp_url.is_empty() {
+        return Err(
+            CliError::usage("--mcp-oauth needs an --mcp-url server to authorize with")
+                .with_hint("OAuth is for streamable HTTP servers (--mcp-url URL --mcp-oauth)"),
+        );
+    }
     if !args.mcp_header.is_empty() && args.mcp_url.is_empty() {
         return Err(
             CliError::usage("--mcp-header needs an --mcp-url server to send it to").with_hint(
@@ -236,6 +111,9 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
         for header in &args.mcp_header {
             toolset = toolset.header(header.name.as_str(), header.value.as_str());
         }
+        if args.mcp_oauth {
+            toolset = toolset.oauth(cli_oauth(url));
+        }
         toolsets.push(toolset);
     }
     let connected = futures::future::join_all(
@@ -251,9 +129,21 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
                 McpClientError::Connect(e) => (e.message().to_owned(), Some(e.kind())),
                 other => (other.to_string(), None),
             };
+            let oauth_hint;
             let hint = if kind == Some(ToolErrorKind::Denied) {
-                if args.mcp_header.is_empty() {
-                    "the server wants credentials: --mcp-header 'Authorization: Bearer TOKEN'"
+                if args.mcp_oauth {
+                    oauth_hint = match oauth_dir() {
+                        Some(dir) => format!(
+                            "authorization did not succeed; run again to retry, or delete the \
+                             stored tokens in {} to start over",
+                            dir.display()
+                        ),
+                        None => "authorization did not succeed; run again to retry".to_owned(),
+                    };
+                    oauth_hint.as_str()
+                } else if args.mcp_header.is_empty() {
+                    "the server wants credentials: --mcp-header 'Authorization: Bearer TOKEN', \
+                     or --mcp-oauth for a server that uses OAuth"
                 } else {
                     "check the credentials given with --mcp-header"
                 }
@@ -441,3 +331,48 @@ pub fn argument_summary(schema: &Value) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// OAuth for the CLI: the authorization URL on standard error, the redirect on a loopback
+/// port, tokens in `$XDG_CONFIG_HOME/tinyagent/mcp-oauth/` (or `~/.config/...`), one file per
+/// server URL.
+fn cli_oauth(url: &str) -> tinyagent_mcp::McpOAuth {
+    let shown = url.to_owned();
+    let mut oauth = tinyagent_mcp::McpOAuth::loopback(move |authorization_url| {
+        eprintln!(
+            "The MCP server {shown} asks you to authorize tinyagent. Open this URL in a browser, \
+             sign in and allow access (waiting up to 5 minutes):\n\n  {authorization_url}\n"
+        );
+    })
+    .client_name("tinyagent CLI");
+    if let Some(dir) = oauth_dir() {
+        oauth = oauth.credentials_file(dir.join(credentials_file_name(url)));
+    }
+    oauth
+}
+
+/// Where the CLI keeps OAuth tokens, if the user has a configuration folder.
+pub fn oauth_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("tinyagent").join("mcp-oauth"))
+}
+
+/// A file name for a server URL: its letters and digits, other characters as `_`, cut to 120.
+fn credentials_file_name(url: &str) -> String {
+    let stem: String = url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    format!("{stem}.json")
+}

@@ -1079,3 +1079,65 @@ fn tool_names(tools: &Value) -> Vec<&str> {
         .map(|t| t["name"].as_str().unwrap())
         .collect()
 }
+
+#[test]
+fn mcp_oauth_asks_only_servers_that_require_it_and_says_what_failed() {
+    let config = std::env::temp_dir().join(format!("tinyagent-cli-oauth-{}", std::process::id()));
+    let open = HttpServe::start_with(&[]);
+    let out = tinyagent()
+        .env("XDG_CONFIG_HOME", &config)
+        .args([
+            "tools",
+            "--json",
+            "--tools",
+            "none",
+            "--mcp-url",
+            &open.1,
+            "--mcp-oauth",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        tool_names(&tools).len(),
+        4,
+        "an open server needs no authorization"
+    );
+    assert!(
+        !text(&out.stderr).contains("authorize"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A server that answers 401 but publishes no OAuth metadata cannot be authorized with.
+    let guarded = HttpServe::start_with(&["--bearer-token", "s3cret"]);
+    let out = tinyagent()
+        .env("XDG_CONFIG_HOME", &config)
+        .args([
+            "tools",
+            "--tools",
+            "none",
+            "--mcp-url",
+            &guarded.1,
+            "--mcp-oauth",
+        ])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(
+        stderr.contains("OAuth authorization failed while discovering the authorization server"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("mcp-oauth"),
+        "the hint names where tokens are kept: {stderr}"
+    );
+
+    let out = tinyagent().args(["tools", "--mcp-oauth"]).output().unwrap();
+    let stderr = assert_one_error_line(&out, 2);
+    assert!(
+        stderr.contains("--mcp-oauth needs an --mcp-url server"),
+        "{stderr}"
+    );
+}

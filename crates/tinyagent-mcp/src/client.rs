@@ -139,6 +139,7 @@ struct Inner {
     connect_timeout: Duration,
     max_result_bytes: usize,
     headers: Vec<(String, Secret)>,
+    oauth: Option<crate::oauth::McpOAuth>,
     state: Mutex<Option<Connection>>,
 }
 
@@ -177,6 +178,7 @@ impl fmt::Debug for McpToolset {
                     .map(|(name, _)| format!("{name}: <redacted>"))
                     .collect::<Vec<_>>(),
             )
+            .field("oauth", &self.inner.oauth)
             .finish_non_exhaustive()
     }
 }
@@ -292,6 +294,7 @@ impl McpToolset {
                 connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                 max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
                 headers: Vec::new(),
+                oauth: None,
                 state: Mutex::new(None),
             }),
         }
@@ -310,6 +313,7 @@ impl McpToolset {
                 connect_timeout: shared.connect_timeout,
                 max_result_bytes: shared.max_result_bytes,
                 headers: shared.headers.clone(),
+                oauth: shared.oauth.clone(),
                 state: Mutex::new(None),
             },
         };
@@ -401,6 +405,15 @@ impl McpToolset {
     pub fn bearer_token(self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.header("Authorization", format!("Bearer {token}"))
+    }
+
+    /// Authorizes with OAuth 2.1 (authorization code with PKCE) for a server that requires it
+    /// (streamable HTTP only): see [`McpOAuth`](crate::McpOAuth). The user is asked on the
+    /// first connection that has no token; later connections, reconnects included, reuse and
+    /// refresh it.
+    #[must_use]
+    pub fn oauth(self, oauth: crate::oauth::McpOAuth) -> Self {
+        self.configure(|inner| inner.oauth = Some(oauth))
     }
 
     /// The server's name as used in messages.

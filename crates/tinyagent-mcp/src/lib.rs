@@ -32,6 +32,7 @@ mod content;
 mod errors;
 mod http;
 mod naming;
+mod oauth;
 mod remote_tool;
 mod server;
 mod stdio;
@@ -43,6 +44,7 @@ pub mod __fuzz;
 pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
 pub use content::{DEFAULT_MAX_RESULT_BYTES, result_text, truncate_result};
 pub use http::McpHttpService;
+pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
 pub use remote_tool::McpToolInfo;
 pub use server::{HttpServerHandle, MCP_HTTP_PATH, McpServeError, McpServer};
 

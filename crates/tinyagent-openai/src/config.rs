@@ -232,43 +232,12 @@ impl OpenAiConfig {
     /// # Ok::<(), tinyagent_openai::ConfigError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let api_key = get(ENV_API_KEY);
-        let base_url = get(ENV_BASE_URL);
-        if api_key.is_none() && base_url.is_none() {
-            return Err(ConfigError::NotConfigured);
-        }
-        let mut config = Self::new(get(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
-        if let Some(base_url) = base_url {
-            config.base_url = base_url;
-        }
-        config.api_key = api_key;
+        let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
+            .ok_or(ConfigError::NotConfigured)?;
+        let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
+        config.base_url = env.base_url.unwrap_or(config.base_url);
+        config.api_key = env.api_key;
         Ok(config)
-    }
-
-    /// Sets the base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`, …).
-    #[must_use]
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the model name.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
     }
 
     /// Sends tool schemas in the strict dialect (see [`strict_tools`](Self::strict_tools)).
@@ -299,64 +268,6 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets how often a failed request is retried (0 for never).
-    #[must_use]
-    pub fn max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// Sets the first and the longest backoff between attempts.
-    #[must_use]
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.initial_backoff = initial;
-        self.max_backoff = max.max(initial);
-        self
-    }
-
-    /// Sets the longest `Retry-After` wait honoured.
-    #[must_use]
-    pub fn max_retry_after(mut self, max: Duration) -> Self {
-        self.max_retry_after = max;
-        self
-    }
-
-    /// Sets the connect timeout.
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Sets how long the server may take to start answering (see
-    /// [`first_byte_timeout`](Self::first_byte_timeout)).
-    #[must_use]
-    pub fn first_byte_timeout(mut self, timeout: Duration) -> Self {
-        self.first_byte_timeout = timeout;
-        self
-    }
-
-    /// Sets the longest silence between two events of a stream.
-    #[must_use]
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// Sets both silence limits at once: [`first_byte_timeout`](Self::first_byte_timeout)
-    /// and [`idle_timeout`](Self::idle_timeout) (what a `--timeout` option means).
-    #[must_use]
-    pub fn silence_timeout(self, timeout: Duration) -> Self {
-        self.first_byte_timeout(timeout).idle_timeout(timeout)
-    }
-
-    /// Sets a deadline for each whole call, retries included (`None` for none).
-    #[must_use]
-    pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
-        self.request_timeout = timeout.into();
-        self
-    }
-
     /// Sets the token limit sent when a request sets none (`None`: send none).
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: impl Into<Option<u32>>) -> Self {
@@ -364,25 +275,11 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the most bytes of one response body.
-    #[must_use]
-    pub fn max_reply_bytes(mut self, max: usize) -> Self {
-        self.max_reply_bytes = max.max(1);
-        self
-    }
-
-    /// Adds a header sent with every request.
-    #[must_use]
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Adds a top-level field to every request body.
-    #[must_use]
-    pub fn extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.extra_body.insert(key.into(), value);
-        self
+    /// The limits the shared transport runs a call within.
+    pub(crate) fn limits(&self) -> tinyagent_http::Limits {
+        let mut limits = self.transport_limits();
+        limits.max_tokens = self.max_tokens;
+        limits
     }
 
     /// The URL requests are posted to: the base URL (without trailing slashes) and
@@ -402,11 +299,7 @@ impl OpenAiConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        let url = self.base_url.trim();
-        let rest = url
-            .strip_prefix("http://")
-            .or_else(|| url.strip_prefix("https://"));
-        if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+        if !tinyagent_http::is_http_url(&self.base_url) {
             return Err(ConfigError::InvalidBaseUrl(self.base_url.clone()));
         }
         if self.model.trim().is_empty() {
@@ -415,6 +308,8 @@ impl OpenAiConfig {
         Ok(())
     }
 }
+
+tinyagent_http::transport_setters!(OpenAiConfig);
 
 #[cfg(test)]
 mod tests {

@@ -1,13 +1,9 @@
 //! Turning HTTP failures and API error bodies into clear [`ModelError`]s.
 
-use std::time::{Duration, SystemTime};
-
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tinyagent::{ModelError, ModelErrorKind};
-
-use crate::wire::snippet;
+use tinyagent_http::{bounded, field_text, snippet};
 
 /// The parts of an OpenAI error body: `{"error": {"message", "type", "param", "code"}}`
 /// (also accepted: `{"error": "text"}`, `{"message": "text"}`, `{"detail": "text"}`).
@@ -19,26 +15,6 @@ pub(crate) struct ApiError {
     pub param: Option<String>,
 }
 
-/// The most characters of one field of an error body kept in an error: a server's message
-/// is quoted, not a whole page of it.
-const MAX_FIELD_CHARS: usize = 1000;
-
-fn as_text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) if !s.is_empty() => Some(bounded(s)),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// `text` cut to [`MAX_FIELD_CHARS`] characters, saying how much was left out.
-pub(crate) fn bounded(text: &str) -> String {
-    match text.char_indices().nth(MAX_FIELD_CHARS) {
-        None => text.to_owned(),
-        Some((end, _)) => format!("{}… ({} more bytes)", &text[..end], text.len() - end),
-    }
-}
-
 impl ApiError {
     fn from_error_value(err: &Value) -> Self {
         match err {
@@ -47,10 +23,10 @@ impl ApiError {
                 ..Self::default()
             },
             Value::Object(_) => Self {
-                message: as_text(err.get("message")),
-                kind: as_text(err.get("type")),
-                code: as_text(err.get("code")),
-                param: as_text(err.get("param")),
+                message: field_text(err.get("message")),
+                kind: field_text(err.get("type")),
+                code: field_text(err.get("code")),
+                param: field_text(err.get("param")),
             },
             _ => Self::default(),
         }
@@ -62,7 +38,8 @@ impl ApiError {
             let parsed = Self::from_error_value(err);
             return parsed.message.is_some().then_some(parsed);
         }
-        let message = as_text(value.get("message")).or_else(|| as_text(value.get("detail")))?;
+        let message =
+            field_text(value.get("message")).or_else(|| field_text(value.get("detail")))?;
         Some(Self {
             message: Some(message),
             ..Self::default()
@@ -189,108 +166,9 @@ pub(crate) fn error_in_body(err: &Value) -> ModelError {
     ModelError::new(kind, format!("the server reported an error: {detail}"))
 }
 
-/// The error for a 200 response whose body is not what was asked for: an HTML page (a
-/// wrong base URL behind a web server), an empty body, plain text.
-pub(crate) fn unexpected_body(
-    status: StatusCode,
-    content_type: &str,
-    body: &[u8],
-    expected: &str,
-    base_url: &str,
-) -> ModelError {
-    let content_type = if content_type.is_empty() {
-        "no content type"
-    } else {
-        content_type
-    };
-    let what = if body.iter().all(u8::is_ascii_whitespace) {
-        format!("an empty body ({content_type})")
-    } else {
-        format!("{content_type} instead of {expected}: {}", snippet(body))
-    };
-    ModelError::invalid_response(format!(
-        "HTTP {status} from {base_url} with {what}; check the base URL: it must be the root of \
-         an OpenAI-compatible API (usually ending in /v1, such as {})",
-        crate::config::DEFAULT_BASE_URL
-    ))
-}
-
-/// The error for a transport failure.
-pub(crate) fn transport_error(err: reqwest::Error, url: &str) -> ModelError {
-    let (kind, what) = if err.is_timeout() {
-        (ModelErrorKind::TimedOut, "timed out talking to")
-    } else if err.is_connect() {
-        (ModelErrorKind::Unavailable, "could not connect to")
-    } else if err.is_body() || err.is_decode() {
-        (
-            ModelErrorKind::Unavailable,
-            "the connection failed while reading from",
-        )
-    } else if err.is_builder() {
-        (
-            ModelErrorKind::InvalidRequest,
-            "could not build a request for",
-        )
-    } else {
-        (ModelErrorKind::Unavailable, "the request failed for")
-    };
-    let mut chain = String::new();
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
-    while let Some(s) = source {
-        chain.push_str(": ");
-        chain.push_str(&s.to_string());
-        source = s.source();
-    }
-    ModelError::new(kind, format!("{what} {url}{chain}")).with_source(err)
-}
-
-/// How long the server asks to wait: `retry-after-ms` (OpenAI's), or `Retry-After` in
-/// seconds or as an HTTP date.
-pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    if let Some(ms) = headers
-        .get("retry-after-ms")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-    {
-        return Some(Duration::from_secs_f64((ms / 1000.0).min(86_400.0)));
-    }
-    let value = headers.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Some(Duration::from_secs_f64(secs.min(86_400.0)));
-        }
-        return None;
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    #[test]
-    fn retry_after_forms() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let mut h = HeaderMap::new();
-        assert_eq!(retry_after(&h, now), None);
-        h.insert("retry-after", HeaderValue::from_static("3"));
-        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(3)));
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(7));
-        h.insert("retry-after", HeaderValue::from_str(&later).unwrap());
-        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(7)));
-        let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
-        h.insert("retry-after", HeaderValue::from_str(&past).unwrap());
-        assert_eq!(retry_after(&h, now), Some(Duration::ZERO));
-        h.insert("retry-after", HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h, now), None);
-        h.insert("retry-after", HeaderValue::from_static("-1"));
-        assert_eq!(retry_after(&h, now), None);
-        h.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_after(&h, now), Some(Duration::from_millis(250)));
-    }
 
     #[test]
     fn status_errors() {

@@ -9,8 +9,8 @@ use serde_json::json;
 use tinyagent::{ModelError, ModelEvent, ModelResponse, Part, ToolDefinition};
 
 use crate::stream::Assembler;
-use crate::transport::{strip_bom, without_bom};
 use crate::wire;
+use tinyagent_http::{strip_bom, without_bom};
 
 /// The longest error message accepted, whatever the server sent.
 const MAX_MESSAGE: usize = 8 * 1024;

@@ -62,7 +62,6 @@ mod config;
 mod error;
 mod model;
 mod stream;
-mod transport;
 mod wire;
 
 #[doc(hidden)]

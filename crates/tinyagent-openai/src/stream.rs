@@ -1,13 +1,14 @@
 //! Assembling a streamed response from its chunks: text deltas, tool calls whose arguments
 //! arrive in pieces (keyed by `index`), the finish reason and the usage chunk.
 
-use serde_json::Value;
 use tinyagent::{
-    Message, ModelError, ModelEvent, ModelResponse, Part, Role, ToolCall, ToolDefinition, Usage,
-    new_id,
+    Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolDefinition, Usage, new_id,
 };
 
-use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text, snippet};
+use tinyagent_http::{Decoder, Flow};
+
+use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text};
 
 /// A tool call being received.
 #[derive(Debug)]
@@ -42,23 +43,12 @@ impl Assembler {
         offered: &[ToolDefinition],
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
-        let value: Value = serde_json::from_str(data).map_err(|e| {
-            ModelError::invalid_response(format!(
-                "a stream chunk is not JSON ({}): {}",
-                crate::error::bounded(&e.to_string()),
-                snippet(data.as_bytes())
-            ))
-        })?;
+        let value = tinyagent_http::parse_json(data.as_bytes(), "a stream chunk")?;
         if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
             return Err(crate::error::error_in_body(err));
         }
-        let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
-            ModelError::invalid_response(format!(
-                "a stream chunk has an unexpected shape ({}): {}",
-                crate::error::bounded(&e.to_string()),
-                snippet(data.as_bytes())
-            ))
-        })?;
+        let chunk: ChatChunk =
+            tinyagent_http::parse_shape(value, "a stream chunk", data.as_bytes())?;
         self.chunks += 1;
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.into());
@@ -178,11 +168,6 @@ impl Assembler {
         }
     }
 
-    /// How many chunks arrived.
-    pub(crate) fn chunks(&self) -> usize {
-        self.chunks
-    }
-
     /// Whether the server said why it stopped.
     pub(crate) fn has_finished(&self) -> bool {
         self.finish_reason.is_some()
@@ -240,6 +225,38 @@ impl Assembler {
             self.usage.unwrap_or_default(),
             wire::finish_reason(self.finish_reason.as_deref(), has_calls),
         ))
+    }
+}
+
+impl Decoder for Assembler {
+    fn push(
+        &mut self,
+        _event: &str,
+        data: &str,
+        req: &ModelRequest,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<Flow, ModelError> {
+        if data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        self.push_data(data, &req.tools, out)?;
+        Ok(Flow::Continue)
+    }
+
+    fn events(&self) -> usize {
+        self.chunks
+    }
+
+    fn has_finished(&self) -> bool {
+        self.has_finished()
+    }
+
+    fn truncation_error(&self, why: &str) -> ModelError {
+        self.truncation_error(why)
+    }
+
+    fn finish(self) -> Result<ModelResponse, ModelError> {
+        self.finish()
     }
 }
 

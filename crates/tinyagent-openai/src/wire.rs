@@ -13,6 +13,7 @@ use tinyagent::{
 };
 
 use crate::config::{MaxTokensField, OpenAiConfig};
+use tinyagent_http::snippet;
 
 /// Builds the request body for `req`.
 pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bool) -> Value {
@@ -382,23 +383,11 @@ pub(crate) fn parse_response(
     body: &[u8],
     offered: &[ToolDefinition],
 ) -> Result<ModelResponse, ModelError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ModelError::invalid_response(format!(
-            "the response is not JSON ({}): {}",
-            crate::error::bounded(&e.to_string()),
-            snippet(body)
-        ))
-    })?;
+    let value = tinyagent_http::parse_json(body, "the response")?;
     if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
         return Err(crate::error::error_in_body(err));
     }
-    let resp: ChatResponse = serde_json::from_value(value).map_err(|e| {
-        ModelError::invalid_response(format!(
-            "the response has an unexpected shape ({}): {}",
-            crate::error::bounded(&e.to_string()),
-            snippet(body)
-        ))
-    })?;
+    let resp: ChatResponse = tinyagent_http::parse_shape(value, "the response", body)?;
     let choice = resp
         .choices
         .and_then(|c| c.into_iter().next())
@@ -448,19 +437,6 @@ pub(crate) fn parse_response(
         resp.usage.map(Usage::from).unwrap_or_default(),
         finish_reason(choice.finish_reason.as_deref(), has_calls),
     ))
-}
-
-/// The start of a body, for error messages: at most 300 characters, lossy UTF-8.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    if text.is_empty() {
-        return "(empty body)".to_owned();
-    }
-    match text.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -538,13 +514,5 @@ mod tests {
             r#"{"invalid_arguments":"{\"city\":\"北"}"#
         );
         assert_eq!(history_arguments("[1]"), r#"{"invalid_arguments":"[1]"}"#);
-    }
-
-    #[test]
-    fn snippets_are_short_and_safe() {
-        assert_eq!(snippet(b""), "(empty body)");
-        assert_eq!(snippet(&[0xff, b'a']), "\u{fffd}a");
-        let long = "北".repeat(400);
-        assert_eq!(snippet(long.as_bytes()).chars().count(), 301);
     }
 }

@@ -14,16 +14,15 @@ use futures::StreamExt;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    AgentError, AgentExt, Event, Invocation, LlmAgent, Message, Model, ModelError, ModelErrorKind,
-    ModelEvent, ModelRequest, Session, ToolContext, ToolError, tools,
+    AgentError, AgentExt, Event, Invocation, LlmAgent, Message, Model, ModelErrorKind,
+    ModelRequest, Session, ToolContext, ToolError, tools,
+};
+use tinyagent_http::testing::{
+    BOUND, SSE_HEAD, dripping_server, final_text, restarts, stream_all, text_of,
 };
 use tinyagent_openai::{DEFAULT_MAX_TOKENS, OpenAiModel};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-/// The longest a test waits for the model before it fails (a bound, not a measurement).
-const BOUND: Duration = Duration::from_secs(60);
 
 fn ask(text: &str) -> ModelRequest {
     ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
@@ -50,57 +49,6 @@ fn first_events(name: &str, n: usize) -> String {
         .take(n)
         .map(|e| format!("{e}\n\n"))
         .collect()
-}
-
-/// All stream items, within [`BOUND`].
-async fn stream_all(
-    model: &OpenAiModel,
-    req: &ModelRequest,
-) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let run = async {
-        let mut events = Vec::new();
-        let mut stream = model.stream(req);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(e) => events.push(e),
-                Err(e) => {
-                    assert!(stream.next().await.is_none(), "nothing after an error");
-                    return (events, Some(e));
-                }
-            }
-        }
-        (events, None)
-    };
-    tokio::time::timeout(BOUND, run)
-        .await
-        .expect("the stream did not end within the bound")
-}
-
-fn text_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn restarts(events: &[ModelEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::Restart { reason } => Some(reason.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn final_text(events: &[ModelEvent]) -> String {
-    match events.last() {
-        Some(ModelEvent::Done(resp)) => resp.message.text(),
-        other => panic!("the stream must end with Done, ended with {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -240,43 +188,6 @@ async fn the_request_timeout_bounds_the_whole_call_with_its_retries() {
     );
     assert!(!err.is_retryable());
 }
-
-/// Answers every connection with `head`, then writes `chunk` every `every` until the
-/// client goes away; counts the connections.
-async fn dripping_server(
-    head: &'static str,
-    chunk: String,
-    every: Duration,
-) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let connections = Arc::new(AtomicUsize::new(0));
-    let counter = connections.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            let chunk = chunk.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 64 * 1024];
-                let _ = socket.read(&mut buf).await;
-                if socket.write_all(head.as_bytes()).await.is_err() {
-                    return;
-                }
-                let framed = format!("{:x}\r\n{chunk}\r\n", chunk.len());
-                loop {
-                    if socket.write_all(framed.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    tokio::time::sleep(every).await;
-                }
-            });
-        }
-    });
-    (format!("http://{addr}"), connections)
-}
-
-const SSE_HEAD: &str =
-    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
 
 #[tokio::test]
 async fn an_endless_stream_is_cut_at_the_reply_size_limit() {

@@ -5,13 +5,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 use support::*;
 use tinyagent::{
-    FinishReason, Message, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
-    ModelResponse, Part, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, demo,
+    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse, Part,
+    Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, demo,
 };
+use tinyagent_http::testing::stream_all;
 use tinyagent_openai::{MaxTokensField, OpenAiModel};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -43,25 +43,6 @@ async fn serve_once(server: &MockServer, reply: ResponseTemplate) {
         .up_to_n_times(1)
         .mount(server)
         .await;
-}
-
-/// All stream events; the error, if the stream failed.
-async fn stream_all(
-    model: &OpenAiModel,
-    req: &ModelRequest,
-) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let mut events = Vec::new();
-    let mut stream = model.stream(req);
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(e) => events.push(e),
-            Err(e) => {
-                assert!(stream.next().await.is_none(), "nothing after an error");
-                return (events, Some(e));
-            }
-        }
-    }
-    (events, None)
 }
 
 fn done(events: &[ModelEvent]) -> &ModelResponse {

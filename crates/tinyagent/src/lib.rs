@@ -88,6 +88,18 @@ mod message;
 mod model;
 pub mod testing;
 
+/// Sessions that outlive a run, and the process: the [`SessionStore`] trait, the in-memory
+/// [`MemoryStore`], and what stores share. The `tinyagent-store` crate has SQLite, PostgreSQL
+/// and Redis stores; [`SessionRunner`](crate::agent::SessionRunner) runs an agent on a stored
+/// session.
+pub mod store {
+    pub use crate::context::{
+        Changes, Cursor, DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, MemoryStore,
+        SessionInfo, SessionLock, SessionLocks, SessionPage, SessionStore, StoreError,
+        StoredSession, check_session_id, from_micros, micros,
+    };
+}
+
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;
@@ -102,7 +114,7 @@ pub use budget::{
     Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
     DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
 };
-pub use context::{Invocation, Session, State, ToolContext};
+pub use context::{Invocation, MemoryStore, Session, SessionStore, State, ToolContext};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{

@@ -145,12 +145,38 @@ pub enum Part {
     ToolCall(ToolCall),
     /// A tool result (in a tool message).
     ToolResult(ToolResult),
+    /// The model's reasoning before its answer (extended thinking), in an assistant message.
+    ///
+    /// Kept in the history so that a provider whose API wants it sent back unchanged
+    /// (Anthropic's thinking blocks, with their signature) can; providers without a use for
+    /// it leave it out of their requests. [`Message::text`] does not include it.
+    Reasoning {
+        /// The reasoning text (for a redacted block, the provider's opaque data).
+        text: String,
+        /// The provider's signature over the text, which it checks when the block comes
+        /// back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Whether the provider redacted the reasoning: `text` is then opaque data to send
+        /// back, not words to show.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
+    },
 }
 
 impl Part {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
+    }
+
+    /// A reasoning part, with the provider's signature if it gave one.
+    pub fn reasoning(text: impl Into<String>, signature: Option<String>) -> Self {
+        Self::Reasoning {
+            text: text.into(),
+            signature,
+            redacted: false,
+        }
     }
 
     /// The text, if this is a text part.
@@ -336,6 +362,15 @@ mod tests {
         );
         let back: Message = serde_json::from_value(v).unwrap();
         assert_eq!(back, m);
+        let thought = Part::reasoning("先查天气。", Some("sig".into()));
+        let v = serde_json::to_value(&thought).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "reasoning", "text": "先查天气。", "signature": "sig"})
+        );
+        assert_eq!(serde_json::from_value::<Part>(v).unwrap(), thought);
+        let m = Message::new(Role::Assistant, vec![thought, Part::text("晴")]);
+        assert_eq!(m.text(), "晴");
         let call: Part =
             serde_json::from_str(r#"{"type":"tool_call","id":"c","name":"n","arguments":"{}"}"#)
                 .unwrap();

@@ -1,6 +1,8 @@
 //! Connecting to the server (over stdio, a child process or HTTP, with the configured headers
 //! and timeouts) and noticing when its tool list changes.
 
+use rmcp::transport::auth::AuthClient;
+
 use super::*;
 
 impl Inner {
@@ -105,13 +107,52 @@ impl Inner {
                     header_value.set_sensitive(true);
                     config.custom_headers.insert(header_name, header_value);
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let service = client.serve(transport).await.map_err(|e| {
+                let served = match &self.oauth {
+                    None => {
+                        client
+                            .serve(StreamableHttpClientTransport::from_config(config))
+                            .await
+                    }
+                    Some(oauth) => 'served: {
+                        // With a stored token, use it; without one, ask the user only when the
+                        // server turns out to require authorization.
+                        let manager = match oauth.stored(url, label).await? {
+                            Some(manager) => manager,
+                            None => {
+                                let probe = ToolsetClient {
+                                    stale: Arc::clone(&stale),
+                                    label: self.label.clone(),
+                                };
+                                let plain =
+                                    StreamableHttpClientTransport::from_config(config.clone());
+                                match probe.serve(plain).await {
+                                    Err(e)
+                                        if matches!(
+                                            init_auth_problem(&e),
+                                            Some(AuthProblem::Unauthorized)
+                                        ) =>
+                                    {
+                                        oauth.authorize(url, label).await?
+                                    }
+                                    // No authorization needed, or a failure of another kind.
+                                    other => break 'served other,
+                                }
+                            }
+                        };
+                        let http = AuthClient::new(reqwest::Client::new(), manager);
+                        client
+                            .serve(StreamableHttpClientTransport::with_client(http, config))
+                            .await
+                    }
+                };
+                let service = served.map_err(|e| {
                     let text = match init_auth_problem(&e) {
                         Some(AuthProblem::Unauthorized) => format!(
                             "the server answered 401 Unauthorized: it needs credentials{}",
-                            if self.headers.is_empty() {
-                                ", and none were sent (set a bearer token or header)"
+                            if self.oauth.is_some() {
+                                ", and it refused the OAuth token (its grant may have been revoked)"
+                            } else if self.headers.is_empty() {
+                                ", and none were sent (set a bearer token or header, or use OAuth)"
                             } else {
                                 ", and the ones sent were refused"
                             }

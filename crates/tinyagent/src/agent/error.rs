@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::budget::BudgetResource;
+use crate::context::StoreError;
 use crate::error::ToolError;
 use crate::model::ModelError;
 
@@ -122,6 +123,10 @@ pub enum AgentError {
         /// The agent's name.
         agent: String,
     },
+    /// The session store refused or failed to load, lock or write the run's session (see
+    /// [`SessionRunner`](super::SessionRunner)).
+    #[error("session store: {0}")]
+    Store(#[from] StoreError),
 }
 
 /// What is wrong with an agent's configuration; see [`AgentError::Config`].

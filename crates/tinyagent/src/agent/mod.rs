@@ -6,6 +6,7 @@ mod builder;
 mod error;
 mod events;
 mod run;
+mod stored;
 mod typed;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub use builder::{
 };
 pub use error::{AgentError, ConfigProblem, ToolSource};
 pub use events::Event;
+pub use stored::{DEFAULT_SESSION_WAIT, OnBusy, SessionRunner};
 
 use crate::context::Session;
 use crate::message::Message;

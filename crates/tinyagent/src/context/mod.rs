@@ -4,7 +4,9 @@
 //! This module knows nothing of tools, models or agents; they all read it.
 
 mod invocation;
+mod memory_store;
 mod session;
+mod store;
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -12,7 +14,12 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use invocation::Invocation;
+pub use memory_store::{Cursor, MemoryStore, SessionLocks, from_micros, micros};
 pub use session::{Session, State};
+pub use store::{
+    Changes, DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock,
+    SessionPage, SessionStore, StoreError, StoredSession, check_session_id,
+};
 
 /// Per-call context handed to every tool: the call id, and typed extensions that the agent and
 /// middleware attach (the invocation, the session, anything of the application's).

@@ -20,7 +20,10 @@ struct Inner {
 /// A conversation: an id, the history of messages of finished runs, and a state map that the
 /// application, tools and resolvers read and write (TinyAgent's `inv.Session.State()["role"]`).
 ///
-/// A `Session` is a cheap handle: clones share the same conversation. It lives in memory.
+/// A `Session` is a cheap handle: clones share the same conversation. It lives in memory; to
+/// keep conversations across restarts, or share them between processes, keep them in a
+/// [`SessionStore`](crate::SessionStore) and run agents on them with a
+/// [`SessionRunner`](crate::agent::SessionRunner).
 ///
 /// An agent run reads the history before its first model call and appends the run's messages
 /// (the user message, the assistant's and the tools') when it finishes with an answer; a run

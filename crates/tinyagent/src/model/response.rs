@@ -38,6 +38,10 @@ pub struct Usage {
     /// Of the input tokens, those read from the provider's prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
+    /// Of the input tokens, those written to the provider's prompt cache (which some
+    /// providers bill apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_input_tokens: Option<u64>,
     /// Of the output tokens, those spent on reasoning the reply does not show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
@@ -50,6 +54,7 @@ impl Usage {
             input_tokens: Some(input_tokens),
             output_tokens: Some(output_tokens),
             cached_input_tokens: None,
+            cache_write_input_tokens: None,
             reasoning_tokens: None,
         }
     }
@@ -58,6 +63,13 @@ impl Usage {
     #[must_use]
     pub const fn with_cached_input_tokens(mut self, tokens: u64) -> Self {
         self.cached_input_tokens = Some(tokens);
+        self
+    }
+
+    /// Returns the usage with the input tokens written to the prompt cache set.
+    #[must_use]
+    pub const fn with_cache_write_input_tokens(mut self, tokens: u64) -> Self {
+        self.cache_write_input_tokens = Some(tokens);
         self
     }
 
@@ -81,6 +93,7 @@ impl Usage {
         self.input_tokens.is_none()
             && self.output_tokens.is_none()
             && self.cached_input_tokens.is_none()
+            && self.cache_write_input_tokens.is_none()
             && self.reasoning_tokens.is_none()
     }
 }
@@ -107,6 +120,10 @@ impl Add for Usage {
             input_tokens: add_counts(self.input_tokens, rhs.input_tokens),
             output_tokens: add_counts(self.output_tokens, rhs.output_tokens),
             cached_input_tokens: add_counts(self.cached_input_tokens, rhs.cached_input_tokens),
+            cache_write_input_tokens: add_counts(
+                self.cache_write_input_tokens,
+                rhs.cache_write_input_tokens,
+            ),
             reasoning_tokens: add_counts(self.reasoning_tokens, rhs.reasoning_tokens),
         }
     }

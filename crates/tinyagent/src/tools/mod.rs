@@ -7,7 +7,8 @@
 //! - [`new_agent_tool`]: an agent becomes a tool; [`new_agent_tool_fn`]: a function of one
 //!   message becomes an agent-style tool;
 //! - [`ToolResolver`] and [`resolver_fn`]: tools chosen per invocation;
-//! - [`generate_schema`] and [`strict_schema`]: the schema pipeline; [`SchemaValidator`]
+//! - [`generate_schema`] and [`strict_schema`]: the schema pipeline; [`anthropic_schema`] and
+//!   [`gemini_schema`]: the vendors' dialects of it; [`SchemaValidator`]
 //!   checks arguments against a schema;
 //! - [`wrap_tool`], [`ToolMiddleware`] and [`ToolLayer`]: onion middleware around a tool's
 //!   handler, and the middleware that ships: [`with_logging`], [`with_timeout`],
@@ -19,6 +20,7 @@
 
 mod adapter;
 pub(crate) mod arguments;
+mod dialect;
 mod func;
 mod handler;
 mod into_tool;
@@ -33,6 +35,7 @@ pub use adapter::{
     JsonAdapter, ToolFn, WithContext, WithoutContext, decode_input, json_adapter,
     normalize_arguments,
 };
+pub use dialect::{DialectSchema, anthropic_schema, gemini_schema};
 // Agents made into tools live with the agents; their TinyAgent names are kept here.
 #[doc(inline)]
 pub use crate::agent::{

@@ -1,82 +1,18 @@
-//! The HTTP side of a call: the attempts and deadline of one call ([`Budget`]), the limits a
-//! wait runs against, bodies read within them and capped in size, backoff between attempts.
+//! Response bodies read within the limits: whole ([`read_body`]) or as a guarded stream of
+//! chunks ([`guarded`]), capped in size, without byte order marks.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use reqwest::header::CONTENT_TYPE;
-use tinyagent::ModelError;
 use tokio::time::Instant;
 
-use crate::config::OpenAiConfig;
-
-/// Which limit a wait runs against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Limit {
-    /// The first byte of an answer (headers, then a stream's first event).
-    FirstByte,
-    /// The silence between two events or chunks.
-    Idle,
-    /// The whole call's deadline.
-    Whole,
-}
-
-/// The attempts of one call and its deadline.
-#[derive(Debug)]
-pub(crate) struct Budget {
-    /// Retries made so far.
-    pub(crate) attempt: u32,
-    /// When the current attempt started.
-    pub(crate) attempt_started: Instant,
-    /// When the whole call must be over.
-    pub(crate) deadline: Option<Instant>,
-}
-
-impl Budget {
-    pub(crate) fn new(config: &OpenAiConfig) -> Self {
-        let now = Instant::now();
-        Self {
-            attempt: 0,
-            attempt_started: now,
-            deadline: config.request_timeout.map(|t| now + t),
-        }
-    }
-
-    /// The instant a wait of kind `limit` ends at, and the limit that ends it first (the
-    /// call's deadline may come before).
-    pub(crate) fn limit(&self, limit: Limit, config: &OpenAiConfig) -> (Limit, Instant) {
-        let at = match limit {
-            Limit::FirstByte => self.attempt_started + config.first_byte_timeout,
-            Limit::Idle => Instant::now() + config.idle_timeout,
-            Limit::Whole => return (Limit::Whole, self.deadline.unwrap_or_else(far_future)),
-        };
-        match self.deadline {
-            Some(deadline) if deadline < at => (Limit::Whole, deadline),
-            _ => (limit, at),
-        }
-    }
-}
-
-/// An instant no call reaches (about thirty years away).
-pub(crate) fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
-}
-
-/// A duration for people: `60 s`, `0.3 s`.
-pub(crate) fn secs(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
+use crate::limits::{Budget, Limit, Limits};
 
 /// Why a body could not be read.
 #[derive(Debug)]
-pub(crate) enum BodyError {
+pub enum BodyError {
     /// The transport failed.
     Http(reqwest::Error),
     /// The body grew past the limit (the bytes read so far).
@@ -95,21 +31,8 @@ impl std::fmt::Display for BodyError {
     }
 }
 
-/// The error of a reply that grew past [`OpenAiConfig::max_reply_bytes`].
-pub(crate) fn too_large(read: usize, config: &OpenAiConfig) -> ModelError {
-    let limit = match config.max_tokens {
-        Some(n) => format!("the token limit sent, max_tokens {n}"),
-        None => "the token limit (none was sent)".to_owned(),
-    };
-    ModelError::invalid_response(format!(
-        "the reply grew past {read} bytes without finishing (the limit is max_reply_bytes = {}); \
-         the server may be ignoring {limit}",
-        config.max_reply_bytes
-    ))
-}
-
 /// The content type of a response, lower-cased; empty when there is none.
-pub(crate) fn content_type(resp: &reqwest::Response) -> String {
+pub fn content_type(resp: &reqwest::Response) -> String {
     resp.headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -120,15 +43,15 @@ pub(crate) fn content_type(resp: &reqwest::Response) -> String {
 
 /// A whole body, at most `max` bytes, each chunk within the idle timeout and all before the
 /// deadline.
-pub(crate) async fn read_body(
+pub async fn read_body(
     mut resp: reqwest::Response,
     max: usize,
     budget: &Budget,
-    config: &OpenAiConfig,
+    limits: &Limits,
 ) -> Result<bytes::Bytes, BodyError> {
     let mut out = Vec::new();
     loop {
-        let (limit, at) = budget.limit(Limit::Idle, config);
+        let (limit, at) = budget.limit(Limit::Idle, limits);
         match tokio::time::timeout_at(at, resp.chunk()).await {
             Err(_) => return Err(BodyError::TimedOut(limit)),
             Ok(Err(e)) => return Err(BodyError::Http(e)),
@@ -147,7 +70,7 @@ pub(crate) async fn read_body(
 /// each next one within the idle timeout, all before the call's deadline, and no more than
 /// `max` bytes in all. Server-sent comments (`: ping`) count as bytes, so keep-alives keep a
 /// slow stream open.
-pub(crate) fn guarded(
+pub fn guarded(
     resp: reqwest::Response,
     first: (Limit, Instant),
     idle: Duration,
@@ -199,7 +122,7 @@ pub(crate) fn guarded(
 }
 
 /// The body of an error response, at most 64 KiB of it; empty if it cannot be read.
-pub(crate) async fn read_error_body(mut resp: reqwest::Response) -> Vec<u8> {
+pub async fn read_error_body(mut resp: reqwest::Response) -> Vec<u8> {
     let mut out = Vec::new();
     while let Ok(Some(chunk)) = resp.chunk().await {
         out.extend_from_slice(&chunk);
@@ -210,34 +133,12 @@ pub(crate) async fn read_error_body(mut resp: reqwest::Response) -> Vec<u8> {
     out
 }
 
-pub(crate) fn serialize(body: &serde_json::Value) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(body)
-        .map_err(|e| ModelError::other(format!("could not serialize the request: {e}")))
-}
-
-/// Exponential backoff with jitter: `initial * 2^attempt`, capped, then a random point in
-/// its upper half.
-pub(crate) fn backoff(config: &OpenAiConfig, attempt: u32) -> Duration {
-    let base = config
-        .initial_backoff
-        .saturating_mul(1u32 << attempt.min(20))
-        .min(config.max_backoff);
-    let half = base / 2;
-    let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-    let jitter = if nanos == 0 {
-        0
-    } else {
-        RandomState::new().hash_one((attempt, SystemTime::now())) % nanos
-    };
-    half + Duration::from_nanos(jitter)
-}
-
 /// The UTF-8 byte order mark some servers put before a body.
-pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// A body without leading byte order marks (one, or several from a server that adds its own
 /// to a body that had one).
-pub(crate) fn strip_bom(mut bytes: bytes::Bytes) -> bytes::Bytes {
+pub fn strip_bom(mut bytes: bytes::Bytes) -> bytes::Bytes {
     while bytes.starts_with(BOM) {
         bytes = bytes.slice(BOM.len()..);
     }
@@ -248,7 +149,7 @@ pub(crate) fn strip_bom(mut bytes: bytes::Bytes) -> bytes::Bytes {
 /// leading mark off as if it were one byte long). A mark may arrive cut across chunks, so the
 /// first bytes are held back until they cannot be the start of a mark any more; a stream that
 /// ends while they are held back ended inside a mark, and loses nothing else.
-pub(crate) fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
+pub fn without_bom<S, E>(chunks: S) -> impl futures::Stream<Item = Result<bytes::Bytes, E>>
 where
     S: futures::Stream<Item = Result<bytes::Bytes, E>>,
 {
@@ -304,19 +205,5 @@ mod tests {
             strip_bom(bytes::Bytes::from_static(b"\xEFx")).as_ref(),
             b"\xEFx"
         );
-    }
-
-    #[test]
-    fn backoff_grows_with_jitter_and_is_capped() {
-        let config =
-            OpenAiConfig::new("m").backoff(Duration::from_millis(100), Duration::from_millis(1000));
-        for attempt in 0..30 {
-            let d = backoff(&config, attempt);
-            let base = (100u64 << attempt.min(20)).min(1000);
-            let d = d.as_millis() as u64;
-            assert!(d >= base / 2 && d <= base, "attempt {attempt}: {d}ms");
-        }
-        let zero = OpenAiConfig::new("m").backoff(Duration::ZERO, Duration::ZERO);
-        assert_eq!(backoff(&zero, 3), Duration::ZERO);
     }
 }

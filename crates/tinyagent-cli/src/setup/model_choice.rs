@@ -1,0 +1,276 @@
+//! Which model answers: a provider chosen by `--provider`, by the options given, or by which
+//! provider's key is set; and making it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tinyagent::Model;
+use tinyagent_llama::{LlamaConfig, LlamaModel};
+
+use crate::cli::{ModelArgs, Provider};
+use crate::error::CliError;
+
+/// The environment variable giving `--timeout`'s default, in seconds.
+pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
+
+/// The environment variable giving `--provider`'s default.
+pub const ENV_PROVIDER: &str = "TINYAGENT_PROVIDER";
+
+/// Which model answers, decided from the options and the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelChoice {
+    /// The embedded model: a GGUF file (`None`: the default search) and a thread count
+    /// (`None`: the default).
+    Local {
+        /// The file given with `--model-file`.
+        file: Option<PathBuf>,
+        /// The threads given with `--threads`.
+        threads: Option<u32>,
+    },
+    /// A model behind an HTTP API.
+    Server {
+        /// Whose API (never [`Provider::Local`]).
+        provider: Provider,
+        /// The base URL.
+        base_url: String,
+        /// The API key.
+        api_key: Option<String>,
+        /// The model name.
+        model: String,
+        /// How long the server may stay silent (`None`: the provider's default).
+        timeout: Option<Duration>,
+    },
+}
+
+/// A provider's environment variables and defaults.
+struct Vendor {
+    base_url_env: &'static str,
+    api_key_env: &'static str,
+    model_env: &'static str,
+    default_base_url: &'static str,
+    default_model: &'static str,
+}
+
+fn vendor(provider: Provider) -> Vendor {
+    match provider {
+        Provider::Anthropic => Vendor {
+            base_url_env: tinyagent_anthropic::ENV_BASE_URL,
+            api_key_env: tinyagent_anthropic::ENV_API_KEY,
+            model_env: tinyagent_anthropic::ENV_MODEL,
+            default_base_url: tinyagent_anthropic::DEFAULT_BASE_URL,
+            default_model: tinyagent_anthropic::DEFAULT_MODEL,
+        },
+        Provider::Gemini => Vendor {
+            base_url_env: tinyagent_gemini::ENV_BASE_URL,
+            api_key_env: tinyagent_gemini::ENV_API_KEY,
+            model_env: tinyagent_gemini::ENV_MODEL,
+            default_base_url: tinyagent_gemini::DEFAULT_BASE_URL,
+            default_model: tinyagent_gemini::DEFAULT_MODEL,
+        },
+        Provider::Openai | Provider::Local => Vendor {
+            base_url_env: tinyagent_openai::ENV_BASE_URL,
+            api_key_env: tinyagent_openai::ENV_API_KEY,
+            model_env: tinyagent_openai::ENV_MODEL,
+            default_base_url: tinyagent_openai::DEFAULT_BASE_URL,
+            default_model: tinyagent_openai::DEFAULT_MODEL,
+        },
+    }
+}
+
+/// Decides the model.
+///
+/// `--local` (or `--model-file`) means the embedded model. Else the provider is `--provider`,
+/// or `TINYAGENT_PROVIDER`, or guessed: OpenAI-compatible when `--base-url`/`--api-key` or an
+/// `OPENAI_*` variable is set, Anthropic when `ANTHROPIC_API_KEY`/`ANTHROPIC_BASE_URL` is,
+/// Gemini when `GEMINI_API_KEY`/`GEMINI_BASE_URL` is, else the embedded model. `--model` alone
+/// is a usage error: it would otherwise send the question to a vendor without a word. Empty
+/// variables count as unset; a `TINYAGENT_TIMEOUT` that is not a number of seconds is a usage
+/// error.
+pub fn choose_model(
+    args: &ModelArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<ModelChoice, CliError> {
+    let env = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let local = ModelChoice::Local {
+        file: args.model_file.clone(),
+        threads: args.threads,
+    };
+    if args.local || args.model_file.is_some() {
+        return Ok(local);
+    }
+    let from_env = match env(ENV_PROVIDER) {
+        None => None,
+        Some(name) => Some(
+            <Provider as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
+                CliError::usage(format!("{ENV_PROVIDER}={name:?} is not a provider"))
+                    .with_hint("use openai, anthropic, gemini or local")
+            })?,
+        ),
+    };
+    let guessed = || {
+        let set = |p: Provider| {
+            let v = vendor(p);
+            env(v.base_url_env).is_some() || env(v.api_key_env).is_some()
+        };
+        if args.base_url.is_some() || args.api_key.is_some() || set(Provider::Openai) {
+            Some(Provider::Openai)
+        } else if set(Provider::Anthropic) {
+            Some(Provider::Anthropic)
+        } else if set(Provider::Gemini) {
+            Some(Provider::Gemini)
+        } else {
+            None
+        }
+    };
+    let provider = match args.provider.or(from_env).or_else(guessed) {
+        Some(Provider::Local) => return Ok(local),
+        Some(provider) => provider,
+        None => {
+            if let Some(model) = &args.model {
+                return Err(CliError::usage(format!(
+                    "--model {model:?} names a model on a server, and no server is given"
+                ))
+                .with_hint(
+                    "add --provider openai|anthropic|gemini with --api-key KEY (or the \
+                     provider's key variable), or --base-url URL for an OpenAI-compatible \
+                     server; for the embedded model use --model-file PATH",
+                ));
+            }
+            return Ok(local);
+        }
+    };
+    let v = vendor(provider);
+    let base_url = args.base_url.clone().or_else(|| env(v.base_url_env));
+    let api_key = args.api_key.clone().or_else(|| env(v.api_key_env));
+    if base_url.is_none() && api_key.is_none() {
+        return Err(CliError::usage(format!(
+            "--provider {} needs an API key, and none is given",
+            provider.name()
+        ))
+        .with_hint(format!(
+            "add --api-key KEY (or set {}), or --base-url URL (or {}) for a gateway",
+            v.api_key_env, v.base_url_env
+        )));
+    }
+    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
+        (Some(t), _) => Some(t),
+        (None, Some(text)) => Some(crate::cli::parse_secs(&text).map_err(|e| {
+            CliError::usage(format!("{ENV_TIMEOUT}: {e}")).with_hint(format!(
+                "set {ENV_TIMEOUT} to a number of seconds, such as 60"
+            ))
+        })?),
+        (None, None) => None,
+    };
+    Ok(ModelChoice::Server {
+        provider,
+        base_url: base_url.unwrap_or_else(|| v.default_base_url.to_owned()),
+        api_key,
+        model: args
+            .model
+            .clone()
+            .or_else(|| env(v.model_env))
+            .unwrap_or_else(|| v.default_model.to_owned()),
+        timeout,
+    })
+}
+
+/// Makes the chosen model; loading the embedded one reads its file.
+pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
+    match choice {
+        ModelChoice::Local { file, threads } => {
+            let mut config = LlamaConfig::default();
+            if let Some(threads) = threads {
+                config = config.threads(*threads);
+            }
+            let loaded = match file {
+                Some(file) => LlamaModel::load(file, config),
+                None => LlamaModel::default_model_with(config),
+            };
+            let model = loaded.map_err(|e| {
+                CliError::failure(
+                    "model_file",
+                    format!("cannot load the local model: {}", e.message()),
+                )
+                .with_hint(
+                    "or use a model server: --provider openai|anthropic|gemini with its key, or \
+                     --base-url URL for an OpenAI-compatible server",
+                )
+            })?;
+            Ok(Arc::new(model))
+        }
+        ModelChoice::Server {
+            provider,
+            base_url,
+            api_key,
+            model,
+            timeout,
+        } => {
+            // The three configurations share their setters (base URL, key, timeouts).
+            // A longer silence allowed also lengthens the whole call's limit (600 s by default
+            // for every provider).
+            macro_rules! configure {
+                ($config:expr) => {{
+                    let mut config = $config.base_url(base_url.as_str());
+                    if let Some(key) = api_key {
+                        config = config.api_key(key.as_str());
+                    }
+                    if let Some(timeout) = *timeout {
+                        config = config.silence_timeout(timeout).request_timeout(
+                            timeout.max(tinyagent_openai::DEFAULT_REQUEST_TIMEOUT),
+                        );
+                    }
+                    config
+                }};
+            }
+            let usage_or_failure = |invalid: bool, e: String| {
+                if invalid {
+                    CliError::usage(e)
+                } else {
+                    CliError::failure("config", e)
+                }
+            };
+            match provider {
+                Provider::Anthropic => {
+                    use tinyagent_anthropic::{AnthropicConfig, AnthropicModel, ConfigError};
+                    let config = configure!(AnthropicConfig::new(model.as_str()));
+                    let model = AnthropicModel::new(config).map_err(|e| {
+                        let invalid =
+                            matches!(e, ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel);
+                        usage_or_failure(invalid, e.to_string())
+                    })?;
+                    Ok(Arc::new(model))
+                }
+                Provider::Gemini => {
+                    use tinyagent_gemini::{ConfigError, GeminiConfig, GeminiModel};
+                    let config = configure!(GeminiConfig::new(model.as_str()));
+                    let model = GeminiModel::new(config).map_err(|e| {
+                        let invalid = matches!(
+                            e,
+                            ConfigError::InvalidBaseUrl(_) | ConfigError::InvalidModel(_)
+                        );
+                        usage_or_failure(invalid, e.to_string())
+                    })?;
+                    Ok(Arc::new(model))
+                }
+                Provider::Openai | Provider::Local => {
+                    use tinyagent_openai::{ConfigError, OpenAiConfig, OpenAiModel};
+                    let config = configure!(OpenAiConfig::new(model.as_str()));
+                    let model = OpenAiModel::new(config).map_err(|e| {
+                        let invalid =
+                            matches!(e, ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel);
+                        usage_or_failure(invalid, e.to_string())
+                    })?;
+                    Ok(Arc::new(model))
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,54 @@
+//! # tinyagent-gemini
+//!
+//! A [`tinyagent::Model`] for the Google Gemini API (`generateContent` and
+//! `streamGenerateContent`).
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `GEMINI_API_KEY` | the key, sent as `x-goog-api-key` | none |
+//! | `GEMINI_BASE_URL` | the API up to its version | `https://generativelanguage.googleapis.com/v1beta` |
+//! | `GEMINI_MODEL` | the model name | `gemini-2.5-flash` |
+//!
+//! ```
+//! use tinyagent::{LlmAgent, demo};
+//! use tinyagent_gemini::{GeminiConfig, GeminiModel};
+//!
+//! let model = GeminiModel::new(GeminiConfig::new("gemini-2.5-flash").api_key("AIza..."))?;
+//! let agent = LlmAgent::builder("smart-assistant")
+//!     .model(model)
+//!     .instruction("你是一个全能助手。")
+//!     .tools([demo::weather_tool(), demo::calculator_tool()])
+//!     .build()?;
+//! # let _ = agent;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What it does on the wire:
+//!
+//! - requests carry the instruction as `systemInstruction` (system messages of the history
+//!   appended), the history as `user` / `model` contents (text parts, `functionCall` parts,
+//!   `functionResponse` parts whose `response` is the tool's JSON object output, or
+//!   `{"result": …}` / `{"error": …}`), the tools as `functionDeclarations` whose
+//!   `parameters` are in Gemini's OpenAPI dialect
+//!   ([`gemini_schema`](tinyagent::tools::gemini_schema); what it drops is logged at WARN),
+//!   `toolConfig.functionCallingConfig` (`AUTO`, `ANY`, `NONE`, `allowedFunctionNames`) and
+//!   `generationConfig` (temperature, `maxOutputTokens`: [`DEFAULT_MAX_TOKENS`] unless set);
+//! - answers may hold several function calls (run in parallel by the agent); thought parts
+//!   and thought signatures come back as [`Part::Reasoning`](tinyagent::Part::Reasoning),
+//!   and signatures are sent back on the part they came with;
+//! - usage: `promptTokenCount` (cached tokens included), `candidatesTokenCount` plus
+//!   `thoughtsTokenCount`, `cachedContentTokenCount`;
+//! - retries, timeouts, reply caps and errors as in the other HTTP providers
+//!   (`tinyagent-http`); a blocked prompt and a `MAX_TOKENS` finish are named.
+
+mod config;
+mod error;
+mod model;
+mod stream;
+mod wire;
+
+pub use config::{
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL,
+    ENV_MODEL, GeminiConfig,
+};
+pub use model::GeminiModel;

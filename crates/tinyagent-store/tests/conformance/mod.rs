@@ -1,0 +1,615 @@
+//! The behaviour every session store must show, as async functions run against each store
+//! by the `conformance_tests!` macro.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tinyagent::store::{Changes, ListOptions, SessionStore, StoreError};
+use tinyagent::{Message, Part, Role, ToolCall, ToolResult, new_id};
+
+/// A fresh session id: stores on shared servers hold other tests' sessions too.
+pub fn fresh(prefix: &str) -> String {
+    new_id(prefix)
+}
+
+/// One message of every kind of part and role, with the text a real conversation has.
+pub fn every_kind_of_message() -> Vec<Message> {
+    vec![
+        Message::system("You are terse."),
+        Message::user("北京天气怎么样？ 🌤 \"quotes\" \\ back\nslash"),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("让我查一下。"),
+                ToolCall::new("call_1", "get_weather", r#"{"city":"北京"}"#).into(),
+                // Arguments are the model's raw text, not necessarily JSON.
+                ToolCall::new("call_2", "calculator", r#"{"a": 1, "b": "#).into(),
+            ],
+        ),
+        Message::from_tool_results([
+            ToolResult::ok("call_1", "get_weather", r#"{"temperature":22.5}"#),
+            ToolResult::error("call_2", "calculator", "invalid JSON: EOF while parsing"),
+        ]),
+        Message::new(
+            Role::Assistant,
+            vec![Part::text("北京"), Part::text("晴。")],
+        ),
+        Message::new(Role::User, vec![]),
+        Message::assistant("").with_id("msg_custom-id"),
+    ]
+}
+
+pub async fn round_trip(store: &dyn SessionStore) {
+    let id = fresh("rt");
+    let messages = every_kind_of_message();
+    let state = json!({
+        "null": null, "yes": true, "int": -42, "big": 9007199254740993u64, "float": 22.5,
+        "text": "北京 🌤", "list": [1, "two", [3]], "nested": {"a": {"b": [true, null]}},
+        "": "empty key",
+    });
+    let mut changes = Changes::new().append(messages.clone());
+    for (k, v) in state.as_object().unwrap() {
+        changes = changes.set(k.clone(), v.clone());
+    }
+    assert_eq!(store.commit(&id, Some(0), &changes).await.unwrap(), 1);
+    let loaded = store.load(&id).await.unwrap().expect("the session exists");
+    assert_eq!(loaded.id, id);
+    assert_eq!(
+        loaded.messages, messages,
+        "every message comes back as it was"
+    );
+    assert_eq!(serde_json::Value::Object(loaded.state.clone()), state);
+    assert_eq!(loaded.version, 1);
+    assert!(loaded.created_at <= loaded.updated_at);
+    assert_eq!(loaded.expires_at, None);
+    let info = loaded.info();
+    assert_eq!(info.message_count, messages.len() as u64);
+}
+
+pub async fn versions_and_conflicts(store: &dyn SessionStore) {
+    let id = fresh("ver");
+    assert!(store.load(&id).await.unwrap().is_none());
+    let err = store
+        .append(&id, 3, vec![Message::user("late")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::NotFound { session } if *session == id),
+        "{err:?}"
+    );
+
+    let info = store.create(&id).await.unwrap();
+    assert_eq!((info.version, info.message_count), (0, 0));
+    let err = store.create(&id).await.unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err:?}");
+    let empty = store.load(&id).await.unwrap().unwrap();
+    assert!(empty.messages.is_empty() && empty.state.is_empty());
+    assert_eq!(empty.version, 0);
+
+    assert_eq!(
+        store
+            .append(&id, 0, vec![Message::user("a")])
+            .await
+            .unwrap(),
+        1
+    );
+    let err = store
+        .append(&id, 0, vec![Message::user("b")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Conflict { session, expected: 0, actual: 1 } if *session == id),
+        "{err:?}"
+    );
+    assert!(err.is_retryable());
+    assert!(err.to_string().contains(&format!("{id:?}")), "{err}");
+    // State alone does not move the version; an unconditional commit always lands.
+    store.set_state(&id, "k", json!(1)).await.unwrap();
+    let changes = Changes::new().append([Message::user("c"), Message::assistant("d")]);
+    assert_eq!(store.commit(&id, None, &changes).await.unwrap(), 2);
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    let texts: Vec<String> = loaded.messages.iter().map(Message::text).collect();
+    assert_eq!(texts, ["a", "c", "d"], "the refused write left nothing");
+    assert_eq!(loaded.version, 2);
+    assert_eq!(
+        store.commit(&id, Some(2), &Changes::new()).await.unwrap(),
+        2
+    );
+}
+
+pub async fn state(store: &dyn SessionStore) {
+    let id = fresh("st");
+    assert_eq!(store.get_state(&id, "role").await.unwrap(), None);
+    store.set_state(&id, "role", json!("admin")).await.unwrap();
+    assert!(
+        store.load(&id).await.unwrap().is_some(),
+        "setting state creates the session"
+    );
+    assert_eq!(
+        store.get_state(&id, "role").await.unwrap(),
+        Some(json!("admin"))
+    );
+    store
+        .set_state(&id, "role", json!({"name": "user"}))
+        .await
+        .unwrap();
+    store.set_state(&id, "n", json!(1)).await.unwrap();
+    assert_eq!(
+        store.get_state(&id, "role").await.unwrap(),
+        Some(json!({"name": "user"}))
+    );
+    store.remove_state(&id, "role").await.unwrap();
+    store.remove_state(&id, "never-set").await.unwrap();
+    let ghost = fresh("ghost");
+    store.remove_state(&ghost, "k").await.unwrap();
+    assert!(
+        store.load(&ghost).await.unwrap().is_none(),
+        "removing a key creates no session"
+    );
+    assert_eq!(store.get_state(&id, "role").await.unwrap(), None);
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(serde_json::Value::Object(loaded.state), json!({"n": 1}));
+    assert_eq!(loaded.version, 0);
+}
+
+pub async fn list_and_delete(store: &dyn SessionStore) {
+    let prefix = fresh("ls");
+    let ids: Vec<String> = (0..5).map(|i| format!("{prefix}-{i}")).collect();
+    for id in &ids {
+        store
+            .append(id, 0, vec![Message::user(id.as_str())])
+            .await
+            .unwrap();
+        // Distinct write times, so that recency orders them.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    // Writing the first again makes it the most recent.
+    store
+        .set_state(&ids[0], "touched", json!(true))
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    let mut options = ListOptions::new().limit(2);
+    let mut pages = 0;
+    loop {
+        let page = store.list(&options).await.unwrap();
+        assert!(page.sessions.len() <= 2);
+        pages += 1;
+        seen.extend(
+            page.sessions
+                .into_iter()
+                .filter(|s| s.id.starts_with(&prefix)),
+        );
+        // The store may hold many other sessions (a shared server); these five are among the
+        // most recent, so a few pages find them.
+        if seen.len() >= ids.len() {
+            break;
+        }
+        match page.next {
+            Some(next) => options = options.cursor(next),
+            None => break,
+        }
+        assert!(pages < 10_000, "the pages never end");
+    }
+    let order: Vec<&str> = seen.iter().map(|s| s.id.as_str()).collect();
+    let expected: Vec<&str> = [0, 4, 3, 2, 1].iter().map(|&i| ids[i].as_str()).collect();
+    assert_eq!(order, expected, "most recently written first, each once");
+    assert!(seen.iter().all(|s| s.message_count == 1 && s.version == 1));
+
+    let err = store
+        .list(&ListOptions::new().cursor("not a cursor"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::InvalidInput { what: "cursor", .. }),
+        "{err:?}"
+    );
+
+    assert!(store.delete(&ids[2]).await.unwrap());
+    assert!(!store.delete(&ids[2]).await.unwrap(), "already gone");
+    assert!(store.load(&ids[2]).await.unwrap().is_none());
+    assert_eq!(store.get_state(&ids[2], "touched").await.unwrap(), None);
+    // A deleted session starts again from nothing.
+    assert_eq!(
+        store
+            .append(&ids[2], 0, vec![Message::user("again")])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store.load(&ids[2]).await.unwrap().unwrap().messages.len(),
+        1
+    );
+}
+
+pub async fn expiry(store: &dyn SessionStore) {
+    let id = fresh("exp");
+    let keep = fresh("keep");
+    let err = store
+        .set_ttl(&id, Some(Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+    store
+        .append(&id, 0, vec![Message::user("soon gone")])
+        .await
+        .unwrap();
+    store.set_state(&id, "k", json!(1)).await.unwrap();
+    store
+        .append(&keep, 0, vec![Message::user("kept")])
+        .await
+        .unwrap();
+    store
+        .set_ttl(&keep, Some(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let kept = store.load(&keep).await.unwrap().unwrap();
+    assert!(kept.expires_at.is_some());
+
+    store
+        .set_ttl(&id, Some(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(store.load(&id).await.unwrap().is_none(), "expired");
+    assert_eq!(store.get_state(&id, "k").await.unwrap(), None);
+    let listed = all_ids(store).await;
+    assert!(!listed.contains(&id), "an expired session is not listed");
+    assert!(listed.contains(&keep));
+    let err = store
+        .append(&id, 1, vec![Message::user("late")])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+    // A write to an expired id starts a new session.
+    assert_eq!(
+        store
+            .append(&id, 0, vec![Message::user("new")])
+            .await
+            .unwrap(),
+        1
+    );
+    let fresh_session = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(fresh_session.messages.len(), 1);
+    assert!(fresh_session.state.is_empty());
+
+    store.set_ttl(&keep, None).await.unwrap();
+    assert_eq!(store.load(&keep).await.unwrap().unwrap().expires_at, None);
+}
+
+/// For a store whose sessions live `ttl` (short) unless written.
+pub async fn store_ttl(store: &dyn SessionStore, ttl: Duration) {
+    let id = fresh("sttl");
+    let forever = fresh("forever");
+    store
+        .append(&id, 0, vec![Message::user("a")])
+        .await
+        .unwrap();
+    store
+        .append(&forever, 0, vec![Message::user("a")])
+        .await
+        .unwrap();
+    store.set_ttl(&forever, None).await.unwrap();
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    let expires = loaded.expires_at.expect("the store's TTL applies");
+    assert!(expires > loaded.updated_at);
+    tokio::time::sleep(ttl * 4).await;
+    assert!(
+        store.load(&id).await.unwrap().is_none(),
+        "expired with the store's TTL"
+    );
+    assert!(
+        store.load(&forever).await.unwrap().is_some(),
+        "its own TTL wins"
+    );
+}
+
+pub async fn all_ids(store: &dyn SessionStore) -> HashSet<String> {
+    let mut ids = HashSet::new();
+    let mut options = ListOptions::new().limit(500);
+    loop {
+        let page = store.list(&options).await.unwrap();
+        ids.extend(page.sessions.into_iter().map(|s| s.id));
+        match page.next {
+            Some(next) => options = options.cursor(next),
+            None => return ids,
+        }
+    }
+}
+
+/// 100 tasks append three messages each to one session at once, unconditionally.
+pub async fn concurrent_appends(store: Arc<dyn SessionStore>) {
+    let id = fresh("conc");
+    let tasks: Vec<_> = (0..100)
+        .map(|t| {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                let messages = (0..3).map(|k| Message::user(format!("{t}-{k}")));
+                let changes = Changes::new().append(messages);
+                store.commit(&id, None, &changes).await.unwrap()
+            })
+        })
+        .collect();
+    let mut versions = HashSet::new();
+    for task in tasks {
+        versions.insert(task.await.unwrap());
+    }
+    assert_eq!(
+        versions,
+        (1..=100).collect(),
+        "each commit got its own version"
+    );
+    check_runs(&*store, &id, 100).await;
+}
+
+/// 100 tasks each lock the session, load it, and append three messages at the version they
+/// loaded (what an agent run does): none conflicts, none is lost.
+pub async fn concurrent_locked_runs(store: Arc<dyn SessionStore>) {
+    let id = fresh("runs");
+    let tasks: Vec<_> = (0..100)
+        .map(|t| {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                let lock = store
+                    .lock(&id, Some(Duration::from_secs(120)))
+                    .await
+                    .unwrap();
+                let version = store.load(&id).await.unwrap().map_or(0, |s| s.version);
+                let messages = (0..3).map(|k| Message::user(format!("{t}-{k}"))).collect();
+                store.append(&id, version, messages).await.unwrap();
+                drop(lock);
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    check_runs(&*store, &id, 100).await;
+}
+
+/// The session holds `n` runs of three messages `t-0, t-1, t-2`, each contiguous and in order.
+async fn check_runs(store: &dyn SessionStore, id: &str, n: usize) {
+    let loaded = store.load(id).await.unwrap().unwrap();
+    assert_eq!(loaded.messages.len(), 3 * n, "nothing lost");
+    assert_eq!(loaded.version, n as u64);
+    let mut runs = HashSet::new();
+    for chunk in loaded.messages.chunks(3) {
+        let texts: Vec<String> = chunk.iter().map(Message::text).collect();
+        let run = texts[0].split('-').next().unwrap().to_owned();
+        assert_eq!(
+            texts,
+            [0, 1, 2].map(|k| format!("{run}-{k}")),
+            "a run's messages stay together"
+        );
+        assert!(runs.insert(run), "no run twice");
+    }
+}
+
+pub async fn locks(store: &dyn SessionStore) {
+    let id = fresh("lock");
+    let held = store.lock(&id, None).await.unwrap();
+    assert_eq!(held.session(), id);
+    let err = store.lock(&id, None).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Busy { waited: None, .. }),
+        "{err:?}"
+    );
+    let err = store
+        .lock(&id, Some(Duration::from_millis(100)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::Busy {
+                waited: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let other = store
+        .lock(&fresh("lock"), None)
+        .await
+        .expect("other sessions are free");
+    drop(other);
+    drop(held);
+    let again = store.lock(&id, Some(Duration::from_secs(30))).await;
+    assert!(again.is_ok(), "released: {again:?}");
+}
+
+/// Two stores on the same database (two processes): a lock taken through one holds against
+/// the other, and is given back when dropped.
+pub async fn lock_across_processes(one: &dyn SessionStore, two: &dyn SessionStore) {
+    let id = fresh("shared");
+    let held = one.lock(&id, None).await.unwrap();
+    let err = two.lock(&id, None).await.unwrap_err();
+    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
+    drop(held);
+    two.lock(&id, Some(Duration::from_secs(30)))
+        .await
+        .expect("the lease was given back");
+    // What one writes, the other reads.
+    one.append(&id, 0, vec![Message::user("from one")])
+        .await
+        .unwrap();
+    let seen = two.load(&id).await.unwrap().unwrap();
+    assert_eq!(seen.messages[0].text(), "from one");
+}
+
+/// Answers every user message with `re: ` and its text.
+struct Echo;
+
+impl tinyagent::Model for Echo {
+    fn generate<'a>(
+        &'a self,
+        req: &'a tinyagent::ModelRequest,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::ModelResponse, tinyagent::ModelError>> {
+        let last = req.messages.last().map(Message::text).unwrap_or_default();
+        Box::pin(async move {
+            Ok(tinyagent::ModelResponse::new(
+                Message::assistant(format!("re: {last}")),
+                tinyagent::Usage::default(),
+                tinyagent::FinishReason::Stop,
+            ))
+        })
+    }
+}
+
+/// Agents on two stores of one database (two server processes) answer turns of one
+/// conversation at once: every turn is stored whole and none is lost. (A run that started
+/// from a stale history would fail its version-checked commit, and its `ask` here.)
+pub async fn runners_on_two_stores(one: Arc<dyn SessionStore>, two: Arc<dyn SessionStore>) {
+    use tinyagent::LlmAgent;
+    use tinyagent::agent::SessionRunner;
+
+    let id = fresh("alt");
+    let agent = LlmAgent::builder("echo").model(Echo).build().unwrap();
+    let runners = [
+        SessionRunner::new(agent.clone(), one),
+        SessionRunner::new(agent, two.clone()),
+    ];
+    let turns: Vec<_> = (0..20)
+        .map(|k| {
+            let runner = runners[k % 2].clone();
+            let id = id.clone();
+            tokio::spawn(async move { runner.ask(&id, format!("turn {k}")).await })
+        })
+        .collect();
+    for (k, turn) in turns.into_iter().enumerate() {
+        assert_eq!(turn.await.unwrap().unwrap(), format!("re: turn {k}"));
+    }
+    let stored = two.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.messages.len(), 40, "nothing lost");
+    assert_eq!(stored.version, 20);
+    let mut seen = HashSet::new();
+    for pair in stored.messages.chunks(2) {
+        assert_eq!(pair[0].role, Role::User);
+        assert_eq!(
+            pair[1].text(),
+            format!("re: {}", pair[0].text()),
+            "a turn stays whole"
+        );
+        assert!(seen.insert(pair[0].text()), "no turn twice");
+    }
+}
+
+pub async fn bad_ids(store: &dyn SessionStore) {
+    for id in ["", "a\u{0}b", &"x".repeat(300)] {
+        let err = store.load(id).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::InvalidInput {
+                    what: "session id",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let err = store
+            .append(id, 0, vec![Message::user("x")])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::InvalidInput { .. }), "{err:?}");
+    }
+}
+
+/// Turns of one conversation through an agent, with the store made anew (a restarted
+/// process) between them.
+pub async fn restart_between_turns<S, F, Fut>(make: F)
+where
+    S: SessionStore + 'static,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    use tinyagent::LlmAgent;
+    use tinyagent::agent::SessionRunner;
+    use tinyagent::testing::{ScriptedModel, reply};
+
+    let id = fresh("restart");
+    let first = Arc::new(ScriptedModel::new([reply::text("Nice to meet you, Ada.")]));
+    let agent = LlmAgent::builder("host").model(first).build().unwrap();
+    let runner = SessionRunner::new(agent, make().await);
+    assert_eq!(
+        runner.ask(&id, "I am Ada.").await.unwrap(),
+        "Nice to meet you, Ada."
+    );
+    drop(runner);
+
+    let second = Arc::new(ScriptedModel::new([reply::text("You are Ada.")]));
+    let agent = LlmAgent::builder("host")
+        .model(second.clone())
+        .build()
+        .unwrap();
+    let runner = SessionRunner::new(agent, make().await);
+    assert_eq!(runner.ask(&id, "Who am I?").await.unwrap(), "You are Ada.");
+    let seen: Vec<String> = second.requests()[0]
+        .messages
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(seen, ["I am Ada.", "Nice to meet you, Ada.", "Who am I?"]);
+    let stored = make().await.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.messages.len(), 4);
+    assert_eq!(stored.version, 2);
+}
+
+/// Writes the tests of the suite for a store made by `$make` (an async expression).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        #[tokio::test]
+        async fn round_trip_of_every_message_and_state_value() {
+            conformance::round_trip(&$make).await;
+        }
+
+        #[tokio::test]
+        async fn versions_and_conflicts() {
+            conformance::versions_and_conflicts(&$make).await;
+        }
+
+        #[tokio::test]
+        async fn state_get_set_remove() {
+            conformance::state(&$make).await;
+        }
+
+        #[tokio::test]
+        async fn list_by_recency_in_pages_and_delete() {
+            conformance::list_and_delete(&$make).await;
+        }
+
+        #[tokio::test]
+        async fn expired_sessions_vanish() {
+            conformance::expiry(&$make).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_hundred_concurrent_appends_lose_nothing() {
+            conformance::concurrent_appends(std::sync::Arc::new($make)).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_hundred_locked_runs_lose_nothing() {
+            conformance::concurrent_locked_runs(std::sync::Arc::new($make)).await;
+        }
+
+        #[tokio::test]
+        async fn locks_wait_or_fail() {
+            conformance::locks(&$make).await;
+        }
+
+        #[tokio::test]
+        async fn bad_ids_are_refused() {
+            conformance::bad_ids(&$make).await;
+        }
+    };
+}

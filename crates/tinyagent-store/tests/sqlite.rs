@@ -1,0 +1,157 @@
+//! The conformance suite against SQLite files, and what is SQLite's own: restarts, the
+//! schema's migrations, corrupt rows.
+#![cfg(feature = "sqlite")]
+
+mod conformance;
+
+use std::time::Duration;
+
+use tinyagent::Message;
+use tinyagent::store::{SessionStore, StoreError};
+use tinyagent_store::{SCHEMA_VERSION, SqliteStore};
+
+/// A store on a new file in a temporary directory that lives as long as the test process.
+async fn store() -> SqliteStore {
+    let dir = tempfile::tempdir().unwrap().keep();
+    SqliteStore::open(dir.join("sessions.db")).await.unwrap()
+}
+
+conformance_tests!(store().await);
+
+#[tokio::test]
+async fn the_stores_ttl_applies() {
+    let ttl = Duration::from_millis(60);
+    conformance::store_ttl(&store().await.ttl(ttl), ttl).await;
+}
+
+#[tokio::test]
+async fn the_history_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    conformance::restart_between_turns(|| {
+        let path = path.clone();
+        async move { SqliteStore::open(path).await.unwrap() }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn migrations_run_once_and_record_their_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    store
+        .append("s", 0, vec![Message::user("kept")])
+        .await
+        .unwrap();
+    drop(store);
+    // Opening again migrates nothing and loses nothing.
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.load("s").await.unwrap().unwrap().messages.len(), 1);
+
+    // A file written by a newer build is refused with a clear error.
+    sqlx::query("UPDATE tinyagent_schema SET version = 99")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    drop(store);
+    let err = SqliteStore::open(&path).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("schema is at version 99, newer than"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn corrupt_rows_are_clear_errors() {
+    let store = store().await;
+    store
+        .append("s", 0, vec![Message::user("a"), Message::user("b")])
+        .await
+        .unwrap();
+    store
+        .set_state("s", "k", serde_json::json!(1))
+        .await
+        .unwrap();
+
+    sqlx::query(
+        "UPDATE tinyagent_messages SET body = '{\"id\":\"m\",\"role\":\"robot\"}' WHERE seq = 1",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let err = store.load("s").await.unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("message #1"), "{err}");
+    assert!(err.to_string().contains("robot"), "{err}");
+
+    sqlx::query("DELETE FROM tinyagent_messages WHERE seq = 0")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let err = store.load("s").await.unwrap_err();
+    assert!(
+        err.to_string().contains("message #0 of 2 is missing"),
+        "{err}"
+    );
+
+    sqlx::query("UPDATE tinyagent_state SET value = 'not json' WHERE key = 'k'")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let err = store.get_state("s", "k").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("state key \"k\" does not hold JSON"),
+        "{err}"
+    );
+
+    // The store goes on serving other sessions.
+    store
+        .append("t", 0, vec![Message::user("fine")])
+        .await
+        .unwrap();
+    assert!(store.load("t").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_lock_holds_against_another_store_on_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let one = SqliteStore::open(&path).await.unwrap();
+    let two = SqliteStore::open(&path).await.unwrap();
+    conformance::lock_across_processes(&one, &two).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_answer_turns_of_one_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let one = SqliteStore::open(&path).await.unwrap();
+    let two = SqliteStore::open(&path).await.unwrap();
+    conformance::runners_on_two_stores(std::sync::Arc::new(one), std::sync::Arc::new(two)).await;
+}
+
+#[tokio::test]
+async fn a_lease_whose_process_died_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let one = SqliteStore::open(&path)
+        .await
+        .unwrap()
+        .lease(Duration::from_millis(100));
+    let two = SqliteStore::open(&path).await.unwrap();
+    let held = one.lock("s", None).await.unwrap();
+    // A process that dies neither renews nor releases: forget the guard, stop the renewals.
+    std::mem::forget(held);
+    one.pool().close().await;
+    let started = std::time::Instant::now();
+    two.lock("s", Some(Duration::from_secs(30)))
+        .await
+        .expect("the dead process's lease ran out");
+    // Not a timing assertion: the lease cannot have been taken before it expired.
+    assert!(started.elapsed() >= Duration::from_millis(10));
+}

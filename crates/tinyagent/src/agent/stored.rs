@@ -1,0 +1,236 @@
+//! [`SessionRunner`]: runs an agent on a session kept in a [`SessionStore`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::{self, BoxStream};
+
+use super::{Agent, AgentError, Event, Invocation};
+use crate::context::{Changes, Session, SessionLock, SessionStore, StoreError, StoredSession};
+use crate::message::Message;
+
+/// How long a run waits for its session by default when another run holds it.
+pub const DEFAULT_SESSION_WAIT: Duration = Duration::from_secs(60);
+
+/// What a run does when another run on the same session is in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnBusy {
+    /// Wait up to this long for the other run to end, then fail with
+    /// [`StoreError::Busy`]. The second run then starts from the history the first one left.
+    Wait(Duration),
+    /// Fail at once with [`StoreError::Busy`].
+    Fail,
+}
+
+impl Default for OnBusy {
+    fn default() -> Self {
+        Self::Wait(DEFAULT_SESSION_WAIT)
+    }
+}
+
+/// Runs an agent on sessions kept in a [`SessionStore`]: "answer this message on session X".
+///
+/// A run takes the session's [lock](SessionStore::lock) (waiting or failing, by
+/// [`OnBusy`]), loads its history and state, runs the agent on a copy in memory and, when the
+/// agent has answered, commits the run's messages (the user's, the assistant's and the
+/// tools') and the state keys it changed in one version-checked write, *before* the
+/// [`Event::Finished`] is reported. So:
+///
+/// - two runs on one session never interleave or lose messages: the second waits for the
+///   first (or fails), and a write that slipped past the lock fails with
+///   [`StoreError::Conflict`] instead of overwriting;
+/// - a run that fails, is cancelled (its stream dropped) or whose process is killed writes
+///   nothing: the session keeps the history of the runs that finished, and only the answer in
+///   flight is lost;
+/// - a client that saw `Finished` knows the answer is stored.
+///
+/// Cheap to clone; the stream of [`run`](Self::run) is `'static`, for web handlers.
+///
+/// ```
+/// use tinyagent::LlmAgent;
+/// use tinyagent::agent::SessionRunner;
+/// use tinyagent::store::{MemoryStore, SessionStore};
+/// use tinyagent::testing::{ScriptedModel, reply};
+///
+/// let model = ScriptedModel::new([reply::text("Hello!"), reply::text("You said hi.")]);
+/// let agent = LlmAgent::builder("greeter").model(model).build().unwrap();
+/// let store = MemoryStore::new();
+/// let runner = SessionRunner::new(agent, store.clone());
+/// # tokio_test::block_on(async {
+/// assert_eq!(runner.ask("ses_1", "hi").await.unwrap(), "Hello!");
+/// assert_eq!(runner.ask("ses_1", "what did I say?").await.unwrap(), "You said hi.");
+/// let stored = store.load("ses_1").await.unwrap().unwrap();
+/// assert_eq!(stored.messages.len(), 4);
+/// assert_eq!(stored.version, 2);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct SessionRunner {
+    agent: Arc<dyn Agent>,
+    store: Arc<dyn SessionStore>,
+    on_busy: OnBusy,
+}
+
+impl fmt::Debug for SessionRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionRunner")
+            .field("agent", &self.agent.name())
+            .field("on_busy", &self.on_busy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionRunner {
+    /// Runs `agent` on the sessions of `store`; a run waits up to [`DEFAULT_SESSION_WAIT`]
+    /// for a session another run holds.
+    pub fn new(agent: impl Agent + 'static, store: impl SessionStore + 'static) -> Self {
+        Self {
+            agent: Arc::new(agent),
+            store: Arc::new(store),
+            on_busy: OnBusy::default(),
+        }
+    }
+
+    /// Sets what a run does when another run holds its session.
+    #[must_use]
+    pub fn on_busy(mut self, on_busy: OnBusy) -> Self {
+        self.on_busy = on_busy;
+        self
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Arc<dyn Agent> {
+        &self.agent
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// Runs the agent on a user message in session `session_id` (created if it does not
+    /// exist), reporting the run's events. Store failures end the stream with
+    /// [`AgentError::Store`].
+    pub fn run(
+        &self,
+        session_id: impl Into<String>,
+        message: impl Into<Message>,
+    ) -> BoxStream<'static, Result<Event, AgentError>> {
+        let id: String = session_id.into();
+        let message = message.into();
+        let this = self.clone();
+        let start = async move {
+            let wait = match this.on_busy {
+                OnBusy::Wait(d) => Some(d),
+                OnBusy::Fail => None,
+            };
+            let lock = this.store.lock(&id, wait).await?;
+            let loaded = match this.store.load(&id).await? {
+                Some(loaded) => loaded,
+                None => StoredSession::empty(id.as_str()),
+            };
+            let session = loaded.to_session();
+            let events = this.agent.run(Invocation::new(session.clone(), message));
+            Ok::<_, AgentError>(Run {
+                store: this.store,
+                lock: Some(lock),
+                loaded,
+                session,
+                events,
+            })
+        };
+        stream::once(start)
+            .flat_map(|started| match started {
+                Err(err) => stream::once(async move { Err(err) }).boxed(),
+                Ok(run) => stream::unfold(Some(run), next).boxed(),
+            })
+            .boxed()
+    }
+
+    /// Runs the agent on a user message in session `session_id` and returns its answer, once
+    /// stored.
+    pub async fn ask(
+        &self,
+        session_id: impl Into<String>,
+        message: impl Into<Message>,
+    ) -> Result<String, AgentError> {
+        let mut events = self.run(session_id, message);
+        while let Some(event) = events.next().await {
+            if let Event::Finished { answer, .. } = event? {
+                return Ok(answer);
+            }
+        }
+        Err(AgentError::NoAnswer {
+            agent: self.agent.name().to_owned(),
+        })
+    }
+}
+
+/// A run in flight.
+struct Run {
+    store: Arc<dyn SessionStore>,
+    lock: Option<SessionLock>,
+    loaded: StoredSession,
+    session: Session,
+    events: BoxStream<'static, Result<Event, AgentError>>,
+}
+
+type Item = Result<Event, AgentError>;
+
+async fn next(run: Option<Run>) -> Option<(Item, Option<Run>)> {
+    let mut run = run?;
+    match run.events.next().await? {
+        Ok(finished @ Event::Finished { .. }) => {
+            let Run {
+                store,
+                lock,
+                loaded,
+                session,
+                events,
+            } = run;
+            drop(events);
+            let stored = save(store.as_ref(), &loaded, &session).await;
+            // Let the next run in before the caller reads the answer.
+            drop(lock);
+            Some((stored.map(|()| finished), None))
+        }
+        Ok(event) => Some((Ok(event), Some(run))),
+        Err(err) => Some((Err(err), None)),
+    }
+}
+
+/// Writes what the run added: its messages and the state keys it changed.
+async fn save(
+    store: &dyn SessionStore,
+    loaded: &StoredSession,
+    session: &Session,
+) -> Result<(), AgentError> {
+    let history = session.messages();
+    let before = loaded.messages.len();
+    let new = match history.get(before..) {
+        Some(new) if history[..before] == loaded.messages[..] => new.to_vec(),
+        _ => {
+            return Err(StoreError::InvalidInput {
+                what: "history",
+                reason: format!(
+                    "the run changed messages of session {:?} that were already stored; a \
+                     stored history can only be appended to",
+                    loaded.id
+                ),
+            }
+            .into());
+        }
+    };
+    let state = session.state().clone();
+    let changes = Changes::state_diff(&loaded.state, &state).append(new);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    store
+        .commit(&loaded.id, Some(loaded.version), &changes)
+        .await?;
+    Ok(())
+}
