@@ -3,8 +3,9 @@
 //!
 //! By default it runs offline on the embedded local model (through llama.cpp, 1 thread,
 //! greedy decoding; `bash scripts/fetch-model.sh` fetches it once, `TINYAGENT_MODEL` points at
-//! another GGUF file). Each question is asked in a session of its own. An OpenAI-compatible
-//! server is used instead when the environment configures one:
+//! another GGUF file). Each question is asked in a session of its own. A provider is used
+//! instead when the environment configures one (the first of OpenAI-compatible, Anthropic,
+//! Gemini):
 //!
 //! ```text
 //! # the local model
@@ -14,6 +15,9 @@
 //! # Ollama (or any OpenAI-compatible server)
 //! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b \
 //!     cargo run -p tinyagent-examples --example agent_demo
+//! # Claude, Gemini
+//! ANTHROPIC_API_KEY=sk-ant-... cargo run -p tinyagent-examples --example agent_demo
+//! GEMINI_API_KEY=... cargo run -p tinyagent-examples --example agent_demo
 //! ```
 
 use std::process::ExitCode;
@@ -26,8 +30,9 @@ use tinyagent_openai::{ConfigError, OpenAiModel};
 type ModelAndTools = (Arc<dyn Model>, Vec<Arc<dyn Tool>>);
 
 /// The model the environment asks for, with the tutorial's four tools: an OpenAI-compatible
-/// server when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, the embedded local model
-/// otherwise.
+/// server when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, else Claude when
+/// `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL` is, else Gemini when `GEMINI_API_KEY` or
+/// `GEMINI_BASE_URL` is, else the embedded local model.
 fn configured_model() -> Result<ModelAndTools, String> {
     match OpenAiModel::from_env() {
         Ok(model) => {
@@ -36,20 +41,34 @@ fn configured_model() -> Result<ModelAndTools, String> {
                 model.config().model,
                 model.config().base_url
             );
-            Ok((Arc::new(model), demo::seed_tools()))
+            return Ok((Arc::new(model), demo::seed_tools()));
         }
-        Err(ConfigError::NotConfigured) => {
-            let (model, tools) =
-                tinyagent_examples::local_demo_model().map_err(|err| err.to_string())?;
-            println!(
-                "model: {} (local, {}; set OPENAI_API_KEY or OPENAI_BASE_URL to use a server)",
-                model.name(),
-                model.path().display()
-            );
-            Ok((Arc::new(model), tools))
-        }
-        Err(err) => Err(err.to_string()),
+        Err(ConfigError::NotConfigured) => {}
+        Err(err) => return Err(err.to_string()),
     }
+    match tinyagent_anthropic::AnthropicModel::from_env() {
+        Ok(model) => {
+            println!("model: {} (Anthropic)", model.name());
+            return Ok((Arc::new(model), demo::seed_tools()));
+        }
+        Err(tinyagent_anthropic::ConfigError::NotConfigured) => {}
+        Err(err) => return Err(err.to_string()),
+    }
+    match tinyagent_gemini::GeminiModel::from_env() {
+        Ok(model) => {
+            println!("model: {} (Gemini)", model.name());
+            return Ok((Arc::new(model), demo::seed_tools()));
+        }
+        Err(tinyagent_gemini::ConfigError::NotConfigured) => {}
+        Err(err) => return Err(err.to_string()),
+    }
+    let (model, tools) = tinyagent_examples::local_demo_model().map_err(|err| err.to_string())?;
+    println!(
+        "model: {} (local, {}; set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY to use a provider)",
+        model.name(),
+        model.path().display()
+    );
+    Ok((Arc::new(model), tools))
 }
 
 #[tokio::main]

@@ -24,6 +24,9 @@ use crate::remote_tool::{McpTool, McpToolInfo, service_error};
 use crate::stdio::ChildOutput;
 
 mod connection;
+mod endpoint;
+
+use endpoint::Endpoint;
 
 use connection::ToolsetClient;
 
@@ -38,33 +41,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const GARBAGE_GRACE: Duration = Duration::from_secs(2);
 
 type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
-
-/// Where the server is.
-#[derive(Clone)]
-enum Endpoint {
-    /// A child process speaking MCP over its stdin and stdout.
-    Command {
-        program: OsString,
-        args: Vec<OsString>,
-        envs: Vec<(OsString, Option<OsString>)>,
-        cwd: Option<PathBuf>,
-    },
-    /// A streamable HTTP endpoint.
-    Http { url: String },
-}
-
-impl fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Command { program, args, .. } => f
-                .debug_struct("Command")
-                .field("program", program)
-                .field("args", args)
-                .finish_non_exhaustive(),
-            Self::Http { url } => f.debug_struct("Http").field("url", url).finish(),
-        }
-    }
-}
 
 /// The tools of one MCP server, offered to an agent: a [`ToolResolver`].
 ///

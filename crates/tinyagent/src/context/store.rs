@@ -410,6 +410,34 @@ impl SessionLock {
 /// ([`set_ttl`](Self::set_ttl)). A session expires when it has not been written for its TTL;
 /// an expired session is gone from [`load`](Self::load) and [`list`](Self::list), and a
 /// commit to it starts a new session.
+///
+/// Two writers that loaded the same version: the first commit wins, the second gets a
+/// conflict and nothing of it is written.
+///
+/// ```
+/// use tinyagent::{Message, MemoryStore, SessionStore};
+/// use tinyagent::store::StoreError;
+///
+/// # tokio_test::block_on(async {
+/// let store = MemoryStore::new();
+/// let v1 = store.append("ses_1", 0, vec![Message::user("hi"), Message::assistant("hello")]).await?;
+/// assert_eq!(v1, 1);
+///
+/// // Two writers load version 1; the first commit wins.
+/// let loaded = store.load("ses_1").await?.expect("the session exists");
+/// assert_eq!((loaded.version, loaded.messages.len()), (1, 2));
+/// store.append("ses_1", loaded.version, vec![Message::user("first")]).await?;
+/// let late = store.append("ses_1", loaded.version, vec![Message::user("second")]).await;
+/// assert!(matches!(late, Err(StoreError::Conflict { expected: 1, actual: 2, .. })), "{late:?}");
+///
+/// // State keys are written one by one and do not move the version.
+/// store.set_state("ses_1", "role", "admin".into()).await?;
+/// let now = store.load("ses_1").await?.unwrap();
+/// assert_eq!((now.version, now.messages.len()), (2, 3));
+/// assert_eq!(now.state.get("role").and_then(|v| v.as_str()), Some("admin"));
+/// # Ok::<(), StoreError>(())
+/// # }).unwrap();
+/// ```
 pub trait SessionStore: Send + Sync {
     /// The session, or `None` when it does not exist (or expired).
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredSession>, StoreError>>;

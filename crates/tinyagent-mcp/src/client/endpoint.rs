@@ -1,0 +1,30 @@
+//! Where an MCP server is: a child process or a streamable HTTP URL.
+
+use super::*;
+
+/// Where the server is.
+#[derive(Clone)]
+pub(super) enum Endpoint {
+    /// A child process speaking MCP over its stdin and stdout.
+    Command {
+        program: OsString,
+        args: Vec<OsString>,
+        envs: Vec<(OsString, Option<OsString>)>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http { url: String },
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Command { program, args, .. } => f
+                .debug_struct("Command")
+                .field("program", program)
+                .field("args", args)
+                .finish_non_exhaustive(),
+            Self::Http { url } => f.debug_struct("Http").field("url", url).finish(),
+        }
+    }
+}
