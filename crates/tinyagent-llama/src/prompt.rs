@@ -256,7 +256,14 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
             }
         },
         Output::Text => {
-            if req.messages.iter().any(|m| m.role == Role::Tool) {
+            if let Some(format) = &req.response_format {
+                // The grammar of the schema holds the answer to its shape; this says what the
+                // fields mean.
+                text.push_str(
+                    "\n\nAnswer with one JSON object and nothing else, with these fields:\n",
+                );
+                describe_arguments(&mut text, &format.schema, style.terse);
+            } else if req.messages.iter().any(|m| m.role == Role::Tool) {
                 text.push_str(
                     "\n\nAnswer the user's question in one short sentence of plain text, \
                      giving the values of the tool results.",

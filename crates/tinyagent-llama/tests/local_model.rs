@@ -308,3 +308,44 @@ fn the_prompt_uses_the_models_template_and_lists_the_tools() {
     assert!(prompt.contains("get_weather"), "{prompt}");
     assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
 }
+
+/// The typed answer the weather question asks for.
+#[derive(Debug, serde::Deserialize, tinyagent::schemars::JsonSchema)]
+#[schemars(crate = "tinyagent::schemars")]
+struct WeatherReport {
+    /// The city the weather is for.
+    city: String,
+    /// The temperature in degrees Celsius, as the weather tool gave it.
+    temperature: f64,
+}
+
+#[tokio::test]
+async fn a_typed_answer_is_json_of_the_asked_shape_with_the_tools_values() {
+    let agent = LlmAgent::builder("typed")
+        .model(model())
+        .instruction("You are a helpful assistant.")
+        .tool(demo::weather_tool())
+        .build()
+        .unwrap();
+    let session = Session::new();
+    let report: WeatherReport = agent
+        .ask_as(&session, "北京天气怎么样？")
+        .await
+        .unwrap_or_else(|e| panic!("no typed answer: {e}; history: {:#?}", session.messages()));
+    eprintln!("typed answer: {report:?}");
+    // The grammar holds the shape; the values come from the tool result.
+    let history = session.messages();
+    let result = history
+        .iter()
+        .flat_map(|m| m.tool_results().cloned().collect::<Vec<_>>())
+        .next()
+        .expect("the weather tool ran");
+    assert!(!result.is_error, "{}", result.content);
+    assert!(result.content.contains("22.5"), "{}", result.content);
+    assert_eq!(report.temperature, 22.5, "{report:?}");
+    let last = history.last().unwrap().text();
+    assert!(
+        last.trim_start().starts_with('{'),
+        "the answer is JSON: {last}"
+    );
+}

@@ -24,14 +24,15 @@ impl LlamaModel {
                 let results = prompt::recent_results(req);
                 let text = self.render(&plan.chat)?;
                 if results.is_empty() {
-                    return self.answer(text, max_tokens, temperature, Usage::default(), tx);
+                    return self.answer(req, text, max_tokens, temperature, Usage::default(), tx);
                 }
                 // An answer from tool results must quote them. A small model asked to answer
                 // in a language it writes badly may not: then it is asked once more without
                 // the language request, and the answer that quotes the results is kept. The
                 // answer is sent when it is chosen, in one piece.
                 let (quiet, _unsent) = futures::channel::mpsc::unbounded();
-                let first = self.answer(text, max_tokens, temperature, Usage::default(), &quiet)?;
+                let first =
+                    self.answer(req, text, max_tokens, temperature, Usage::default(), &quiet)?;
                 let chosen = if prompt::quotes_results(&first.message.text(), &results) {
                     first
                 } else {
@@ -41,7 +42,7 @@ impl LlamaModel {
                     };
                     let again = self.render(&prompt::answer_plan(req, plain).chat)?;
                     let second =
-                        self.answer(again, max_tokens, temperature, first.usage, &quiet)?;
+                        self.answer(req, again, max_tokens, temperature, first.usage, &quiet)?;
                     if prompt::quotes_results(&second.message.text(), &results) {
                         second
                     } else {
@@ -74,17 +75,25 @@ impl LlamaModel {
         }
     }
 
-    /// A free-text answer to the rendered `prompt`, streamed; `before` is the usage of the
-    /// steps that led here.
+    /// The answer to the rendered `prompt`, streamed; `before` is the usage of the steps that
+    /// led here. Free text, or, when the request asks for a shape
+    /// ([`ModelRequest::response_format`]), JSON constrained by the grammar of its schema.
     fn answer(
         &self,
+        req: &ModelRequest,
         prompt: String,
         max_tokens: u32,
         temperature: f32,
         before: Usage,
         tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
     ) -> Result<ModelResponse, ModelError> {
-        let job = self.job(prompt, None, max_tokens, temperature, false);
+        let job = match &req.response_format {
+            None => self.job(prompt, None, max_tokens, temperature, false),
+            Some(format) => {
+                let grammar = self.schema_grammar(&format.schema)?;
+                self.job(prompt, Some(grammar), max_tokens, temperature, true)
+            }
+        };
         let (done, stop) = self.run_job(&job, |delta| {
             delta.is_empty()
                 || tx
@@ -164,7 +173,7 @@ impl LlamaModel {
             drop(guard);
             let plan = prompt::answer_plan(req, style);
             let text = self.render(&plan.chat)?;
-            return self.answer(text, max_tokens, temperature, before, tx);
+            return self.answer(req, text, max_tokens, temperature, before, tx);
         };
         self.fill_arguments(decoder, guard, req, style, tool, &job, out, max_tokens, tx)
     }
@@ -365,7 +374,7 @@ impl LlamaModel {
             self.log(&spent, Stop::Done);
             let plan = prompt::answer_plan(req, style);
             let text = self.render(&plan.chat)?;
-            return self.answer(text, max_tokens, temperature, usage(&spent), tx);
+            return self.answer(req, text, max_tokens, temperature, usage(&spent), tx);
         }
         let tool = &out.tools[best];
         let guard = self.lock();
