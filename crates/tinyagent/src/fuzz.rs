@@ -197,7 +197,13 @@ pub fn tool_input(data: &[u8]) {
             let raw = f.got.lock().unwrap().take().expect("the tool ran");
             let value = tools::parse_arguments(&raw).expect("the tool got strict JSON");
             assert!(f.manual_validator.is_valid(&value), "{raw:?} passed");
-            assert_eq!(Some(&value), strict.as_ref().ok());
+            // Exactly the arguments, or the arguments without `null`s the schema refuses.
+            let strict = strict.as_ref().expect("the tool got strict JSON");
+            let cleaned = crate::tools::middleware::validation::without_nulls(strict);
+            assert!(
+                &value == strict || Some(&value) == cleaned.as_ref(),
+                "{raw:?} from {input:?}"
+            );
         }
         Err(err) => check_message("validated hand-written tool", err.message()),
     }

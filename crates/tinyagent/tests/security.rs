@@ -957,3 +957,48 @@ fn strict_schema_keeps_required_names_and_drops_non_schema_values() {
     );
     assert_eq!(map["additionalProperties"], json!({"type": "number"}));
 }
+
+#[tokio::test]
+async fn a_null_the_schema_refuses_counts_as_left_out_and_the_tool_gets_valid_arguments() {
+    use std::sync::{Arc, Mutex};
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = got.clone();
+    let tool = tinyagent::tools::new_tool(
+        "weather",
+        "weather",
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "note": {"type": ["string", "null"]}
+            },
+            "required": ["city"],
+            "additionalProperties": false
+        }),
+        move |_ctx: tinyagent::ToolContext, raw: String| {
+            record.lock().unwrap().push(raw);
+            async move { Ok::<_, tinyagent::ToolError>("ok".to_owned()) }
+        },
+    );
+    let checked = tinyagent::tools::wrap_tool(tool, [tinyagent::tools::with_validation()]);
+    let ctx = tinyagent::ToolContext::default();
+    // OpenAI's strict mode sends null for an optional field: the tool gets it left out.
+    checked
+        .handle(&ctx, r#"{"city":"x","unit":null}"#)
+        .await
+        .unwrap();
+    // A null the schema allows is kept as sent.
+    checked
+        .handle(&ctx, r#"{"city":"x","note":null}"#)
+        .await
+        .unwrap();
+    // A null for a required field is still an error, and the tool does not run.
+    let err = checked.handle(&ctx, r#"{"city":null}"#).await.unwrap_err();
+    assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
+    assert!(err.message().contains("/city"), "{err}");
+    assert_eq!(
+        *got.lock().unwrap(),
+        [r#"{"city":"x"}"#, r#"{"city":"x","note":null}"#]
+    );
+}

@@ -24,7 +24,7 @@ mod dialect;
 mod func;
 mod handler;
 mod into_tool;
-mod middleware;
+pub(crate) mod middleware;
 mod output;
 mod panic;
 mod resolver;

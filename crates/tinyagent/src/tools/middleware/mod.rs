@@ -45,7 +45,7 @@ mod retry;
 mod timeout;
 #[cfg(feature = "tower")]
 mod tower;
-mod validation;
+pub(crate) mod validation;
 
 pub use approval::{Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, with_approval};
 pub use blocking::{SpawnBlockingLayer, with_spawn_blocking};

@@ -1,5 +1,6 @@
 //! [`with_validation`]: arguments checked against the tool's schema before the handler runs.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{ToolLayer, ToolMiddleware};
@@ -7,7 +8,6 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::tools::SchemaValidator;
 use crate::tools::arguments::{ValidatedArguments, parse_arguments};
-use crate::tools::schema::allow_null_optionals;
 use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
 
@@ -20,12 +20,14 @@ use serde_json::{Map, Value};
 /// passes the schema; anything else fails with one
 /// [`InvalidInput`](crate::ToolErrorKind::InvalidInput) error listing the violations by JSON
 /// pointer with what was expected (see [`SchemaValidator`]), so the model can fix them in one
-/// go; the handler never sees them. Empty arguments count as `{}`, and `null` is accepted
-/// wherever a property may be left out (typed tools read it as `None`, and models in OpenAI's
-/// strict mode send it for every optional field).
+/// go; the handler never sees them. Empty arguments count as `{}`. A `null` the schema does
+/// not allow counts as left out (models in OpenAI's strict mode send `null` for every optional
+/// field): when the arguments pass the schema only without their `null` members, the handler
+/// gets them without those members; a `null` for a required property is still an error.
 ///
 /// What the handler gets is exactly what was checked: the arguments without surrounding
-/// whitespace (`{}` for empty ones), and a typed tool ([`new_func`](crate::tools::new_func),
+/// whitespace (`{}` for empty ones; re-serialized when `null` members were dropped), and a
+/// typed tool ([`new_func`](crate::tools::new_func),
 /// [`json_adapter`](crate::tools::json_adapter)) decodes the very value that passed the
 /// schema instead of parsing the text again.
 ///
@@ -69,7 +71,7 @@ pub fn with_validation() -> ToolMiddleware {
 
 impl ToolLayer for ValidationLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
-        let validator = match SchemaValidator::new(&allow_null_optionals(tool.input_schema())) {
+        let validator = match SchemaValidator::new(tool.input_schema()) {
             Ok(validator) => Some(validator),
             Err(err) => {
                 tracing::warn!(
@@ -97,12 +99,12 @@ struct ValidationHandler {
 impl ValidationHandler {
     /// The text to forward and its checked value, or `None` when the input goes on as plain
     /// text.
-    fn check<'a>(&self, input: &'a str) -> Result<Option<(&'a str, Value)>, ToolError> {
+    fn check<'a>(&self, input: &'a str) -> Result<Option<(Cow<'a, str>, Value)>, ToolError> {
         let trimmed = input.trim();
         if trimmed.is_empty() {
             let value = Value::Object(Map::new());
             self.check_value(&value)?;
-            return Ok(Some(("{}", value)));
+            return Ok(Some((Cow::Borrowed("{}"), value)));
         }
         let value = match parse_arguments(trimmed) {
             Ok(value) => value,
@@ -113,8 +115,15 @@ impl ValidationHandler {
             // A JSON string, number or array: the message itself, for a tool that takes text.
             return Ok(None);
         }
-        self.check_value(&value)?;
-        Ok(Some((trimmed, value)))
+        let Err(first) = self.check_value(&value) else {
+            return Ok(Some((Cow::Borrowed(trimmed), value)));
+        };
+        // `null` where the schema wants no null: read it as left out.
+        let Some(cleaned) = without_nulls(&value) else {
+            return Err(first);
+        };
+        self.check_value(&cleaned)?;
+        Ok(Some((Cow::Owned(cleaned.to_string()), cleaned)))
     }
 
     fn check_value(&self, value: &Value) -> Result<(), ToolError> {
@@ -128,6 +137,30 @@ impl ValidationHandler {
     }
 }
 
+/// `value` without the `null` members of its objects, at any depth; `None` when it has none.
+pub(crate) fn without_nulls(value: &Value) -> Option<Value> {
+    fn strip(value: &Value, changed: &mut bool) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut out = Map::new();
+                for (k, v) in map {
+                    if v.is_null() {
+                        *changed = true;
+                    } else {
+                        out.insert(k.clone(), strip(v, changed));
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| strip(v, changed)).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut changed = false;
+    let out = strip(value, &mut changed);
+    changed.then_some(out)
+}
+
 impl Handler for ValidationHandler {
     fn handle<'a>(
         &'a self,
@@ -139,8 +172,8 @@ impl Handler for ValidationHandler {
             Ok(Some((text, value))) => Box::pin(async move {
                 let ctx = ctx
                     .clone()
-                    .with_extension(ValidatedArguments::new(text, value));
-                self.next.handle(&ctx, text).await
+                    .with_extension(ValidatedArguments::new(&text, value));
+                self.next.handle(&ctx, &text).await
             }),
             Err(err) => Box::pin(std::future::ready(Err(err))),
         }
