@@ -343,6 +343,7 @@ async fn a_typed_answer_is_json_of_the_asked_shape_with_the_tools_values() {
     assert!(!result.is_error, "{}", result.content);
     assert!(result.content.contains("22.5"), "{}", result.content);
     assert_eq!(report.temperature, 22.5, "{report:?}");
+    assert!(!report.city.trim().is_empty(), "{report:?}");
     let last = history.last().unwrap().text();
     assert!(
         last.trim_start().starts_with('{'),
