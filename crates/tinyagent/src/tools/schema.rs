@@ -424,32 +424,6 @@ fn make_strict(value: &mut Value) {
     }
 }
 
-/// A copy of a tool's input schema that also accepts `null` for every property an object does
-/// not require, at any depth.
-///
-/// Typed tools decode a `null` optional field as `None`, and models in OpenAI's strict mode
-/// must send `null` for every optional field, so argument checks use this form: a `null` where
-/// a value may be left out is not an error.
-pub(crate) fn allow_null_optionals(schema: &Value) -> Value {
-    fn walk(value: &mut Value) {
-        let Value::Object(schema) = value else {
-            return;
-        };
-        for_each_subschema(schema, walk);
-        let required = required_names(schema);
-        if let Some(Value::Object(props)) = schema.get_mut("properties") {
-            for (name, prop) in props.iter_mut() {
-                if !required.iter().any(|r| r == name) {
-                    make_nullable(prop);
-                }
-            }
-        }
-    }
-    let mut out = schema.clone();
-    walk(&mut out);
-    out
-}
-
 fn make_nullable(value: &mut Value) {
     let Value::Object(schema) = value else {
         return;
