@@ -274,6 +274,17 @@ impl Server {
         (crate::routes::router(Arc::new(state)), limits)
     }
 
+    /// Why the server may not serve on `addr`, if it may not.
+    fn cannot_serve_on(&self, addr: SocketAddr) -> Option<ServeError> {
+        if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
+            Some(ServeError::Unauthenticated { addr })
+        } else if self.agents.is_empty() {
+            Some(ServeError::NoAgents)
+        } else {
+            None
+        }
+    }
+
     /// Serves on `listener` until `shutdown` completes, then stops accepting connections and
     /// lets the answers in flight finish, for at most the [drain
     /// timeout](Self::drain_timeout).
@@ -293,11 +304,8 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let addr = listener.local_addr()?;
-        if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
-            return Err(ServeError::Unauthenticated { addr });
-        }
-        if self.agents.is_empty() {
-            return Err(ServeError::NoAgents);
+        if let Some(problem) = self.cannot_serve_on(addr) {
+            return Err(problem);
         }
         if self.keys.is_empty() {
             tracing::warn!(%addr, "serving without API keys: anyone who can reach the address may use the agents");
@@ -381,5 +389,73 @@ impl AppState {
             .map(|a| format!("{:?}", a.name()))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinyagent::LlmAgent;
+    use tinyagent::testing::ScriptedModel;
+
+    fn agent() -> LlmAgent {
+        LlmAgent::builder("a")
+            .model(ScriptedModel::new([]))
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn without_keys_only_loopback_is_served_unless_allowed() {
+        let open: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let v6: SocketAddr = "[::]:8080".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let local6: SocketAddr = "[::1]:8080".parse().unwrap();
+        let server = Server::new().agent(agent());
+        for addr in [open, v6] {
+            let problem = server.cannot_serve_on(addr).expect("refused");
+            assert!(matches!(problem, ServeError::Unauthenticated { .. }));
+            assert!(
+                problem.to_string().contains("without API keys"),
+                "{problem}"
+            );
+        }
+        assert!(server.cannot_serve_on(local).is_none());
+        assert!(server.cannot_serve_on(local6).is_none());
+        let server = server.allow_unauthenticated(true);
+        assert!(server.cannot_serve_on(open).is_none());
+        let server = Server::new().agent(agent()).api_key("k");
+        assert!(server.cannot_serve_on(open).is_none());
+        // An empty key is no key.
+        let server = Server::new().agent(agent()).api_key("");
+        assert!(server.cannot_serve_on(open).is_some());
+    }
+
+    #[test]
+    fn a_server_needs_an_agent() {
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(matches!(
+            Server::new().cannot_serve_on(local),
+            Some(ServeError::NoAgents)
+        ));
+    }
+
+    #[test]
+    fn an_agent_of_the_same_name_replaces_the_earlier_one() {
+        let server = Server::new().agent(agent()).agent(agent());
+        assert_eq!(server.agents.len(), 1);
+        let debug = format!("{server:?}");
+        assert!(debug.contains("keys: 0"), "{debug}");
+    }
+
+    #[test]
+    fn keys_are_found_by_value_and_never_printed() {
+        let server = Server::new().api_key("sk-1").named_api_key("ops", "sk-2");
+        assert!(!format!("{server:?}").contains("sk-"));
+        let ring = KeyRing::new(server.keys);
+        assert_eq!(ring.find(b"sk-1"), Some("key-1"));
+        assert_eq!(ring.find(b"sk-2"), Some("ops"));
+        assert_eq!(ring.find(b"sk-"), None);
+        assert_eq!(ring.find(b""), None);
     }
 }

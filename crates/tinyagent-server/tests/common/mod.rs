@@ -243,3 +243,22 @@ pub fn chat(model: &str, question: &str, stream: bool) -> Value {
         "stream": stream,
     })
 }
+
+/// The URL in `var` (exported by `scripts/services.sh env`), or `None` when the tests are told
+/// to skip service tests (TINYAGENT_SKIP_SERVICE_TESTS=1); panics with the way to start the
+/// servers otherwise.
+pub fn service_url(var: &str, server: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("TINYAGENT_SKIP_SERVICE_TESTS").is_ok_and(|v| v == "1") => {
+            eprintln!("skipped: {var} is not set and TINYAGENT_SKIP_SERVICE_TESTS=1");
+            None
+        }
+        _ => panic!(
+            "{var} is not set: this test needs a {server} server. Run the tests with \
+             `bash scripts/test.sh`, or start the servers with `bash scripts/services.sh start` \
+             and `eval \"$(bash scripts/services.sh env)\"` (set TINYAGENT_SKIP_SERVICE_TESTS=1 \
+             to skip such tests)"
+        ),
+    }
+}
