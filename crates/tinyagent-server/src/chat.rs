@@ -192,7 +192,6 @@ impl Meta {
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "system_fingerprint": null,
             "choices": [{
                 "index": 0,
                 "delta": delta,
@@ -349,7 +348,6 @@ async fn answer(
                     "object": "chat.completion",
                     "created": meta.created,
                     "model": meta.model,
-                    "system_fingerprint": null,
                     "choices": [{
                         "index": 0,
                         "message": {"role": "assistant", "content": transcript.text, "refusal": null},
@@ -413,7 +411,6 @@ fn stream_chunks(
                             "object": "chat.completion.chunk",
                             "created": meta.created,
                             "model": meta.model,
-                            "system_fingerprint": null,
                             "choices": [],
                             "usage": usage_json(usage),
                         });
