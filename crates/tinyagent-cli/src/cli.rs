@@ -155,6 +155,15 @@ pub struct ServeArgs {
     /// How many requests one API key may have in flight at once.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_concurrent_per_key: u32,
+    /// How long a run holds its session in a shared store (PostgreSQL, Redis, SQLite) without
+    /// renewing it, in seconds: a replica that dies mid-answer frees its sessions after this
+    /// long.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub session_lease: std::time::Duration,
+    /// How long a message waits for its session while another run on it is in flight, in
+    /// seconds; 0 refuses it at once (409).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub session_wait: f64,
     /// How long a shutdown waits for the answers in flight, in seconds.
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     pub drain_timeout: std::time::Duration,

@@ -1,7 +1,9 @@
 //! `tinyagent serve`: the agent over HTTP, through the `tinyagent-server` crate.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use tinyagent::agent::OnBusy;
 use tinyagent::{MemoryStore, SessionStore};
 use tinyagent_server::{ENV_API_KEYS, Server};
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
@@ -53,7 +55,10 @@ fn redacted(url: &str) -> String {
     }
 }
 
-async fn open_store(choice: &StoreChoice) -> Result<Arc<dyn SessionStore>, CliError> {
+async fn open_store(
+    choice: &StoreChoice,
+    lease: Duration,
+) -> Result<Arc<dyn SessionStore>, CliError> {
     let failed = |what: String, err: tinyagent::store::StoreError| {
         CliError::failure(
             "store",
@@ -65,17 +70,20 @@ async fn open_store(choice: &StoreChoice) -> Result<Arc<dyn SessionStore>, CliEr
         StoreChoice::Sqlite(path) => Arc::new(
             SqliteStore::open(path)
                 .await
-                .map_err(|e| failed(format!("sqlite:{path}"), e))?,
+                .map_err(|e| failed(format!("sqlite:{path}"), e))?
+                .lease(lease),
         ),
         StoreChoice::Postgres(url) => Arc::new(
             PostgresStore::connect(url)
                 .await
-                .map_err(|e| failed(redacted(url), e))?,
+                .map_err(|e| failed(redacted(url), e))?
+                .lease(lease),
         ),
         StoreChoice::Redis(url) => Arc::new(
             RedisStore::connect(url)
                 .await
-                .map_err(|e| failed(redacted(url), e))?,
+                .map_err(|e| failed(redacted(url), e))?
+                .lease(lease),
         ),
     })
 }
@@ -158,7 +166,18 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         CliError::failure("listen", format!("cannot read the listening address: {e}"))
     })?;
     refuse_open(args, &keys, addr)?;
-    let store = open_store(&store_choice).await?;
+    if !(0.0..=86_400.0).contains(&args.session_wait) {
+        return Err(CliError::usage(format!(
+            "--session-wait {} is out of range: give between 0 and 86400 seconds",
+            args.session_wait
+        )));
+    }
+    let on_busy = if args.session_wait == 0.0 {
+        OnBusy::Fail
+    } else {
+        OnBusy::Wait(Duration::from_secs_f64(args.session_wait))
+    };
+    let store = open_store(&store_choice, args.session_lease).await?;
     let assembled = setup::assemble_named(agent_args, name).await?;
     let server = Server::new()
         .agent(assembled.agent)
@@ -168,7 +187,8 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         .max_body_bytes(usize::try_from(args.max_body_bytes).unwrap_or(usize::MAX))
         .request_timeout(args.request_timeout)
         .max_concurrent_per_key(args.max_concurrent_per_key as usize)
-        .drain_timeout(args.drain_timeout);
+        .drain_timeout(args.drain_timeout)
+        .on_busy(on_busy);
     let store_text = match &store_choice {
         StoreChoice::Memory => "memory".to_owned(),
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),
@@ -234,9 +254,11 @@ mod tests {
             allow_unauthenticated: false,
             agent_name: "x".into(),
             max_body_bytes: 1,
-            request_timeout: std::time::Duration::from_secs(1),
+            request_timeout: Duration::from_secs(1),
             max_concurrent_per_key: 1,
-            drain_timeout: std::time::Duration::from_secs(1),
+            session_lease: Duration::from_secs(1),
+            session_wait: 1.0,
+            drain_timeout: Duration::from_secs(1),
         };
         assert_eq!(keys(&args, Some("b, c,,".into())), ["a", "b", "c"]);
         assert_eq!(keys(&args, None), ["a"]);

@@ -267,3 +267,172 @@ fn serve_names_a_bad_store() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is not a store"), "{stderr}");
 }
+
+/// A Chat Completions stream answering `text`, hand-built in OpenAI's wire format (the shape of
+/// the demo fixtures: a role chunk, a content chunk, a finish chunk, `[DONE]`).
+fn answer_stream(text: &str) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-handbuilt", "object": "chat.completion.chunk", "created": 1741570100,
+            "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+        })
+    };
+    [
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        chunk(json!({"content": text}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ]
+    .iter()
+    .map(|c| format!("data: {c}\n\n"))
+    .chain(["data: [DONE]\n\n".to_owned()])
+    .collect()
+}
+
+/// The test server's URL in `var`, or `None` when service tests are skipped.
+fn service_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("TINYAGENT_SKIP_SERVICE_TESTS").is_ok_and(|v| v == "1") => None,
+        _ => panic!(
+            "{var} is not set: run the tests with `bash scripts/test.sh`, or start the servers \
+             with `bash scripts/services.sh start` and `eval \"$(bash scripts/services.sh env)\"` \
+             (TINYAGENT_SKIP_SERVICE_TESTS=1 skips such tests)"
+        ),
+    }
+}
+
+/// Two `tinyagent serve` processes on one shared store answer one conversation in turns; one
+/// is killed in the middle of an answer, and only that answer is lost.
+async fn two_processes_share_a_conversation(store: &str) {
+    let model = MockServer::start().await;
+    let respond = |text: &str| {
+        ResponseTemplate::new(200).set_body_raw(answer_stream(text), "text/event-stream")
+    };
+    for (text, delay) in [
+        ("answer 1", 0),
+        ("answer 2", 0),
+        ("answer 3, never sent", 120),
+        ("answer 4", 0),
+    ] {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(respond(text).set_delay(Duration::from_secs(delay)))
+            .up_to_n_times(1)
+            .mount(&model)
+            .await;
+    }
+    let base_url = format!("{}/v1", model.uri());
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        store,
+        "--server-key",
+        "sk-replicas",
+        "--session-lease",
+        "1",
+        "--base-url",
+        &base_url,
+        "--api-key",
+        "sk-model",
+    ];
+    let mut a = start(&args);
+    let b = start(&args);
+    let http = reqwest::Client::builder()
+        .timeout(PATIENCE)
+        .build()
+        .unwrap();
+    let session = format!("replicas-{}", std::process::id());
+    let post = |base: String, input: &'static str| {
+        let http = http.clone();
+        let session = session.clone();
+        async move {
+            http.post(format!("{base}/v1/sessions/{session}/messages"))
+                .bearer_auth("sk-replicas")
+                .json(&json!({"input": input}))
+                .send()
+                .await?
+                .text()
+                .await
+        }
+    };
+    let first = post(a.base.clone(), "turn 1").await.unwrap();
+    assert!(first.contains("\"answer\":\"answer 1\""), "{first}");
+    let second = post(b.base.clone(), "turn 2").await.unwrap();
+    assert!(second.contains("\"answer\":\"answer 2\""), "{second}");
+
+    // Turn 3 on A: the model is slow; A is killed while it waits.
+    let third = tokio::spawn(post(a.base.clone(), "turn 3"));
+    let until = std::time::Instant::now() + PATIENCE;
+    while model.received_requests().await.unwrap_or_default().len() < 3 {
+        assert!(
+            std::time::Instant::now() < until,
+            "turn 3 never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    // The client of turn 3 sees its connection cut (or an error), never an answer.
+    if let Ok(text) = third.await.unwrap() {
+        assert!(!text.contains("event: finished"), "{text}");
+    }
+
+    // B answers turn 4 once A's hold on the session has lapsed, from the history of turns 1-2.
+    let fourth = post(b.base.clone(), "turn 4").await.unwrap();
+    assert!(fourth.contains("\"answer\":\"answer 4\""), "{fourth}");
+    let requests = model.received_requests().await.unwrap();
+    let seen: Value = serde_json::from_slice(&requests[3].body).unwrap();
+    let seen: Vec<&str> = seen["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(seen, ["turn 1", "answer 1", "turn 2", "answer 2", "turn 4"]);
+    let stored: Value = http
+        .get(format!("{}/v1/sessions/{session}", b.base))
+        .bearer_auth("sk-replicas")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let texts: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["parts"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "turn 1", "answer 1", "turn 2", "answer 2", "turn 4", "answer 4"
+        ]
+    );
+    let deleted = http
+        .delete(format!("{}/v1/sessions/{session}", b.base))
+        .bearer_auth("sk-replicas")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_share_a_conversation_in_postgres() {
+    let Some(url) = service_url("TINYAGENT_TEST_POSTGRES_URL") else {
+        return;
+    };
+    two_processes_share_a_conversation(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_share_a_conversation_in_redis() {
+    let Some(url) = service_url("TINYAGENT_TEST_REDIS_URL") else {
+        return;
+    };
+    two_processes_share_a_conversation(&url).await;
+}
