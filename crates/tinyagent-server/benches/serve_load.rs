@@ -6,7 +6,8 @@
 //!   per round and the throughput (conversations answered per second). Every request's latency
 //!   is recorded, and p50/p99 are printed at the end with requests per second.
 //! - memory per open conversation: N answers held in flight at once (their model call parked),
-//!   the growth of the process's resident memory divided by N, for N = 1,000 and 10,000
+//!   the growth of the live heap (a counting global allocator) divided by N, and of the
+//!   resident memory (RSS, coarse: freed memory is reused) for N = 1,000 and 10,000
 //!   through the router in process (the whole HTTP stack above the socket: routing, auth,
 //!   limits, the session lock and load, the agent run, the event stream), and for 4,000 over
 //!   TCP (each also a socket and a hyper connection; the machine's 20,000 file descriptors
@@ -22,6 +23,7 @@ use axum::body::Body;
 use axum::http::Request;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use futures::StreamExt;
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use tinyagent::testing::reply;
 use tinyagent::{
     LlmAgent, MemoryStore, Model, ModelError, ModelRequest, ModelResponse, SessionStore,
@@ -32,6 +34,25 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+
+/// The bytes live on the heap now.
+fn heap() -> i64 {
+    let stats = GLOBAL.stats();
+    stats.bytes_allocated as i64 - stats.bytes_deallocated as i64 + stats.bytes_reallocated as i64
+}
+
+/// What N open conversations added: heap bytes and RSS bytes.
+fn memory_line(kind: &str, n: usize, how: &str, heap: i64, rss: u64) -> String {
+    format!(
+        "{kind:>6} {n:>6} open conversations {how}: heap {:>6.1} KiB each (+{:.1} MiB), RSS {:>6.1} KiB each",
+        heap as f64 / n as f64 / 1024.0,
+        heap as f64 / 1048576.0,
+        rss as f64 / n as f64 / 1024.0,
+    )
+}
 
 /// Answers every request at once with the same short text.
 struct AtOnce;
@@ -227,6 +248,7 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Strin
         .unwrap();
     let before_waiting = model.waiting.load(Ordering::SeqCst);
     let before = rss().unwrap_or(0);
+    let heap_before = heap();
     let tasks: Vec<_> = (0..n)
         .map(|i| {
             let router = router.clone();
@@ -243,6 +265,7 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Strin
         .collect();
     wait_for(&model.waiting, before_waiting + n).await;
     let during = rss().unwrap_or(0);
+    let heap_during = heap();
     model.gate.add_permits(n);
     let mut finished = 0;
     for task in tasks {
@@ -252,11 +275,12 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Strin
         }
     }
     assert_eq!(finished, n);
-    let per = during.saturating_sub(before) as f64 / n as f64;
-    format!(
-        "{kind:>6} {n:>6} open conversations in process: {:>7.1} KiB each (RSS +{:.1} MiB)",
-        per / 1024.0,
-        during.saturating_sub(before) as f64 / 1048576.0
+    memory_line(
+        kind,
+        n,
+        "in process",
+        heap_during - heap_before,
+        during.saturating_sub(before),
     )
 }
 
@@ -277,6 +301,7 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> String 
     let base = listen(server(model.clone(), store(kind, dir).await)).await;
     let addr = base.trim_start_matches("http://").to_owned();
     let before = rss().unwrap_or(0);
+    let heap_before = heap();
     let mut sockets = Vec::with_capacity(n);
     for i in 0..n {
         let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -290,6 +315,7 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> String 
     }
     wait_for(&model.waiting, n).await;
     let during = rss().unwrap_or(0);
+    let heap_during = heap();
     model.gate.add_permits(n);
     let mut finished = 0;
     for mut socket in sockets {
@@ -300,11 +326,12 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> String 
         }
     }
     assert_eq!(finished, n);
-    let per = during.saturating_sub(before) as f64 / n as f64;
-    format!(
-        "{kind:>6} {n:>6} open conversations over TCP:   {:>7.1} KiB each (RSS +{:.1} MiB)",
-        per / 1024.0,
-        during.saturating_sub(before) as f64 / 1048576.0
+    memory_line(
+        kind,
+        n,
+        "over TCP  ",
+        heap_during - heap_before,
+        during.saturating_sub(before),
     )
 }
 
@@ -317,14 +344,14 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut criterion = Criterion::default().configure_from_args();
     let mut report = Vec::new();
-    load(&mut criterion, &rt, dir.path(), &mut report);
-    // Memory last, when the load runs are over.
+    // Memory first, in a process that has not yet grown its heap for the load runs.
     for kind in ["memory", "sqlite"] {
         for n in [1000, 10_000] {
             report.push(rt.block_on(memory_in_process(kind, n, dir.path())));
         }
         report.push(rt.block_on(memory_over_tcp(kind, 4000, dir.path())));
     }
+    load(&mut criterion, &rt, dir.path(), &mut report);
     criterion.final_summary();
     println!("\nserve_load summary (2 worker threads, model time excluded):");
     for line in report {

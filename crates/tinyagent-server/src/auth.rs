@@ -95,13 +95,38 @@ pub(crate) async fn guard(
     };
     let response = next.run(request).await;
     log(&method, &path, &response, started, &caller);
-    // The slot is held until the body is over: a stream counts for as long as it runs.
+    // The slot is held until the body is over: a stream counts for as long as it runs, and
+    // its end (or its client leaving) is logged.
+    let streaming = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let held = Held {
+        _permit: permit,
+        stream: streaming.then_some((method, path, caller, started)),
+    };
     let (parts, body) = response.into_parts();
     let body = body.into_data_stream().map(move |chunk| {
-        let _held = &permit;
+        let _held = &held;
         chunk
     });
     Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// What a response keeps until its body is over: the concurrency slot, and for a stream what
+/// its closing log line says.
+struct Held {
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    stream: Option<(axum::http::Method, String, String, Instant)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some((method, path, key, started)) = self.stream.take() {
+            let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+            tracing::info!(%method, path, duration_ms, key, "stream ended");
+        }
+    }
 }
 
 fn authenticate(state: &AppState, request: &Request) -> Result<String, ApiError> {

@@ -228,6 +228,8 @@ fn is_reported(event: &Event) -> bool {
 struct Transcript {
     text: String,
     step_text: bool,
+    /// Where the current step's text starts in `text`.
+    step_start: usize,
 }
 
 impl Transcript {
@@ -246,6 +248,13 @@ impl Transcript {
     }
 
     fn step_done(&mut self) {
+        self.step_text = false;
+        self.step_start = self.text.len();
+    }
+
+    /// The model's reply restarts: the current step's text so far is void.
+    fn restart(&mut self) {
+        self.text.truncate(self.step_start);
         self.step_text = false;
     }
 }
@@ -342,6 +351,10 @@ async fn answer(
                 transcript.delta(text);
             }
             Event::Usage { .. } => transcript.step_done(),
+            Event::ReplyRestarted { .. } => {
+                transcript.restart();
+                reported.push(event_json(&event));
+            }
             Event::Finished { usage, .. } => {
                 let body = json!({
                     "id": meta.id,
@@ -403,6 +416,14 @@ fn stream_chunks(
                     }
                 }
                 Event::Usage { .. } => transcript.step_done(),
+                Event::ReplyRestarted { .. } => {
+                    // What was streamed of this step cannot be taken back: the event says it
+                    // is void, and the text that follows is the new reply.
+                    transcript.restart();
+                    let mut chunk = with_usage(meta.chunk(json!({}), None));
+                    chunk["tinyagent"] = json!({"event": event_json(&event)});
+                    frames.push(data(&chunk));
+                }
                 Event::Finished { usage, .. } => {
                     frames.push(data(&with_usage(meta.chunk(json!({}), Some("stop")))));
                     if include_usage {
@@ -429,4 +450,23 @@ fn stream_chunks(
         stream::iter(frames)
     });
     first.chain(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Transcript;
+
+    #[test]
+    fn steps_are_joined_and_a_restart_voids_only_its_step() {
+        let mut t = Transcript::default();
+        assert_eq!(t.delta("Let me look."), "Let me look.");
+        t.step_done();
+        assert_eq!(t.delta(""), "");
+        assert_eq!(t.delta("It is "), "\n\nIt is ");
+        t.restart();
+        assert_eq!(t.text, "Let me look.");
+        assert_eq!(t.delta("Sunny."), "\n\nSunny.");
+        t.step_done();
+        assert_eq!(t.text, "Let me look.\n\nSunny.");
+    }
 }

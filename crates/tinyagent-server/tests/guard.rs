@@ -507,3 +507,52 @@ mod failing {
         }
     }
 }
+
+#[tokio::test]
+async fn the_routes_mount_under_a_prefix_in_an_app_of_ones_own() {
+    let routes = Server::new()
+        .agent(greeter(1))
+        .api_key("sk-mounted")
+        .router();
+    let app = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "the app's own page" }))
+        .nest("/agents", routes);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = client();
+    let own = http
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(own, "the app's own page");
+    let page = http.get(format!("{base}/agents")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("<title>tinyagent</title>")
+    );
+    let refused = http
+        .get(format!("{base}/agents/v1/agents"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let answer: Value = http
+        .post(format!("{base}/agents/v1/chat/completions"))
+        .bearer_auth("sk-mounted")
+        .json(&chat("greeter", "hi", false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "Hello #0");
+}
