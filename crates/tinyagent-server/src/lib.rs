@@ -1,4 +1,4 @@
-//! Serve [tinyagent](tinyagent) agents over HTTP.
+//! Serve [tinyagent] agents over HTTP.
 //!
 //! A [`Server`] holds named agents, a [`SessionStore`](tinyagent::SessionStore), API keys and
 //! limits, and serves:
