@@ -152,6 +152,9 @@ pub struct ServeArgs {
     /// How long one answer may take, in seconds.
     #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_secs)]
     pub request_timeout: std::time::Duration,
+    /// How long a request body may take to arrive, in seconds (slower clients get 408).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub body_timeout: std::time::Duration,
     /// How many requests one API key may have in flight at once.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_concurrent_per_key: u32,

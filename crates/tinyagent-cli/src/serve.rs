@@ -186,6 +186,7 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         .allow_unauthenticated(args.allow_unauthenticated)
         .max_body_bytes(usize::try_from(args.max_body_bytes).unwrap_or(usize::MAX))
         .request_timeout(args.request_timeout)
+        .body_timeout(args.body_timeout)
         .max_concurrent_per_key(args.max_concurrent_per_key as usize)
         .drain_timeout(args.drain_timeout)
         .on_busy(on_busy);
@@ -255,6 +256,7 @@ mod tests {
             agent_name: "x".into(),
             max_body_bytes: 1,
             request_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(1),
             max_concurrent_per_key: 1,
             session_lease: Duration::from_secs(1),
             session_wait: 1.0,

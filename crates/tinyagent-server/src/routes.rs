@@ -116,15 +116,28 @@ async fn not_found(request: Request) -> ApiError {
     .code("unknown_url")
 }
 
-/// A JSON body, rejected in OpenAI's error shape: `413` past the size limit, `400` naming
-/// what is wrong (and where) otherwise.
+/// A JSON body, rejected in OpenAI's error shape: `413` past the size limit, `408` when it
+/// does not arrive in time, `400` naming what is wrong (and where) otherwise.
 pub(crate) struct ApiJson<T>(pub(crate) T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+    async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
+        let limit = state.limits.body_timeout;
+        let read = tokio::time::timeout(limit, Bytes::from_request(req, state));
+        let bytes = read.await.map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "invalid_request_error",
+                format!(
+                    "the request body did not arrive within {:.1} s",
+                    limit.as_secs_f64()
+                ),
+            )
+            .code("request_timeout")
+        })?;
+        let bytes = bytes.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,

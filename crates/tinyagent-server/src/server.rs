@@ -21,6 +21,8 @@ use crate::auth::{ANONYMOUS, KeyRing};
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// How long an answer may take by default before it is cut: 5 minutes.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a request body may take to arrive by default: 30 seconds.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many requests one API key may have in flight at once by default.
 pub const DEFAULT_MAX_CONCURRENT_PER_KEY: usize = 64;
 /// How long a shutdown waits by default for the answers in flight to finish.
@@ -70,6 +72,7 @@ pub struct Server {
 pub(crate) struct Limits {
     pub(crate) max_body_bytes: usize,
     pub(crate) request_timeout: Option<Duration>,
+    pub(crate) body_timeout: Duration,
     pub(crate) max_concurrent_per_key: usize,
     pub(crate) drain_timeout: Duration,
 }
@@ -107,6 +110,7 @@ impl Server {
             limits: Limits {
                 max_body_bytes: DEFAULT_MAX_BODY_BYTES,
                 request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+                body_timeout: DEFAULT_BODY_TIMEOUT,
                 max_concurrent_per_key: DEFAULT_MAX_CONCURRENT_PER_KEY,
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             },
@@ -195,6 +199,14 @@ impl Server {
     #[must_use]
     pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.limits.request_timeout = timeout.into();
+        self
+    }
+
+    /// How long a request body may take to arrive, from the end of its headers: a client
+    /// slower than that gets `408` ([`DEFAULT_BODY_TIMEOUT`] by default).
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.body_timeout = timeout;
         self
     }
 

@@ -556,3 +556,29 @@ async fn the_routes_mount_under_a_prefix_in_an_app_of_ones_own() {
         .unwrap();
     assert_eq!(answer["choices"][0]["message"]["content"], "Hello #0");
 }
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Running::start(
+        Server::new()
+            .agent(greeter(1))
+            .body_timeout(Duration::from_millis(200)),
+    )
+    .await;
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Headers promising 100 bytes, then 10 of them, then nothing.
+    socket
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":")
+        .await
+        .unwrap();
+    let mut answer = vec![0u8; 4096];
+    let read = tokio::time::timeout(common::PATIENCE, socket.read(&mut answer))
+        .await
+        .expect("the server answers a stalled body")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer[..read]);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("\"code\":\"request_timeout\""), "{text}");
+}
