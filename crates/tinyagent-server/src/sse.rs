@@ -63,6 +63,8 @@ pub(crate) fn until(
     stream::unfold(Some(Live { events, deadline }), |live| async move {
         let mut live = live?;
         let next = match live.deadline {
+            // Checked first too: a run whose events are always ready must still stop.
+            Some(deadline) if Instant::now() >= deadline => return Some((Step::TimedOut, None)),
             Some(deadline) => {
                 tokio::select! {
                     biased;
@@ -79,4 +81,39 @@ pub(crate) fn until(
         }
     })
     .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_that_never_stops_reporting_is_cut_at_its_deadline() {
+        // Every event is ready at once, and there are always more.
+        let events = stream::repeat_with(|| Ok(Event::TextDelta("x".into()))).boxed();
+        let deadline = Instant::now() + std::time::Duration::from_millis(10);
+        let mut steps = until(events, Some(deadline));
+        let mut seen = 0usize;
+        loop {
+            match steps.next().await {
+                Some(Step::Event(Ok(_))) => seen += 1,
+                Some(Step::TimedOut) => break,
+                _ => panic!("the stream ended without timing out"),
+            }
+            if seen % 100 == 0 {
+                tokio::time::advance(std::time::Duration::from_millis(1)).await;
+            }
+            assert!(seen < 100_000, "the deadline was never checked");
+        }
+        assert!(steps.next().await.is_none());
+    }
+
+    #[test]
+    fn frames_put_each_line_of_data_on_its_own_line() {
+        assert_eq!(
+            &frame(Some("x"), "a\nb")[..],
+            b"event: x\ndata: a\ndata: b\n\n"
+        );
+        assert_eq!(&frame(None, "[DONE]")[..], b"data: [DONE]\n\n");
+    }
 }
