@@ -100,7 +100,7 @@ mod tests {
                 Some(Step::TimedOut) => break,
                 _ => panic!("the stream ended without timing out"),
             }
-            if seen % 100 == 0 {
+            if seen.is_multiple_of(100) {
                 tokio::time::advance(std::time::Duration::from_millis(1)).await;
             }
             assert!(seen < 100_000, "the deadline was never checked");
