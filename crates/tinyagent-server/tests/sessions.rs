@@ -36,6 +36,16 @@ async fn post(server: &Running, session: &str, input: &str) -> Vec<common::Frame
     frames(&response.text().await.unwrap())
 }
 
+/// `text` for a query string: every byte but letters, digits and `-_.` percent-encoded.
+fn query_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 async fn get(server: &Running, path: &str) -> (u16, Value) {
     let response = client().get(server.url(path)).send().await.unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
@@ -123,15 +133,23 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
         serde_json::from_value(session["messages"].clone()).unwrap();
     assert_eq!(back, store.load(&id).await.unwrap().unwrap().messages);
 
-    let (status, list) = get(&server, "/v1/sessions?limit=200").await;
-    assert_eq!(status, 200);
-    assert_eq!(list["object"], "list");
-    let listed = list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id.as_str())
-        .expect("the session is listed");
+    // The session is listed (other tests may share the store: follow the pages).
+    let mut path = "/v1/sessions?limit=50".to_owned();
+    let listed = loop {
+        let (status, list) = get(&server, &path).await;
+        assert_eq!(status, 200);
+        assert_eq!(list["object"], "list");
+        if let Some(found) = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id.as_str())
+        {
+            break found.clone();
+        }
+        let next = list["next_cursor"].as_str().expect("the session is listed");
+        path = format!("/v1/sessions?limit=50&cursor={}", query_escape(next));
+    };
     assert_eq!(listed["message_count"], 6);
 
     let response = client()
