@@ -421,3 +421,35 @@ async fn two_servers_sharing_redis_alternate_turns() {
     };
     two_replicas_alternate(Arc::new(a), Arc::new(b)).await;
 }
+
+#[tokio::test]
+async fn the_session_list_pages_most_recent_first() {
+    let store = tinyagent::MemoryStore::new();
+    for n in 0..5 {
+        let changes =
+            tinyagent::store::Changes::new().append([tinyagent::Message::user(format!("hi {n}"))]);
+        store
+            .commit(&format!("s{n}"), None, &changes)
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let server = Running::start(Server::new().agent(agent("calc", model())).store(store)).await;
+    let mut ids = Vec::new();
+    let mut path = "/v1/sessions?limit=2".to_owned();
+    let mut pages = 0;
+    loop {
+        let (status, page) = get(&server, &path).await;
+        assert_eq!(status, 200);
+        pages += 1;
+        let data = page["data"].as_array().unwrap();
+        assert!(data.len() <= 2);
+        ids.extend(data.iter().map(|s| s["id"].as_str().unwrap().to_owned()));
+        match page["next_cursor"].as_str() {
+            Some(next) => path = format!("/v1/sessions?limit=2&cursor={}", query_escape(next)),
+            None => break,
+        }
+        assert!(pages < 10, "the pages never end");
+    }
+    assert_eq!(ids, ["s4", "s3", "s2", "s1", "s0"]);
+}
