@@ -1,17 +1,27 @@
-//! Load on the server over loopback, with models that answer at once (model time excluded).
+//! Load on the server over loopback (model time excluded).
 //!
-//! - `serve_load/{memory,sqlite}/{1,100,1000}`: that many conversations at once, each posting
-//!   one message to its own session through the session API (`POST /v1/sessions/{id}/messages`,
-//!   server-sent events read to the end) over real TCP connections; criterion reports the time
-//!   per round and the throughput (conversations answered per second). Every request's latency
+//! - `serve_load/{openai,scripted}/{memory,sqlite,postgres,redis}/{1,100,1000}`: that many
+//!   conversations at once, each posting one message to its own session through the session API
+//!   (`POST /v1/sessions/{id}/messages`, server-sent events read to the end) over real TCP
+//!   connections. Every turn is two model calls and one tool call: the model asks for
+//!   `get_weather`, the tool answers, the model answers. With `openai`, the model is the real
+//!   `tinyagent-openai` provider talking to a loopback Chat Completions server started here,
+//!   which streams OpenAI's recorded wire format (the provider's test fixtures
+//!   `stream_tool_call.sse`, then `stream_text.sse`) at once; with `scripted`, an in-process
+//!   model gives the same answers without HTTP, isolating the server. Criterion reports the time
+//!   per round and the throughput (conversations answered per second); every request's latency
 //!   is recorded, and p50/p99 are printed at the end with requests per second.
 //! - memory per open conversation: N answers held in flight at once (their model call parked),
 //!   the growth of the live heap (a counting global allocator) divided by N, and of the
-//!   resident memory (RSS, coarse: freed memory is reused) for N = 1,000 and 10,000
-//!   through the router in process (the whole HTTP stack above the socket: routing, auth,
-//!   limits, the session lock and load, the agent run, the event stream), and for 4,000 over
-//!   TCP (each also a socket and a hyper connection; the machine's 20,000 file descriptors
-//!   bound N, as every connection has two ends in this process).
+//!   resident memory (RSS, coarse: freed memory is reused), for N = 10,000 through the router
+//!   in process (the whole HTTP stack above the socket: routing, auth, limits, the session lock
+//!   and load, the agent run, the event stream), and for 4,000 over TCP (each also a socket and
+//!   a hyper connection; the machine's 20,000 file descriptors bound N, as every connection has
+//!   two ends in this process).
+//!
+//! PostgreSQL and Redis are used when `TINYAGENT_TEST_POSTGRES_URL` / `TINYAGENT_TEST_REDIS_URL`
+//! are set (`bash scripts/services.sh start; eval "$(bash scripts/services.sh env)"`), and
+//! skipped with a note otherwise.
 //!
 //! `cargo bench -p tinyagent-server --bench serve_load` (add `-- --quick` for a short run).
 
@@ -21,15 +31,18 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::Request;
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use futures::StreamExt;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+use tinyagent::schemars::JsonSchema;
 use tinyagent::testing::reply;
 use tinyagent::{
-    LlmAgent, MemoryStore, Model, ModelError, ModelRequest, ModelResponse, SessionStore,
+    LlmAgent, MemoryStore, Model, ModelError, ModelRequest, ModelResponse, Role, SessionStore,
+    ToolError, tools,
 };
+use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tinyagent_server::Server;
-use tinyagent_store::SqliteStore;
+use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
@@ -47,27 +60,97 @@ fn heap() -> i64 {
 /// What N open conversations added: heap bytes and RSS bytes.
 fn memory_line(kind: &str, n: usize, how: &str, heap: i64, rss: u64) -> String {
     format!(
-        "{kind:>6} {n:>6} open conversations {how}: heap {:>6.1} KiB each (+{:.1} MiB), RSS {:>6.1} KiB each",
+        "{kind:>8} {n:>6} open conversations {how}: heap {:>6.1} KiB each (+{:.1} MiB), RSS {:>6.1} KiB each",
         heap as f64 / n as f64 / 1024.0,
         heap as f64 / 1048576.0,
         rss as f64 / n as f64 / 1024.0,
     )
 }
 
-/// Answers every request at once with the same short text.
-struct AtOnce;
+/// The stores measured; PostgreSQL and Redis only when their URL is set.
+const STORES: [&str; 4] = ["memory", "sqlite", "postgres", "redis"];
 
-impl Model for AtOnce {
+/// The turn every conversation has: a tool call, then an answer from its result.
+const TOOL_CALL_SSE: &str =
+    include_str!("../../tinyagent-openai/tests/fixtures/stream_tool_call.sse");
+const ANSWER_SSE: &str = include_str!("../../tinyagent-openai/tests/fixtures/stream_text.sse");
+const TOOL_CALL_JSON: &str =
+    include_str!("../../tinyagent-openai/tests/fixtures/chat_tool_call.json");
+const ANSWER_JSON: &str = include_str!("../../tinyagent-openai/tests/fixtures/chat_default.json");
+
+/// Whether the request's last message is a tool's result (so the model answers now).
+fn after_tool(messages: &[tinyagent::Message]) -> bool {
+    messages.last().is_some_and(|m| m.role == Role::Tool)
+}
+
+/// Answers at once in process, as the loopback server does over HTTP: a call to `get_weather`,
+/// then, once the tool has answered, a short text.
+struct Scripted;
+
+impl Model for Scripted {
     fn name(&self) -> &str {
-        "instant"
+        "scripted"
     }
 
     fn generate<'a>(
         &'a self,
-        _req: &'a ModelRequest,
+        req: &'a ModelRequest,
     ) -> tinyagent::BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async { Ok(reply::text("ok")) })
+        Box::pin(async move {
+            Ok(if after_tool(&req.messages) {
+                reply::text("Hello! How can I assist you today?")
+            } else {
+                reply::tool_call("call_abc123", "get_weather", r#"{"city":"北京"}"#)
+            })
+        })
     }
+}
+
+/// A Chat Completions server on 127.0.0.1 answering every call at once from OpenAI's recorded
+/// wire format: a `get_weather` call first, the answer once the request carries a tool result.
+/// Returns its base URL (`…/v1`).
+async fn model_server() -> String {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+
+    async fn completions(body: axum::body::Bytes) -> axum::response::Response {
+        let Ok(request) = serde_json::from_slice::<serde_json::Value>(&body) else {
+            return (StatusCode::BAD_REQUEST, "malformed JSON").into_response();
+        };
+        let answer = request["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["role"] == "tool");
+        if request["stream"] == true {
+            let sse = if answer { ANSWER_SSE } else { TOOL_CALL_SSE };
+            ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
+        } else {
+            let json = if answer { ANSWER_JSON } else { TOOL_CALL_JSON };
+            ([(header::CONTENT_TYPE, "application/json")], json).into_response()
+        }
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+#[derive(serde::Deserialize, JsonSchema)]
+#[schemars(crate = "tinyagent::schemars")]
+struct WeatherInput {
+    /// The city
+    city: String,
+}
+
+fn weather() -> impl tinyagent::tools::IntoTool {
+    tools::new_func(
+        "get_weather",
+        "The weather in a city",
+        |i: WeatherInput| async move { Ok::<_, ToolError>(format!("{}: sunny, 21 °C", i.city)) },
+    )
+    .read_only()
 }
 
 /// Holds every request until released, counting the requests waiting.
@@ -100,19 +183,48 @@ impl Model for Parked {
 fn agent(model: impl Model + 'static) -> LlmAgent {
     LlmAgent::builder("bench")
         .model(model)
+        .tool(weather())
         .build()
         .expect("agent")
 }
 
-async fn store(kind: &str, dir: &std::path::Path) -> Arc<dyn SessionStore> {
-    match kind {
+/// A fresh store of this kind, or `None` (with a note printed) when its server is not configured.
+async fn store(kind: &str, dir: &std::path::Path) -> Option<Arc<dyn SessionStore>> {
+    let from_env = |var: &str| {
+        let url = std::env::var(var).ok().filter(|u| !u.is_empty());
+        if url.is_none() {
+            println!(
+                "serve_load: {kind} skipped: {var} is unset \
+                 (`bash scripts/services.sh start; eval \"$(bash scripts/services.sh env)\"`)"
+            );
+        }
+        url
+    };
+    Some(match kind {
         "memory" => Arc::new(MemoryStore::new()),
-        _ => Arc::new(
+        "sqlite" => Arc::new(
             SqliteStore::open(dir.join(format!("{}.db", tinyagent::new_id("bench"))))
                 .await
                 .expect("sqlite"),
         ),
-    }
+        "postgres" => {
+            let url = from_env("TINYAGENT_TEST_POSTGRES_URL")?;
+            Arc::new(
+                PostgresStore::connect(&url)
+                    .await
+                    .unwrap_or_else(|e| panic!("cannot use the PostgreSQL at {url}: {e}")),
+            )
+        }
+        "redis" => {
+            let url = from_env("TINYAGENT_TEST_REDIS_URL")?;
+            Arc::new(
+                RedisStore::connect(&url)
+                    .await
+                    .unwrap_or_else(|e| panic!("cannot use the Redis at {url}: {e}")),
+            )
+        }
+        other => panic!("unknown store {other}"),
+    })
 }
 
 fn server(model: impl Model + 'static, store: Arc<dyn SessionStore>) -> Server {
@@ -143,14 +255,17 @@ async fn turn(http: &reqwest::Client, base: &str, session: &str) -> Duration {
         .expect("post");
     assert_eq!(response.status(), 200);
     let mut body = response.bytes_stream();
-    let mut finished = false;
+    let mut text = Vec::new();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.expect("stream");
-        if chunk.windows(15).any(|w| w == b"event: finished") {
-            finished = true;
-        }
+        text.extend_from_slice(&chunk.expect("stream"));
     }
-    assert!(finished, "the answer did not finish");
+    let finished = |w: &[u8]| w == b"event: finished";
+    assert!(text.windows(15).any(finished), "the answer did not finish");
+    assert!(
+        text.windows(9).any(|w| w == b"sunny, 21"),
+        "the tool did not run: {}",
+        String::from_utf8_lossy(&text)
+    );
     started.elapsed()
 }
 
@@ -159,56 +274,82 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[at.min(sorted.len() - 1)]
 }
 
+/// The model a load run uses: `openai` (the provider over HTTP to the loopback server) or
+/// `scripted` (in process).
+fn model(kind: &str, openai_base: &str) -> Box<dyn FnOnce(Arc<dyn SessionStore>) -> Server> {
+    match kind {
+        "openai" => {
+            let config = OpenAiConfig::new("gpt-4o-mini")
+                .base_url(openai_base)
+                .max_retries(0);
+            let model = OpenAiModel::new(config).expect("openai model");
+            Box::new(move |store| server(model, store))
+        }
+        _ => Box::new(|store| server(Scripted, store)),
+    }
+}
+
 fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec<String>) {
+    let openai_base = rt.block_on(model_server());
     let mut group = c.benchmark_group("serve_load");
     group.sample_size(10);
+    // The same number of rounds in every sample: a round of 1,000 conversations takes long.
+    group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_millis(500));
-    group.measurement_time(Duration::from_secs(3));
-    for kind in ["memory", "sqlite"] {
-        let base = rt.block_on(async { listen(server(AtOnce, store(kind, dir).await)).await });
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(2000)
-            .build()
-            .unwrap();
-        for n in [1usize, 100, 1000] {
-            let latencies: Arc<std::sync::Mutex<Vec<Duration>>> = Arc::default();
-            let requests = Arc::new(AtomicUsize::new(0));
-            let busy = Arc::new(std::sync::Mutex::new(Duration::ZERO));
-            group.throughput(Throughput::Elements(n as u64));
-            group.bench_with_input(BenchmarkId::new(kind, n), &n, |b, &n| {
-                b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let started = Instant::now();
-                        for _ in 0..iters {
-                            let round = (0..n).map(|_| {
-                                let http = http.clone();
-                                let base = base.clone();
-                                tokio::spawn(async move {
-                                    let session = tinyagent::new_id("ses");
-                                    turn(&http, &base, &session).await
-                                })
-                            });
-                            let took = futures::future::join_all(round).await;
-                            let mut all = latencies.lock().unwrap();
-                            all.extend(took.into_iter().map(Result::unwrap));
-                            requests.fetch_add(n, Ordering::Relaxed);
-                        }
-                        let elapsed = started.elapsed();
-                        *busy.lock().unwrap() += elapsed;
-                        elapsed
-                    })
+    group.measurement_time(Duration::from_secs(2));
+    for model_kind in ["openai", "scripted"] {
+        for kind in STORES {
+            let Some(base) = rt.block_on(async {
+                let store = store(kind, dir).await?;
+                Some(listen(model(model_kind, &openai_base)(store)).await)
+            }) else {
+                continue;
+            };
+            let http = reqwest::Client::builder()
+                .pool_max_idle_per_host(2000)
+                .build()
+                .unwrap();
+            for n in [1usize, 100, 1000] {
+                let latencies: Arc<std::sync::Mutex<Vec<Duration>>> = Arc::default();
+                let requests = Arc::new(AtomicUsize::new(0));
+                let busy = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+                group.throughput(Throughput::Elements(n as u64));
+                let id = BenchmarkId::new(format!("{model_kind}/{kind}"), n);
+                group.bench_with_input(id, &n, |b, &n| {
+                    b.iter_custom(|iters| {
+                        rt.block_on(async {
+                            let started = Instant::now();
+                            for _ in 0..iters {
+                                let round = (0..n).map(|_| {
+                                    let http = http.clone();
+                                    let base = base.clone();
+                                    tokio::spawn(async move {
+                                        let session = tinyagent::new_id("ses");
+                                        turn(&http, &base, &session).await
+                                    })
+                                });
+                                let took = futures::future::join_all(round).await;
+                                let mut all = latencies.lock().unwrap();
+                                all.extend(took.into_iter().map(Result::unwrap));
+                                requests.fetch_add(n, Ordering::Relaxed);
+                            }
+                            let elapsed = started.elapsed();
+                            *busy.lock().unwrap() += elapsed;
+                            elapsed
+                        })
+                    });
                 });
-            });
-            let mut all = latencies.lock().unwrap().clone();
-            all.sort();
-            let total = requests.load(Ordering::Relaxed);
-            let seconds = busy.lock().unwrap().as_secs_f64();
-            report.push(format!(
-                "{kind:>6} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  ({total} requests)",
-                total as f64 / seconds,
-                percentile(&all, 0.50).as_secs_f64() * 1000.0,
-                percentile(&all, 0.99).as_secs_f64() * 1000.0,
-            ));
+                let mut all = latencies.lock().unwrap().clone();
+                all.sort();
+                let total = requests.load(Ordering::Relaxed);
+                let seconds = busy.lock().unwrap().as_secs_f64();
+                report.push(format!(
+                    "{model_kind:>8} {kind:>8} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  ({total} requests)",
+                    total as f64 / seconds,
+                    percentile(&all, 0.50).as_secs_f64() * 1000.0,
+                    percentile(&all, 0.99).as_secs_f64() * 1000.0,
+                ));
+            }
         }
     }
     group.finish();
@@ -234,15 +375,21 @@ async fn wait_for(count: &AtomicUsize, n: usize) {
 }
 
 /// RSS growth per in-flight conversation, through the router in process.
-async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> String {
+async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Option<String> {
+    let store = store(kind, dir).await?;
     let model = Arc::new(Parked {
         waiting: AtomicUsize::new(0),
         gate: Semaphore::new(0),
     });
-    let router = server(model.clone(), store(kind, dir).await).router();
+    let router = server(model.clone(), store).router();
+    let run = tinyagent::new_id("mem");
     // Warm up: one conversation through, so lazy statics and pools exist before measuring.
     model.gate.add_permits(1);
-    let warm = router.clone().oneshot(post_request("warm")).await.unwrap();
+    let warm = router
+        .clone()
+        .oneshot(post_request(&format!("{run}_warm")))
+        .await
+        .unwrap();
     let _ = axum::body::to_bytes(warm.into_body(), usize::MAX)
         .await
         .unwrap();
@@ -252,11 +399,9 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Strin
     let tasks: Vec<_> = (0..n)
         .map(|i| {
             let router = router.clone();
+            let session = format!("{run}_{i}");
             tokio::spawn(async move {
-                let response = router
-                    .oneshot(post_request(&format!("ses_{i}")))
-                    .await
-                    .unwrap();
+                let response = router.oneshot(post_request(&session)).await.unwrap();
                 axum::body::to_bytes(response.into_body(), usize::MAX)
                     .await
                     .unwrap()
@@ -275,13 +420,13 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Strin
         }
     }
     assert_eq!(finished, n);
-    memory_line(
+    Some(memory_line(
         kind,
         n,
         "in process",
         heap_during - heap_before,
         during.saturating_sub(before),
-    )
+    ))
 }
 
 fn post_request(session: &str) -> Request<Body> {
@@ -293,12 +438,14 @@ fn post_request(session: &str) -> Request<Body> {
 
 /// RSS growth per in-flight conversation over TCP: raw sockets as clients (a few hundred bytes
 /// each on the client side), the server's hyper connections and everything above them.
-async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> String {
+async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> Option<String> {
+    let store = store(kind, dir).await?;
+    let run = tinyagent::new_id("tcp");
     let model = Arc::new(Parked {
         waiting: AtomicUsize::new(0),
         gate: Semaphore::new(0),
     });
-    let base = listen(server(model.clone(), store(kind, dir).await)).await;
+    let base = listen(server(model.clone(), store)).await;
     let addr = base.trim_start_matches("http://").to_owned();
     let before = rss().unwrap_or(0);
     let heap_before = heap();
@@ -307,7 +454,7 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> String 
         let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let body = r#"{"input":"hello"}"#;
         let request = format!(
-            "POST /v1/sessions/tcp_{i}/messages HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST /v1/sessions/{run}_{i}/messages HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         socket.write_all(request.as_bytes()).await.unwrap();
@@ -326,13 +473,13 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> String 
         }
     }
     assert_eq!(finished, n);
-    memory_line(
+    Some(memory_line(
         kind,
         n,
         "over TCP  ",
         heap_during - heap_before,
         during.saturating_sub(before),
-    )
+    ))
 }
 
 fn main() {
@@ -345,11 +492,9 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     let mut report = Vec::new();
     // Memory first, in a process that has not yet grown its heap for the load runs.
-    for kind in ["memory", "sqlite"] {
-        for n in [1000, 10_000] {
-            report.push(rt.block_on(memory_in_process(kind, n, dir.path())));
-        }
-        report.push(rt.block_on(memory_over_tcp(kind, 4000, dir.path())));
+    for kind in STORES {
+        report.extend(rt.block_on(memory_in_process(kind, 10_000, dir.path())));
+        report.extend(rt.block_on(memory_over_tcp(kind, 4000, dir.path())));
     }
     load(&mut criterion, &rt, dir.path(), &mut report);
     criterion.final_summary();
