@@ -243,8 +243,9 @@ async fn listen(server: Server) -> String {
     base
 }
 
-/// One conversation's turn: posts a message and reads the event stream to its end.
-async fn turn(http: &reqwest::Client, base: &str, session: &str) -> Duration {
+/// One conversation's turn: posts a message and reads the event stream to its end. An error
+/// says what went wrong (a status, a stream that did not finish, a tool that did not run).
+async fn turn(http: &reqwest::Client, base: &str, session: &str) -> Result<Duration, String> {
     let started = Instant::now();
     let response = http
         .post(format!("{base}/v1/sessions/{session}/messages"))
@@ -252,24 +253,32 @@ async fn turn(http: &reqwest::Client, base: &str, session: &str) -> Duration {
         .body(r#"{"input":"hello"}"#)
         .send()
         .await
-        .expect("post");
-    assert_eq!(response.status(), 200);
+        .map_err(|e| format!("post: {e}"))?;
+    if response.status() != 200 {
+        return Err(format!("status {}", response.status()));
+    }
     let mut body = response.bytes_stream();
     let mut text = Vec::new();
     while let Some(chunk) = body.next().await {
-        text.extend_from_slice(&chunk.expect("stream"));
+        text.extend_from_slice(&chunk.map_err(|e| format!("stream: {e}"))?);
     }
-    let finished = |w: &[u8]| w == b"event: finished";
-    assert!(text.windows(15).any(finished), "the answer did not finish");
-    assert!(
-        text.windows(9).any(|w| w == b"sunny, 21"),
-        "the tool did not run: {}",
-        String::from_utf8_lossy(&text)
-    );
-    started.elapsed()
+    let elapsed = started.elapsed();
+    if !text.windows(15).any(|w| w == b"event: finished") {
+        return Err(failure_note(1, Some(&text)));
+    }
+    if !text.windows(9).any(|w| w == b"sunny, 21") {
+        return Err(format!(
+            "the tool did not run: {}",
+            String::from_utf8_lossy(&text)
+        ));
+    }
+    Ok(elapsed)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[at.min(sorted.len() - 1)]
 }
@@ -311,6 +320,7 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                 .unwrap();
             for n in [1usize, 100, 1000] {
                 let latencies: Arc<std::sync::Mutex<Vec<Duration>>> = Arc::default();
+                let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
                 let requests = Arc::new(AtomicUsize::new(0));
                 let busy = Arc::new(std::sync::Mutex::new(Duration::ZERO));
                 group.throughput(Throughput::Elements(n as u64));
@@ -330,7 +340,12 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                                 });
                                 let took = futures::future::join_all(round).await;
                                 let mut all = latencies.lock().unwrap();
-                                all.extend(took.into_iter().map(Result::unwrap));
+                                for result in took {
+                                    match result.unwrap() {
+                                        Ok(latency) => all.push(latency),
+                                        Err(e) => errors.lock().unwrap().push(e),
+                                    }
+                                }
                                 requests.fetch_add(n, Ordering::Relaxed);
                             }
                             let elapsed = started.elapsed();
@@ -341,10 +356,15 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                 });
                 let mut all = latencies.lock().unwrap().clone();
                 all.sort();
+                let errors = errors.lock().unwrap();
+                let failed = match errors.first() {
+                    Some(e) => format!(" [{} failed, e.g. {e}]", errors.len()),
+                    None => String::new(),
+                };
                 let total = requests.load(Ordering::Relaxed);
                 let seconds = busy.lock().unwrap().as_secs_f64();
                 report.push(format!(
-                    "{model_kind:>8} {kind:>8} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  ({total} requests)",
+                    "{model_kind:>8} {kind:>8} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  ({total} requests){failed}",
                     total as f64 / seconds,
                     percentile(&all, 0.50).as_secs_f64() * 1000.0,
                     percentile(&all, 0.99).as_secs_f64() * 1000.0,
@@ -353,6 +373,20 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
         }
     }
     group.finish();
+}
+
+/// Nothing when every answer finished; else how many did not, with the last event of one.
+fn failure_note(failed: usize, example: Option<impl AsRef<[u8]>>) -> String {
+    let Some(example) = example.filter(|_| failed > 0) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(example.as_ref()).into_owned();
+    let last = text
+        .lines()
+        .rfind(|l| l.starts_with("data:"))
+        .unwrap_or(text.as_str())
+        .to_owned();
+    format!(" [{failed} did not finish, e.g. {last}]")
 }
 
 /// The process's resident memory, in bytes (Linux).
@@ -413,20 +447,25 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Optio
     let heap_during = heap();
     model.gate.add_permits(n);
     let mut finished = 0;
+    let mut unfinished = None;
     for task in tasks {
         let body = task.await.unwrap();
         if body.windows(15).any(|w| w == b"event: finished") {
             finished += 1;
+        } else {
+            unfinished.get_or_insert(body);
         }
     }
-    assert_eq!(finished, n);
-    Some(memory_line(
-        kind,
-        n,
-        "in process",
-        heap_during - heap_before,
-        during.saturating_sub(before),
-    ))
+    let failed = failure_note(n - finished, unfinished);
+    Some(
+        memory_line(
+            kind,
+            n,
+            "in process",
+            heap_during - heap_before,
+            during.saturating_sub(before),
+        ) + &failed,
+    )
 }
 
 fn post_request(session: &str) -> Request<Body> {
@@ -465,21 +504,26 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> Option<
     let heap_during = heap();
     model.gate.add_permits(n);
     let mut finished = 0;
+    let mut unfinished = None;
     for mut socket in sockets {
         let mut text = Vec::new();
         socket.read_to_end(&mut text).await.unwrap();
         if text.windows(15).any(|w| w == b"event: finished") {
             finished += 1;
+        } else {
+            unfinished.get_or_insert(text);
         }
     }
-    assert_eq!(finished, n);
-    Some(memory_line(
-        kind,
-        n,
-        "over TCP  ",
-        heap_during - heap_before,
-        during.saturating_sub(before),
-    ))
+    let failed = failure_note(n - finished, unfinished);
+    Some(
+        memory_line(
+            kind,
+            n,
+            "over TCP  ",
+            heap_during - heap_before,
+            during.saturating_sub(before),
+        ) + &failed,
+    )
 }
 
 fn main() {
@@ -493,8 +537,16 @@ fn main() {
     let mut report = Vec::new();
     // Memory first, in a process that has not yet grown its heap for the load runs.
     for kind in STORES {
-        report.extend(rt.block_on(memory_in_process(kind, 10_000, dir.path())));
-        report.extend(rt.block_on(memory_over_tcp(kind, 4000, dir.path())));
+        for line in [
+            rt.block_on(memory_in_process(kind, 10_000, dir.path())),
+            rt.block_on(memory_over_tcp(kind, 4000, dir.path())),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            println!("serve_load: {line}");
+            report.push(line);
+        }
     }
     load(&mut criterion, &rt, dir.path(), &mut report);
     criterion.final_summary();
