@@ -133,6 +133,10 @@ async fn model_server() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions));
+    // Each event goes out when written, as from a real API's servers (no Nagle delay).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     base
 }
