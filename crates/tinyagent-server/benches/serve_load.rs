@@ -366,6 +366,9 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                     None => String::new(),
                 };
                 let total = requests.load(Ordering::Relaxed);
+                if total == 0 && errors.is_empty() {
+                    continue; // not selected by the command line's filter
+                }
                 let seconds = busy.lock().unwrap().as_secs_f64();
                 report.push(format!(
                     "{model_kind:>8} {kind:>8} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  ({total} requests){failed}",
