@@ -268,7 +268,7 @@ async fn turn(http: &reqwest::Client, base: &str, session: &str) -> Result<Durat
     }
     let elapsed = started.elapsed();
     if !text.windows(15).any(|w| w == b"event: finished") {
-        return Err(failure_note(1, Some(&text)));
+        return Err(format!("did not finish: {}", last_event(&text)));
     }
     if !text.windows(9).any(|w| w == b"sunny, 21") {
         return Err(format!(
@@ -384,16 +384,22 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
 
 /// Nothing when every answer finished; else how many did not, with the last event of one.
 fn failure_note(failed: usize, example: Option<impl AsRef<[u8]>>) -> String {
-    let Some(example) = example.filter(|_| failed > 0) else {
-        return String::new();
-    };
-    let text = String::from_utf8_lossy(example.as_ref()).into_owned();
-    let last = text
-        .lines()
+    match example {
+        Some(example) if failed > 0 => format!(
+            " [{failed} did not finish, e.g. {}]",
+            last_event(example.as_ref())
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The last `data:` line of an event stream (the whole text if it has none).
+fn last_event(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    text.lines()
         .rfind(|l| l.starts_with("data:"))
-        .unwrap_or(text.as_str())
-        .to_owned();
-    format!(" [{failed} did not finish, e.g. {last}]")
+        .unwrap_or(&text)
+        .to_owned()
 }
 
 /// The process's resident memory, in bytes (Linux).
