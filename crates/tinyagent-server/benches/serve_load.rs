@@ -15,9 +15,11 @@
 //!   the growth of the live heap (a counting global allocator) divided by N, and of the
 //!   resident memory (RSS, coarse: freed memory is reused), for N = 10,000 through the router
 //!   in process (the whole HTTP stack above the socket: routing, auth, limits, the session lock
-//!   and load, the agent run, the event stream), and for 4,000 over TCP (each also a socket and
-//!   a hyper connection; the machine's 20,000 file descriptors bound N, as every connection has
-//!   two ends in this process).
+//!   and load, the agent run, the event stream) with the scripted model; for 4,000 through the
+//!   router with the OpenAI provider, the loopback model server holding each request (this also
+//!   counts the model server's side of each connection, so it is an upper bound); and for 4,000
+//!   over TCP (each also a socket and a hyper connection; the machine's 20,000 file descriptors
+//!   bound N, as every connection has two ends in this process).
 //!
 //! PostgreSQL and Redis are used when `TINYAGENT_TEST_POSTGRES_URL` / `TINYAGENT_TEST_REDIS_URL`
 //! are set (`bash scripts/services.sh start; eval "$(bash scripts/services.sh env)"`), and
@@ -108,12 +110,23 @@ impl Model for Scripted {
 
 /// A Chat Completions server on 127.0.0.1 answering every call at once from OpenAI's recorded
 /// wire format: a `get_weather` call first, the answer once the request carries a tool result.
+/// With a gate, every call waits for a permit first (counted in `waiting`).
 /// Returns its base URL (`…/v1`).
-async fn model_server() -> String {
+async fn model_server(gate: Option<Arc<Parked>>) -> String {
     use axum::http::{StatusCode, header};
     use axum::response::IntoResponse;
 
-    async fn completions(body: axum::body::Bytes) -> axum::response::Response {
+    async fn completions(
+        axum::extract::State(gate): axum::extract::State<Option<Arc<Parked>>>,
+        body: axum::body::Bytes,
+    ) -> axum::response::Response {
+        if let Some(gate) = gate {
+            gate.waiting.fetch_add(1, Ordering::SeqCst);
+            match gate.gate.acquire().await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return (StatusCode::SERVICE_UNAVAILABLE, "closed").into_response(),
+            }
+        }
         let Ok(request) = serde_json::from_slice::<serde_json::Value>(&body) else {
             return (StatusCode::BAD_REQUEST, "malformed JSON").into_response();
         };
@@ -132,7 +145,9 @@ async fn model_server() -> String {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions));
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(completions))
+        .with_state(gate);
     // Each event goes out when written, as from a real API's servers (no Nagle delay).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
@@ -303,7 +318,7 @@ fn model(kind: &str, openai_base: &str) -> Box<dyn FnOnce(Arc<dyn SessionStore>)
 }
 
 fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec<String>) {
-    let openai_base = rt.block_on(model_server());
+    let openai_base = rt.block_on(model_server(None));
     let mut group = c.benchmark_group("serve_load");
     group.sample_size(10);
     // The same number of rounds in every sample: a round of 1,000 conversations takes long.
@@ -421,17 +436,34 @@ async fn wait_for(count: &AtomicUsize, n: usize) {
     }
 }
 
-/// RSS growth per in-flight conversation, through the router in process.
-async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Option<String> {
+/// Heap and RSS growth per in-flight conversation, through the router in process: with the
+/// scripted model parked, or with the OpenAI provider whose request the loopback model server
+/// holds (then the growth also has the model server's side of each connection in it).
+async fn memory_in_process(
+    kind: &str,
+    n: usize,
+    dir: &std::path::Path,
+    openai: bool,
+) -> Option<String> {
     let store = store(kind, dir).await?;
     let model = Arc::new(Parked {
         waiting: AtomicUsize::new(0),
         gate: Semaphore::new(0),
     });
-    let router = server(model.clone(), store).router();
+    let router = if openai {
+        let base = model_server(Some(model.clone())).await;
+        let config = OpenAiConfig::new("gpt-4o-mini")
+            .base_url(base)
+            .max_retries(0);
+        server(OpenAiModel::new(config).expect("openai model"), store).router()
+    } else {
+        server(model.clone(), store).router()
+    };
+    // Over the provider, a turn is two model calls (the tool call, then the answer).
+    let calls = if openai { 2 } else { 1 };
     let run = tinyagent::new_id("mem");
     // Warm up: one conversation through, so lazy statics and pools exist before measuring.
-    model.gate.add_permits(1);
+    model.gate.add_permits(calls);
     let warm = router
         .clone()
         .oneshot(post_request(&format!("{run}_warm")))
@@ -458,7 +490,7 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Optio
     wait_for(&model.waiting, before_waiting + n).await;
     let during = rss().unwrap_or(0);
     let heap_during = heap();
-    model.gate.add_permits(n);
+    model.gate.add_permits(n * calls);
     let mut finished = 0;
     let mut unfinished = None;
     for task in tasks {
@@ -474,7 +506,11 @@ async fn memory_in_process(kind: &str, n: usize, dir: &std::path::Path) -> Optio
         memory_line(
             kind,
             n,
-            "in process",
+            if openai {
+                "in process, openai"
+            } else {
+                "in process        "
+            },
             heap_during - heap_before,
             during.saturating_sub(before),
         ) + &failed,
@@ -532,7 +568,7 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> Option<
         memory_line(
             kind,
             n,
-            "over TCP  ",
+            "over TCP          ",
             heap_during - heap_before,
             during.saturating_sub(before),
         ) + &failed,
@@ -551,7 +587,9 @@ fn main() {
     // Memory first, in a process that has not yet grown its heap for the load runs.
     for kind in STORES {
         for line in [
-            rt.block_on(memory_in_process(kind, 10_000, dir.path())),
+            rt.block_on(memory_in_process(kind, 10_000, dir.path(), false)),
+            // 4,000: each also holds a connection to the model server, two descriptors here.
+            rt.block_on(memory_in_process(kind, 4000, dir.path(), true)),
             rt.block_on(memory_over_tcp(kind, 4000, dir.path())),
         ]
         .into_iter()
