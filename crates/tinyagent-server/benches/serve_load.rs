@@ -603,7 +603,7 @@ fn main() {
                 report.push(line);
             }
             // Let closed connections and finished tasks go before the next count.
-            rt.block_on(tokio::time::sleep(Duration::from_secs(2)));
+            rt.block_on(async { tokio::time::sleep(Duration::from_secs(2)).await });
         }
     }
     load(&mut criterion, &rt, dir.path(), &mut report);
