@@ -7,6 +7,7 @@ mod error;
 mod events;
 mod run;
 mod stored;
+mod tool_content;
 mod typed;
 
 use std::sync::Arc;
