@@ -559,7 +559,13 @@ impl McpToolset {
                 tools.push(Arc::new(McpTool {
                     name,
                     remote,
-                    description: info.description.clone().or(title).unwrap_or_default(),
+                    description: info
+                        .description
+                        .clone()
+                        .or(title.clone())
+                        .unwrap_or_default(),
+                    title,
+                    output_schema: info.output_schema.clone(),
                     schema,
                     hints,
                     peer: peer.clone(),

@@ -8,9 +8,11 @@ use rmcp::model::{CallToolRequestParams, ErrorCode};
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
-use tinyagent::{BoxFuture, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+use tinyagent::{
+    BoxFuture, RichContent, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, content_text,
+};
 
-use crate::content::{result_text, truncate_result};
+use crate::content::{bound_parts, result_text, rich_content, truncate_result};
 use crate::errors::chain_text;
 
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
@@ -53,6 +55,8 @@ pub(crate) struct McpTool {
     pub name: String,
     pub remote: String,
     pub description: String,
+    pub title: Option<String>,
+    pub output_schema: Option<Value>,
     pub schema: Value,
     pub hints: ToolHints,
     pub peer: Peer<RoleClient>,
@@ -79,9 +83,17 @@ impl Tool for McpTool {
         self.hints
     }
 
+    fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
     fn handle<'a>(
         &'a self,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
@@ -107,6 +119,22 @@ impl Tool for McpTool {
                     )));
                 }
             };
+            let rich = rich_content(&result);
+            if result.is_error != Some(true) && !rich.is_plain() {
+                // Media, resources or structured content: the parts go to whoever runs the
+                // call (an agent hands images to providers that take them), bounded like text.
+                let parts = bound_parts(rich.parts, self.max_result_bytes);
+                let text = if parts.is_empty() {
+                    result_text(&result)
+                } else {
+                    content_text(&parts)
+                };
+                let structured = rich
+                    .structured
+                    .filter(|s| s.to_string().len() <= self.max_result_bytes);
+                ctx.put_rich_content(RichContent::new(parts, structured));
+                return Ok(truncate_result(text, self.max_result_bytes));
+            }
             let text = truncate_result(result_text(&result), self.max_result_bytes);
             if result.is_error == Some(true) {
                 let message = if text.is_empty() {

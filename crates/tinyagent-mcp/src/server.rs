@@ -16,7 +16,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::Value;
 use tinyagent::tools::SchemaValidator;
-use tinyagent::{Tool, ToolContext, ToolError};
+use tinyagent::{ContentSlot, RichContent, Tool, ToolContext, ToolError};
+
+use crate::content::content_block;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{Access, McpHttpService};
@@ -142,12 +144,25 @@ impl McpServer {
                 .destructive(hints.destructive)
                 .idempotent(hints.idempotent)
                 .open_world(hints.open_world);
-            let listed = rmcp::model::Tool::new(
+            let mut listed = rmcp::model::Tool::new(
                 name.clone(),
                 tool.description().to_owned(),
                 Arc::new(schema),
             )
             .with_annotations(annotations);
+            if let Some(title) = tool.title() {
+                listed = listed.with_title(title);
+            }
+            match tool.output_schema() {
+                Some(Value::Object(schema)) => {
+                    listed = listed.with_raw_output_schema(Arc::new(schema.clone()));
+                }
+                Some(other) => {
+                    tracing::warn!(tool = %name, schema = %other,
+                        "output schema is not an object; not listed");
+                }
+                None => {}
+            }
             by_name.insert(name, served.len());
             served.push(ServedTool {
                 tool,
@@ -283,12 +298,12 @@ impl McpServer {
             return Ok(error_result(&e));
         }
         let input = arguments.to_string();
+        let slot = ContentSlot::new();
+        let ctx = ctx.with_content_slot(slot.clone());
         Ok(
             match tinyagent::tools::handle_catching_panics(served.tool.as_ref(), &ctx, &input).await
             {
-                Ok(text) => {
-                    CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))])
-                }
+                Ok(text) => success_result(text, slot.take()),
                 Err(e) => error_result(&e),
             },
         )
@@ -471,6 +486,22 @@ fn custom_request_error(request: &CustomRequest) -> ErrorData {
         problem
     };
     ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
+}
+
+/// A tool's successful result as MCP content: its parts as content blocks when it left any
+/// (else its text), and its structured content.
+fn success_result(text: String, rich: Option<RichContent>) -> CallToolResult {
+    let Some(rich) = rich else {
+        return CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))]);
+    };
+    let content = if rich.parts.is_empty() {
+        vec![ContentBlock::Text(TextContent::new(text))]
+    } else {
+        rich.parts.iter().map(content_block).collect()
+    };
+    let mut result = CallToolResult::success(content);
+    result.structured_content = rich.structured;
+    result
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
