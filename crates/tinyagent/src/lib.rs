@@ -117,7 +117,9 @@ pub use budget::{
 };
 pub use content::{ContentPart, RichContent, content_text};
 pub use context::{
-    ContentSlot, Invocation, MemoryStore, Session, SessionStore, State, ToolContext,
+    ContentSlot, Elicitation, ElicitationRequest, Invocation, LogLevel, MemoryStore,
+    SamplingMessage, SamplingReply, SamplingRequest, Session, SessionStore, State, ToolContext,
+    ToolHost,
 };
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};

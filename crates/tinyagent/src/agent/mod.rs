@@ -8,6 +8,7 @@ mod events;
 mod run;
 mod stored;
 mod tool_content;
+mod tool_host;
 mod typed;
 
 use std::sync::Arc;

@@ -12,7 +12,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
-use super::{AgentError, Event, Invocation, ToolSource, tool_content};
+use super::{AgentError, Event, Invocation, ToolSource, tool_content, tool_host};
 use crate::budget::{BudgetExceeded, SharedBudget};
 use crate::context::{ContentSlot, ToolContext};
 use crate::error::ToolError;
@@ -187,7 +187,12 @@ async fn drive(
         tool_choice: config.tool_choice.clone(),
         response_format,
     };
+    let host = inv.host().cloned();
     let ctx = ToolContext::new().with_invocation(inv);
+    let ctx = match host {
+        Some(host) => ctx.with_host(host),
+        None => ctx,
+    };
     let mut total = Usage::default();
 
     for step in 1..=config.max_steps {
@@ -418,7 +423,7 @@ async fn run_call(
                 error.type = tracing::field::Empty,
                 otel.status_code = tracing::field::Empty,
             );
-            invoke(entry, ctx, call, &slot).instrument(span).await
+            invoke(entry, ctx, call, &slot, out).instrument(span).await
         }
         (None, None) => Err(ToolError::not_found(format!(
             "unknown tool {:?}",
@@ -464,11 +469,21 @@ async fn invoke(
     ctx: &ToolContext,
     call: &ToolCall,
     slot: &ContentSlot,
+    out: &Queue,
 ) -> Result<String, ToolError> {
+    let host = tool_host::AgentHost {
+        call_id: call.id.clone(),
+        emit: Arc::new({
+            let out = out.clone();
+            move |event| out.push(event)
+        }),
+        outer: ctx.host().cloned(),
+    };
     let ctx = ctx
         .clone()
         .with_call_id(call.id.as_str())
         .with_content_slot(slot.clone())
+        .with_host(Arc::new(host))
         .in_tool_span();
     handle_catching_panics(entry.tool.as_ref(), &ctx, &call.arguments).await
 }

@@ -4,6 +4,7 @@
 //! This module knows nothing of tools, models or agents; they all read it.
 
 mod content_slot;
+mod host;
 mod invocation;
 mod memory_store;
 mod session;
@@ -15,6 +16,11 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use content_slot::ContentSlot;
+pub(crate) use host::unsupported as unsupported_request;
+pub use host::{
+    Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
+    ToolHost,
+};
 pub use invocation::Invocation;
 pub use memory_store::{Cursor, MemoryStore, SessionLocks, from_micros, micros};
 pub use session::{Session, State};
