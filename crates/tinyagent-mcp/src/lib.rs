@@ -35,6 +35,7 @@ mod naming;
 mod oauth;
 mod remote_tool;
 mod server;
+mod server_host;
 mod stdio;
 
 #[doc(hidden)]

@@ -19,6 +19,7 @@ use tinyagent::tools::SchemaValidator;
 use tinyagent::{ContentSlot, RichContent, Tool, ToolContext, ToolError};
 
 use crate::content::content_block;
+use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{Access, McpHttpService};
@@ -69,6 +70,8 @@ pub enum McpServeError {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
+    /// The session's `logging/setLevel` (each HTTP session gets its own).
+    log_level: SessionLogLevel,
 }
 
 struct ServerInner {
@@ -179,6 +182,7 @@ impl McpServer {
                 tools: served,
                 by_name,
             }),
+            log_level: SessionLogLevel::default(),
         }
     }
 
@@ -187,6 +191,7 @@ impl McpServer {
         f(&mut inner);
         Self {
             inner: Arc::new(inner),
+            log_level: self.log_level,
         }
     }
 
@@ -354,8 +359,11 @@ impl McpServer {
     pub fn http_service_with(&self, config: StreamableHttpServerConfig) -> McpHttpService {
         let max_body_bytes = config.max_request_body_bytes;
         let server = self.clone();
-        let inner =
-            StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+        let inner = StreamableHttpService::new(
+            move || Ok(server.new_session()),
+            Default::default(),
+            config,
+        );
         McpHttpService::new(inner, self.inner.access.clone(), max_body_bytes)
     }
 
@@ -504,6 +512,16 @@ fn success_result(text: String, rich: Option<RichContent>) -> CallToolResult {
     result
 }
 
+impl McpServer {
+    /// The server for a new session: the same tools, a log level of its own.
+    fn new_session(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            log_level: SessionLogLevel::default(),
+        }
+    }
+}
+
 fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
         error.message().to_owned(),
@@ -511,9 +529,15 @@ fn error_result(error: &ToolError) -> CallToolResult {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.inner.implementation.clone());
+        let config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(self.inner.implementation.clone());
         match &self.inner.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
@@ -537,6 +561,16 @@ impl ServerHandler for McpServer {
             .map(|&i| self.inner.tools[i].listed.clone())
     }
 
+    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(log_level(request.level));
+        Ok(())
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -551,7 +585,18 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The MCP request id is the call id; a cancelled request drops the tool's future.
-        let ctx = ToolContext::new().with_call_id(request_id_text(&context.id));
+        // Progress, logs, sampling and elicitation of the tool go to this client.
+        let stateless = is_stateless(&context.peer);
+        let host = ServerHost {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            log_filter: LogFilter::for_request(&context.meta, stateless, &self.log_level),
+            stateless,
+            tool: request.name.to_string(),
+        };
+        let ctx = ToolContext::new()
+            .with_call_id(request_id_text(&context.id))
+            .with_host(Arc::new(host));
         tokio::select! {
             result = self.call_with(&request.name, request.arguments, ctx) => {
                 result.map(CallToolResponse::Complete)
