@@ -42,7 +42,9 @@ mod stdio;
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
-pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
+pub use client::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationHandler, McpClientError, McpToolset,
+};
 pub use content::{
     DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, rich_content,
     truncate_result,

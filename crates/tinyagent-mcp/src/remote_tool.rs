@@ -60,6 +60,7 @@ pub(crate) struct McpTool {
     pub schema: Value,
     pub hints: ToolHints,
     pub peer: Peer<RoleClient>,
+    pub bridge: Arc<crate::client::Bridge>,
     pub label: Arc<str>,
     pub call_timeout: Duration,
     pub max_result_bytes: usize,
@@ -100,6 +101,14 @@ impl Tool for McpTool {
             let arguments = parse_arguments(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
+            // The call's progress token: the server's progress and logs, and what it asks
+            // during the call, reach this call's host.
+            let call = self.bridge.begin(ctx.host().cloned());
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.set_progress_token(rmcp::model::ProgressToken(
+                rmcp::model::NumberOrString::String(call.token.clone().into()),
+            ));
+            params.meta = Some(meta);
             let label = &self.label;
             let timeout = self.call_timeout;
             let result = match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {

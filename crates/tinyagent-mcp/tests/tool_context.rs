@@ -167,3 +167,162 @@ async fn progress_logging_sampling_and_elicitation_reach_the_python_client() {
     );
     handle.shutdown().await;
 }
+
+/// A host recording what a remote tool reported while it ran.
+#[derive(Default)]
+struct Recorder {
+    seen: std::sync::Mutex<Vec<String>>,
+}
+
+impl tinyagent::ToolHost for Recorder {
+    fn progress(
+        &self,
+        p: f64,
+        total: Option<f64>,
+        m: Option<String>,
+    ) -> tinyagent::BoxFuture<'_, ()> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("progress {p}/{total:?} {m:?}"));
+        Box::pin(async {})
+    }
+
+    fn log(
+        &self,
+        level: LogLevel,
+        logger: Option<String>,
+        data: Value,
+    ) -> tinyagent::BoxFuture<'_, ()> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("log {level:?} {logger:?} {data}"));
+        Box::pin(async {})
+    }
+}
+
+fn context_server() -> tinyagent_mcp::McpToolset {
+    require_python_mcp();
+    tinyagent_mcp::McpToolset::stdio(&format!("python3 {}", fixture("context_server.py")))
+        .expect("valid command line")
+        .name("context")
+        .connect_timeout(Duration::from_secs(30))
+}
+
+async fn remote(toolset: &tinyagent_mcp::McpToolset, name: &str) -> Arc<dyn Tool> {
+    let tools = toolset.tools().await.expect("list the tools");
+    tools
+        .into_iter()
+        .find(|t| t.name() == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_servers_progress_and_logs_reach_the_calling_tools_context() {
+    let toolset = context_server();
+    let recorder = Arc::new(Recorder::default());
+    let ctx = ToolContext::new().with_host(recorder.clone());
+    let out = remote(&toolset, "steps")
+        .await
+        .handle(&ctx, r#"{"n": 3}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "3 steps");
+    let out = remote(&toolset, "chatty")
+        .await
+        .handle(&ctx, "{}")
+        .await
+        .unwrap();
+    assert_eq!(out, "logged");
+    assert_eq!(
+        *recorder.seen.lock().unwrap(),
+        [
+            r#"progress 1/Some(3.0) Some("step 1")"#,
+            r#"progress 2/Some(3.0) Some("step 2")"#,
+            r#"progress 3/Some(3.0) Some("step 3")"#,
+            r#"log Info Some("chatty") "info line""#,
+            r#"log Warning Some("chatty") {"disk":"almost full"}"#,
+            r#"log Error Some("chatty") "it broke""#,
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_servers_sampling_is_answered_by_the_toolsets_model() {
+    use tinyagent::testing::{ScriptedModel, reply};
+    let model = Arc::new(ScriptedModel::new([reply::text("Rust is fast.")]));
+    let toolset = context_server().sampling_model(model.clone());
+    let out = remote(&toolset, "ask_model")
+        .await
+        .handle(&ToolContext::new(), r#"{"topic": "Rust"}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        format!("{}: Rust is fast.", tinyagent::Model::name(&*model))
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].messages[0].text(), "Be brief.");
+    assert_eq!(requests[0].messages[1].text(), "Write about Rust");
+    assert_eq!(requests[0].max_tokens, Some(40));
+
+    // Without a model, the server's request is refused and its tool reports the failure.
+    let plain = context_server();
+    let err = remote(&plain, "ask_model")
+        .await
+        .handle(&ToolContext::new(), r#"{"topic": "Rust"}"#)
+        .await
+        .unwrap_err();
+    assert!(!err.message().is_empty(), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_servers_elicitation_is_declined_by_default_and_answered_by_a_handler() {
+    let plain = context_server();
+    let out = remote(&plain, "ask_user")
+        .await
+        .handle(&ToolContext::new(), "{}")
+        .await
+        .unwrap();
+    assert_eq!(out, "decline");
+
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let toolset = context_server().elicitation_fn(move |request| {
+        seen.lock().unwrap().push(request.message.clone());
+        let fields: Vec<String> = request.schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(async move {
+            assert!(fields.contains(&"confirm".to_owned()), "{fields:?}");
+            Elicitation::Accept(json!({"confirm": true, "name": "Ada"}))
+        })
+    });
+    let out = remote(&toolset, "ask_user")
+        .await
+        .handle(&ToolContext::new(), "{}")
+        .await
+        .unwrap();
+    assert_eq!(out, "accepted: confirm=True name=Ada");
+    assert_eq!(*asked.lock().unwrap(), ["Delete the file?"]);
+
+    // Without a handler, the calling tool's host answers (a gateway asks its own client).
+    struct Yes;
+    impl tinyagent::ToolHost for Yes {
+        fn elicit(
+            &self,
+            _request: tinyagent::ElicitationRequest,
+        ) -> tinyagent::BoxFuture<'_, Result<Elicitation, ToolError>> {
+            Box::pin(async { Ok(Elicitation::Accept(json!({"confirm": false, "name": "Bo"}))) })
+        }
+    }
+    let out = remote(&plain, "ask_user")
+        .await
+        .handle(&ToolContext::new().with_host(Arc::new(Yes)), "{}")
+        .await
+        .unwrap();
+    assert_eq!(out, "accepted: confirm=False name=Bo");
+}
