@@ -111,7 +111,14 @@ impl Tool for McpTool {
             params.meta = Some(meta);
             let label = &self.label;
             let timeout = self.call_timeout;
-            let result = match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {
+            let answer = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
+            // Notifications the server sent before its answer are handled on tasks of their
+            // own: give them a turn while the call still routes to this context.
+            for _ in 0..8 {
+                tokio::task::yield_now().await;
+            }
+            drop(call);
+            let result = match answer {
                 Ok(Ok(result)) => result,
                 Ok(Err(err)) => {
                     let doing = format!("calling tool `{}`", self.remote);

@@ -235,15 +235,25 @@ async fn a_python_servers_progress_and_logs_reach_the_calling_tools_context() {
         .await
         .unwrap();
     assert_eq!(out, "logged");
+    // Notifications are handled on tasks of their own; wait (boundedly) for the last.
+    let all_seen = common::eventually(Duration::from_secs(10), || {
+        let n = recorder.seen.lock().unwrap().len();
+        async move { n >= 6 }
+    })
+    .await;
+    assert!(all_seen, "{:?}", recorder.seen.lock().unwrap());
+    // rmcp handles each notification on a task of its own, so their order may vary.
+    let mut seen = recorder.seen.lock().unwrap().clone();
+    seen.sort();
     assert_eq!(
-        *recorder.seen.lock().unwrap(),
+        seen,
         [
+            r#"log Error Some("chatty") "it broke""#,
+            r#"log Info Some("chatty") "info line""#,
+            r#"log Warning Some("chatty") {"disk":"almost full"}"#,
             r#"progress 1/Some(3.0) Some("step 1")"#,
             r#"progress 2/Some(3.0) Some("step 2")"#,
             r#"progress 3/Some(3.0) Some("step 3")"#,
-            r#"log Info Some("chatty") "info line""#,
-            r#"log Warning Some("chatty") {"disk":"almost full"}"#,
-            r#"log Error Some("chatty") "it broke""#,
         ]
     );
 }

@@ -32,6 +32,9 @@ pub type ElicitationHandler =
 #[derive(Default)]
 pub(crate) struct Bridge {
     calls: Mutex<HashMap<String, Option<Arc<dyn ToolHost>>>>,
+    /// The host of the call that ended last: a notification handled after its call's
+    /// answer still reaches it when no other call runs.
+    last: Mutex<Option<Arc<dyn ToolHost>>>,
     next: AtomicU64,
     pub(crate) sampling: Option<Arc<dyn Model>>,
     pub(crate) elicitation: Option<ElicitationHandler>,
@@ -45,7 +48,12 @@ pub(crate) struct CallGuard<'a> {
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.bridge.lock().remove(&self.token);
+        let host = self.bridge.lock().remove(&self.token).flatten();
+        *self
+            .bridge
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = host;
     }
 }
 
@@ -83,14 +91,18 @@ impl Bridge {
         self.lock().get(token).cloned().flatten()
     }
 
-    /// The host of the one call in flight (a notification or request from the server names
-    /// no call; with several in flight, none is chosen).
+    /// The host of the one call in flight, or of the last call when none is (a notification
+    /// or request from the server names no call; with several in flight, none is chosen).
     fn only_call(&self) -> Option<Arc<dyn ToolHost>> {
         let calls = self.lock();
-        if calls.len() == 1 {
-            calls.values().next().cloned().flatten()
-        } else {
-            None
+        match calls.len() {
+            1 => calls.values().next().cloned().flatten(),
+            0 => self
+                .last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            _ => None,
         }
     }
 
