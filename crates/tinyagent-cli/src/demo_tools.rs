@@ -12,8 +12,8 @@ use serde_json::Value;
 use tinyagent::{BoxFuture, Tool, ToolContext, ToolError, ToolHints, demo};
 
 /// What `get_weather` says it does when the command offers it.
-pub const WEATHER_DESCRIPTION: &str = "获取指定城市的天气信息。演示数据（demo data），不是实时天气：\
-     只有北京、上海、广州三个城市的固定示例值，其他城市会报错。";
+pub const WEATHER_DESCRIPTION: &str =
+    "获取指定城市的天气信息（演示数据 demo data，仅有北京、上海、广州三个城市的示例值）";
 
 /// What `translator` says it does when the command offers it.
 pub const TRANSLATOR_DESCRIPTION: &str = "翻译演示工具。演示数据（demo data），不做真正的翻译：\

@@ -1034,7 +1034,7 @@ fn usage_errors_exit_with_2() {
 
 #[test]
 fn the_local_model_answers_with_a_weather_tool_call() {
-    let model = crates_dir().join("../models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let model = crates_dir().join("../models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf");
     assert!(
         model.is_file(),
         "the default model is needed: run `bash scripts/fetch-model.sh` ({} is missing)",

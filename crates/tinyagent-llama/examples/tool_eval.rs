@@ -197,7 +197,7 @@ struct Style {
     calibrate: bool,
 }
 
-const STYLES: [Style; 11] = [
+const STYLES: [Style; 14] = [
     Style {
         name: "default",
         format: ToolFormat::Auto,
@@ -267,6 +267,27 @@ const STYLES: [Style; 11] = [
         selection: ToolSelection::Channel,
         examples: false,
         calibrate: true,
+    },
+    Style {
+        name: "hermes-scored",
+        format: ToolFormat::Hermes,
+        selection: ToolSelection::Scored,
+        examples: false,
+        calibrate: false,
+    },
+    Style {
+        name: "hermes-scored-calibrated",
+        format: ToolFormat::Hermes,
+        selection: ToolSelection::Scored,
+        examples: false,
+        calibrate: true,
+    },
+    Style {
+        name: "hermes-channel",
+        format: ToolFormat::Hermes,
+        selection: ToolSelection::Channel,
+        examples: false,
+        calibrate: false,
     },
     Style {
         name: "tagged-channel-calibrated",

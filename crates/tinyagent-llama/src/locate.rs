@@ -13,18 +13,18 @@ pub const ENV_MODEL: &str = "TINYAGENT_MODEL";
 pub const MODEL_ENV: &str = ENV_MODEL;
 
 /// The file name of the default model, looked for in the repository's `models/` folder.
-pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const DEFAULT_MODEL_FILE: &str = "Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf";
 
 /// What to do when no model is found: the end of every "not found" message.
 const HOW_TO_GET_ONE: &str = "run `bash scripts/fetch-model.sh` in the tinyagent repository \
-     (it downloads SmolLM2-135M-Instruct, about 98 MB, into models/), or set TINYAGENT_MODEL \
+     (it downloads Qwen2.5-Coder-0.5B-Instruct, about 490 MB, into models/), or set TINYAGENT_MODEL \
      to the path of a .gguf file";
 
 /// The smallest file accepted as a model: a GGUF header plus something.
 const MIN_MODEL_BYTES: u64 = 1024;
 
 /// Where the default model is: `TINYAGENT_MODEL` if it is set, else the first
-/// `models/SmolLM2-135M-Instruct.Q4_1.gguf` found in the current directory or one of its
+/// `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` found in the current directory or one of its
 /// parents, else in this crate's repository.
 ///
 /// # Errors

@@ -52,7 +52,7 @@ pub use speed::{Completion, Speed};
 /// use tinyagent_llama::LlamaModel;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = LlamaModel::default_model()?; // models/SmolLM2-135M-Instruct.Q4_1.gguf or $TINYAGENT_MODEL
+/// let model = LlamaModel::default_model()?; // models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf or $TINYAGENT_MODEL
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model)
 ///     .instruction("你是一个全能助手。")
@@ -120,7 +120,7 @@ impl LlamaModel {
     /// ```no_run
     /// use tinyagent_llama::{LlamaConfig, LlamaModel};
     ///
-    /// let model = LlamaModel::load("models/SmolLM2-135M-Instruct.Q4_1.gguf", LlamaConfig::default().threads(1))?;
+    /// let model = LlamaModel::load("models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf", LlamaConfig::default().threads(1))?;
     /// # Ok::<(), tinyagent::ModelError>(())
     /// ```
     pub fn load(path: impl AsRef<Path>, config: LlamaConfig) -> Result<Self, ModelError> {
@@ -174,7 +174,7 @@ impl LlamaModel {
     }
 
     /// Loads the default model with the default [`LlamaConfig`]: the file named by
-    /// `TINYAGENT_MODEL`, or `models/SmolLM2-135M-Instruct.Q4_1.gguf` in the repository (see
+    /// `TINYAGENT_MODEL`, or `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` in the repository (see
     /// [`find_default_model`]).
     ///
     /// # Errors
@@ -375,10 +375,13 @@ impl LlamaModel {
             .map(|turn| LlamaChatMessage::new(turn.role.to_owned(), turn.content.replace('\0', "")))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| other(format!("cannot pass a message to llama.cpp: {e}")))?;
-        self.weights
+        let text = self
+            .weights
             .model
             .apply_chat_template(&self.weights.template, &messages, true)
-            .map_err(|e| other(format!("cannot apply the chat template: {e}")))
+            .map_err(|e| other(format!("cannot apply the chat template: {e}")))?;
+        tracing::debug!(prompt = %text, "rendered prompt");
+        Ok(text)
     }
 
     /// The grammar for `out`, and a validator per tool for the arguments.
@@ -454,6 +457,17 @@ impl LlamaModel {
         Ok(grammar)
     }
 
+    /// How this model picks a tool ([`ToolSelection::Auto`] resolved by its size).
+    fn selection(&self) -> ToolSelection {
+        match self.config.tool_selection {
+            ToolSelection::Auto if self.weights.model.n_params() < 300_000_000 => {
+                ToolSelection::Channel
+            }
+            ToolSelection::Auto => ToolSelection::Scored,
+            chosen => chosen,
+        }
+    }
+
     /// How the prompt is written for this model.
     fn style(&self) -> Style {
         let terse = match self.config.tool_prompt {
@@ -463,9 +477,10 @@ impl LlamaModel {
         };
         let format = match self.config.tool_format {
             // One grammar for the whole reply speaks JSON only.
-            _ if self.config.tool_selection == ToolSelection::Grammar => Format::Json,
+            _ if self.selection() == ToolSelection::Grammar => Format::Json,
             ToolFormat::Json => Format::Json,
             ToolFormat::Tagged => Format::Tagged,
+            ToolFormat::Hermes => Format::Hermes,
             _ => self.weights.native_format,
         };
         Style {
@@ -489,13 +504,21 @@ fn cancelled() -> ModelError {
     ModelError::new(ModelErrorKind::Cancelled, "generation cancelled").retryable(false)
 }
 
-/// [`Format::Tagged`] when the model's chat template has a tool section in that syntax (the
-/// model was trained on it, as Qwen and Hermes-style models are); else [`Format::Json`].
+/// The call syntax the model's chat template teaches (the model was trained on it):
+/// [`Format::Hermes`] for Qwen 2.5 and Hermes-style templates, [`Format::Tagged`] for other
+/// templates with a `<tool_call>` or `<tools>` section, else [`Format::Json`].
 fn native_format(model: &RawModel) -> Format {
     let template = model
         .meta_val_str("tokenizer.chat_template")
         .unwrap_or_default();
-    if template.contains("<tool_call>") || template.contains("<tools>") {
+    format_of_template(&template)
+}
+
+fn format_of_template(template: &str) -> Format {
+    let calls = template.contains("<tool_call>");
+    if calls && template.contains("<tool_response>") && !template.contains("<tool_call>[") {
+        Format::Hermes
+    } else if template.contains("<tool_call>") || template.contains("<tools>") {
         Format::Tagged
     } else {
         Format::Json
@@ -567,5 +590,21 @@ impl Model for LlamaModel {
                 Err(other(format!("cannot start a generation thread: {e}")))
             })),
         }
+    }
+}
+
+#[cfg(test)]
+mod template_tests {
+    use super::*;
+
+    #[test]
+    fn the_call_syntax_follows_the_chat_template() {
+        // Qwen 2.5's template (its tool section, as the GGUF file stores it).
+        let qwen = r#"{{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }} {{- '\n<tool_response>\n' }}"#;
+        assert_eq!(format_of_template(qwen), Format::Hermes);
+        let listed = "<tools>{{ tools }}</tools> reply <tool_call>[...]</tool_call>, results <tool_response>";
+        assert_eq!(format_of_template(listed), Format::Tagged);
+        let smollm2 = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}";
+        assert_eq!(format_of_template(smollm2), Format::Json);
     }
 }

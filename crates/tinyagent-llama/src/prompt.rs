@@ -72,8 +72,13 @@ pub(crate) enum Format {
     /// `{"name": …, "arguments": {…}}` or `{"answer": …}`, tools listed in words.
     Json,
     /// The tools as JSON inside `<tools></tools>`, calls inside `<tool_call>[…]</tool_call>`
-    /// (`[]` for none): the format SmolLM2, Qwen and Hermes-style models are trained on.
+    /// (`[]` for none).
     Tagged,
+    /// The Hermes format Qwen 2.5 and Hermes-style models are trained on, word for word as
+    /// their chat templates write it: one `{"type": "function", …}` line per tool inside
+    /// `<tools></tools>`, each call `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`,
+    /// results inside `<tool_response></tool_response>`; no call is an answer in plain text.
+    Hermes,
 }
 
 impl Format {
@@ -83,6 +88,7 @@ impl Format {
         match self {
             Self::Json => format!("{{\"name\": {name}, \"arguments\": "),
             Self::Tagged => format!("<tool_call>[{{\"name\": {name}, \"arguments\": "),
+            Self::Hermes => format!("{HERMES_OPEN}{{\"name\": {name}, \"arguments\": "),
         }
     }
 
@@ -92,14 +98,27 @@ impl Format {
         match self {
             Self::Json => format!("{{\"name\": {name}"),
             Self::Tagged => format!("<tool_call>[{{\"name\": {name}"),
+            Self::Hermes => format!("{HERMES_OPEN}{{\"name\": {name}"),
         }
     }
 
     /// The text that says "no tool, an answer": what tool choice scores against the calls.
-    pub fn no_call(self) -> &'static str {
+    /// `None` when an answer is anything but a call: its score is then the probability that
+    /// the reply does not open with [`Format::call_opening`].
+    pub fn no_call(self) -> Option<&'static str> {
         match self {
-            Self::Json => "{\"answer\"",
-            Self::Tagged => "<tool_call>[]",
+            Self::Json => Some("{\"answer\""),
+            Self::Tagged => Some("<tool_call>[]"),
+            Self::Hermes => None,
+        }
+    }
+
+    /// How every call begins.
+    pub fn call_opening(self) -> &'static str {
+        match self {
+            Self::Json => "{\"name\"",
+            Self::Tagged => "<tool_call>[",
+            Self::Hermes => "<tool_call>",
         }
     }
 
@@ -108,9 +127,13 @@ impl Format {
         match self {
             Self::Json => call_json(call),
             Self::Tagged => format!("<tool_call>[{}]</tool_call>", call_json(call)),
+            Self::Hermes => format!("{HERMES_OPEN}{}\n</tool_call>", call_json(call)),
         }
     }
 }
+
+/// How a call opens in [`Format::Hermes`].
+const HERMES_OPEN: &str = "<tool_call>\n";
 
 /// Decides the output contract and writes the chat for `req`.
 pub(crate) fn plan(
@@ -254,6 +277,42 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
                     }
                 }
             }
+            Format::Hermes => {
+                text.push_str(
+                    "\n\n# Tools\n\nYou may call one or more functions to assist with the user \
+                     query.\n\nYou are provided with function signatures within <tools></tools> \
+                     XML tags:\n<tools>",
+                );
+                for tool in &out.tools {
+                    let parameters = if style.terse {
+                        without_descriptions(&tool.input_schema)
+                    } else {
+                        tool.input_schema.clone()
+                    };
+                    let listed = json!({
+                        "type": "function",
+                        "function": {
+                            "name": tool.name,
+                            "description": tool.description,
+                            "parameters": parameters,
+                        },
+                    });
+                    text.push('\n');
+                    text.push_str(&listed.to_string());
+                }
+                text.push_str(
+                    "\n</tools>\n\nFor each function call, return a json object with function \
+                     name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
+                     {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+                );
+                if style.examples {
+                    text.push_str("\nExamples:");
+                    for tool in &out.tools {
+                        let call = example_call(tool);
+                        text.push_str(&format!("\n{}", Format::Hermes.show_call(&call)));
+                    }
+                }
+            }
         },
         Output::Text => {
             if let Some(format) = &req.response_format {
@@ -332,9 +391,13 @@ fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> 
             // Small chat models know only system, user and assistant: tool results are shown
             // to them as a user turn that says where each result comes from.
             Role::Tool => {
+                let hermes = style.format == Format::Hermes && !matches!(output, Output::Text);
                 let lines: Vec<String> = message
                     .tool_results()
                     .map(|r| {
+                        if hermes {
+                            return format!("<tool_response>\n{}\n</tool_response>", r.content);
+                        }
                         let verb = if r.is_error { "failed" } else { "returned" };
                         format!("Tool {} {verb}: {}", r.name, r.content)
                     })

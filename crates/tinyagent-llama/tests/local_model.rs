@@ -168,7 +168,6 @@ async fn arithmetic_picks_the_calculator_with_the_numbers_asked() {
 }
 
 #[tokio::test]
-#[ignore = "the default 135M model calls some tool for greetings (0% no-tool in tool_eval); run with --ignored for a larger model"]
 async fn a_greeting_gets_an_answer_and_no_tool_call() {
     let run = ask(&smart_assistant(), "Hello! How are you?").await;
     assert!(run.calls.is_empty(), "{:#?}", run.history);

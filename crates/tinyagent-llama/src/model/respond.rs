@@ -64,7 +64,7 @@ impl LlamaModel {
                 let _ = tx.unbounded_send(Ok(ModelEvent::TextDelta(chosen.message.text())));
                 Ok(chosen)
             }
-            Output::Json(out) if self.config.tool_selection == ToolSelection::Grammar => {
+            Output::Json(out) if self.selection() == ToolSelection::Grammar => {
                 let text = self.render(&plan.chat)?;
                 self.respond_with_one_grammar(text, out, max_tokens, temperature, tx)
             }
@@ -128,7 +128,7 @@ impl LlamaModel {
     ) -> Result<ModelResponse, ModelError> {
         let format = style.format;
         let job = self.job(prompt, None, max_tokens, temperature, true);
-        if self.config.tool_selection == ToolSelection::Channel
+        if self.selection() == ToolSelection::Channel
             && out.tools.len() + usize::from(out.allow_answer) > 1
         {
             return self.respond_by_channel(req, style, job, out, max_tokens, temperature, tx);
@@ -136,21 +136,32 @@ impl LlamaModel {
         let guard = self.lock();
         let mut decoder = Decoder::new(&self.weights.model, &job)?;
         let mut texts: Vec<String> = out.tools.iter().map(|t| format.choice(&t.name)).collect();
+        // Where an answer is anything but a call, "no tool" is the probability that the reply
+        // does not open as a call.
+        let answer_is_not_a_call = out.allow_answer && format.no_call().is_none();
         if out.allow_answer {
-            texts.push(format.no_call().to_owned());
+            texts.push(format.no_call().unwrap_or(format.call_opening()).to_owned());
         }
+        let not_a_call = |mut scores: Vec<f64>| {
+            if answer_is_not_a_call {
+                if let Some(last) = scores.last_mut() {
+                    *last = (-last.exp()).ln_1p();
+                }
+            }
+            scores
+        };
         let chosen = if texts.len() == 1 {
             0
         } else {
             let candidates: Vec<_> = texts.iter().map(|t| decoder.tokenize(t)).collect();
-            let mut scores = decoder.score(&candidates)?;
+            let mut scores = not_a_call(decoder.score(&candidates)?);
             if self.config.calibrate_tool_choice {
                 // The same scores for a question that says nothing: what the model would pick
                 // from the tool list alone. Subtracting it leaves what the question adds.
                 let blank = prompt::plan(&blank_question(req), &self.config, style)?;
                 let blank = self.job(self.render(&blank.chat)?, None, 1, 0.0, false);
                 let mut prior = Decoder::new(&self.weights.model, &blank)?;
-                let baseline = prior.score(&candidates)?;
+                let baseline = not_a_call(prior.score(&candidates)?);
                 decoder.stats += prior.stats;
                 for (score, base) in scores.iter_mut().zip(baseline) {
                     *score -= base;
@@ -218,6 +229,7 @@ impl LlamaModel {
                         if i == 0 { "" } else { ", " },
                         serde_json::Value::String(name.clone())
                     );
+                    let required = prompt::is_required(&tool.input_schema, name);
                     decoder.force(&key)?;
                     if let Some(values) = schema.get("enum").and_then(serde_json::Value::as_array) {
                         let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
@@ -225,15 +237,9 @@ impl LlamaModel {
                         let mut scores = decoder.score(&tokens)?;
                         // An optional argument left unsaid takes the tool's default: calibrating
                         // it would turn the slightest hint into a change; only required ones are.
-                        let required = prompt::is_required(&tool.input_schema, name);
                         if self.config.calibrate_tool_choice && required && options.len() > 1 {
                             if blank.is_none() {
-                                let plan = prompt::plan(&blank_question(req), &self.config, style)?;
-                                let probe = self.job(self.render(&plan.chat)?, None, 1, 0.0, false);
-                                let mut b = Decoder::new(&self.weights.model, &probe)?;
-                                b.force(&prefix)?;
-                                b.force(&text)?;
-                                blank = Some(b);
+                                blank = Some(self.blank_decoder(req, style, &prefix, &text)?);
                             }
                             if let Some(b) = blank.as_mut() {
                                 b.force(&key)?;
@@ -316,6 +322,23 @@ impl LlamaModel {
             usage(&done),
             FinishReason::ToolCalls,
         ))
+    }
+
+    /// A decoder over the prompt of a question that says nothing, with the call written so
+    /// far (`prefix`, then `text`): what calibration compares against.
+    fn blank_decoder(
+        &self,
+        req: &ModelRequest,
+        style: Style,
+        prefix: &str,
+        text: &str,
+    ) -> Result<Decoder<'_>, ModelError> {
+        let plan = prompt::plan(&blank_question(req), &self.config, style)?;
+        let probe = self.job(self.render(&plan.chat)?, None, 1, 0.0, false);
+        let mut blank = Decoder::new(&self.weights.model, &probe)?;
+        blank.force(prefix)?;
+        blank.force(text)?;
+        Ok(blank)
     }
 
     /// Tool choice the noisy-channel way: each tool is scored by how much more likely the

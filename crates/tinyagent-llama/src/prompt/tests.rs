@@ -267,5 +267,50 @@ fn the_tagged_format_lists_schemas_and_shows_calls_in_tags() {
         Format::Json.choice("calculator"),
         r#"{"name": "calculator""#
     );
-    assert_eq!(Format::Tagged.no_call(), "<tool_call>[]");
+    assert_eq!(Format::Tagged.no_call(), Some("<tool_call>[]"));
+}
+
+#[test]
+fn the_hermes_format_is_the_chat_templates_own() {
+    let hermes = Style {
+        format: Format::Hermes,
+        terse: false,
+        examples: false,
+        follow_language: true,
+    };
+    let call = ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#);
+    let req = ModelRequest::new(vec![
+        Message::user("北京天气怎么样？"),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+        Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
+    ])
+    .with_tools(vec![weather()]);
+    let plan = plan(&req, &LlamaConfig::default().max_tool_rounds(2), hermes).unwrap();
+    let system = &plan.chat[0].content;
+    assert!(
+        system.contains("<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"get_weather\""),
+        "{system}"
+    );
+    assert!(
+        system.ends_with(
+            "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
+        ),
+        "{system}"
+    );
+    assert_eq!(
+        plan.chat[2].content,
+        "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"北京\"}}\n</tool_call>"
+    );
+    assert_eq!(plan.chat[3].role, "user");
+    assert_eq!(
+        plan.chat[3].content,
+        "<tool_response>\n22.5\n</tool_response>"
+    );
+    assert_eq!(
+        Format::Hermes.call_prefix("get_weather"),
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+    );
+    // An answer is plain text: "no tool" is the reply not opening as a call.
+    assert_eq!(Format::Hermes.no_call(), None);
+    assert_eq!(Format::Hermes.call_opening(), "<tool_call>");
 }
