@@ -309,10 +309,10 @@ impl McpToolset {
         }
     }
 
-    /// Answers the server's sampling requests (`sampling/createMessage`) with `model`, and
-    /// declares the sampling capability. Without it, a sampling request goes to the host of
-    /// the tool call that caused it (an MCP server serving this toolset's tools asks its own
-    /// client), or is refused.
+    /// Answers the server's sampling requests (`sampling/createMessage`) with `model`. Without
+    /// it, a sampling request goes to the host of the tool call that caused it (an MCP server
+    /// serving this toolset's tools asks its own client), or is refused with an error saying
+    /// so. The toolset declares the sampling and elicitation capabilities either way.
     #[must_use]
     pub fn sampling_model(self, model: Arc<dyn tinyagent::Model>) -> Self {
         self.configure(|inner| {

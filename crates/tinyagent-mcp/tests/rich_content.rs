@@ -16,7 +16,7 @@ use tinyagent::{
     AgentExt, ContentPart, ContentSlot, LlmAgent, RichContent, Session, Tool, ToolContext,
     ToolError,
 };
-use tinyagent_mcp::{McpServer, McpToolset};
+use tinyagent_mcp::McpToolset;
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
@@ -216,27 +216,7 @@ fn rich_tools() -> Vec<Arc<dyn Tool>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_client_sees_every_content_type_from_tinyagent() {
-    require_python_mcp();
-    let handle = McpServer::new(rich_tools())
-        .serve_http("127.0.0.1:0")
-        .await
-        .unwrap();
-    let out = tokio::process::Command::new("python3")
-        .arg(fixture("rich_client.py"))
-        .arg(handle.url())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), out)
-        .await
-        .expect("the Python client finished within 60 s")
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the Python client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = common::python_client_report(rich_tools(), "rich_client.py").await;
     let weather_tool = &report["tools"]["weather"];
     assert_eq!(weather_tool["title"], "Current weather");
     assert_eq!(
@@ -281,5 +261,4 @@ async fn the_python_client_sees_every_content_type_from_tinyagent() {
     for kind in ["image", "audio", "mixed", "weather"] {
         assert_eq!(report[kind]["isError"], false, "{kind}");
     }
-    handle.shutdown().await;
 }

@@ -11,7 +11,6 @@ use std::time::Duration;
 use common::{fixture, require_python_mcp};
 use serde_json::{Value, json};
 use tinyagent::{Elicitation, LogLevel, SamplingRequest, Tool, ToolContext, ToolError, tools};
-use tinyagent_mcp::McpServer;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct N {
@@ -81,27 +80,7 @@ fn context_tools() -> Vec<Arc<dyn Tool>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_logging_sampling_and_elicitation_reach_the_python_client() {
-    require_python_mcp();
-    let handle = McpServer::new(context_tools())
-        .serve_http("127.0.0.1:0")
-        .await
-        .unwrap();
-    let out = tokio::process::Command::new("python3")
-        .arg(fixture("context_client.py"))
-        .arg(handle.url())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), out)
-        .await
-        .expect("the Python client finished within 60 s")
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the Python client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = common::python_client_report(context_tools(), "context_client.py").await;
 
     assert_eq!(
         report["steps"],
@@ -165,7 +144,6 @@ async fn progress_logging_sampling_and_elicitation_reach_the_python_client() {
         "{}",
         report["plain_ask_user"]
     );
-    handle.shutdown().await;
 }
 
 /// A host recording what a remote tool reported while it ran.

@@ -106,11 +106,6 @@ impl Bridge {
         }
     }
 
-    /// Whether the toolset answers sampling (so the capability is declared).
-    pub(crate) fn samples(&self) -> bool {
-        self.sampling.is_some()
-    }
-
     pub(crate) async fn on_progress(&self, params: ProgressNotificationParam) {
         let token = match serde_json::to_value(&params.progress_token) {
             Ok(serde_json::Value::String(s)) => s,
@@ -167,7 +162,8 @@ impl Bridge {
                 .map_err(|e| ErrorData::internal_error(e.message().to_owned(), None))?,
             (None, None) => {
                 return Err(ErrorData::invalid_request(
-                    "this client does not answer sampling requests",
+                    "this client has no model for sampling requests (McpToolset::sampling_model) \
+                     and the tool call runs under no client that answers them",
                     None,
                 ));
             }

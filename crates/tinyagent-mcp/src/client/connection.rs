@@ -209,13 +209,10 @@ impl ClientHandler for ToolsetClient {
     fn get_info(&self) -> ClientConfig {
         // 2025-11-25 keeps the initialize handshake and unsolicited notifications
         // (`notifications/tools/list_changed`), which servers of every era understand.
-        // Elicitation is always answered (declined when no one else does); sampling only
-        // with a model.
-        let capabilities = if self.bridge.samples() {
-            serde_json::json!({"elicitation": {"form": {}}, "sampling": {}})
-        } else {
-            serde_json::json!({"elicitation": {"form": {}}})
-        };
+        // Elicitation is always answered (declined when no one else does); sampling by the
+        // toolset's model or the calling tool's host (a gateway's client), else refused with
+        // a clear error.
+        let capabilities = serde_json::json!({"elicitation": {"form": {}}, "sampling": {}});
         ClientConfig::new(
             serde_json::from_value::<ClientCapabilities>(capabilities).unwrap_or_default(),
             Implementation::new("tinyagent-mcp", env!("CARGO_PKG_VERSION")),
