@@ -314,3 +314,42 @@ async fn a_python_servers_elicitation_is_declined_by_default_and_answered_by_a_h
         .unwrap();
     assert_eq!(out, "accepted: confirm=False name=Bo");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_passes_progress_logs_sampling_and_elicitation_both_ways() {
+    // Python client → tinyagent McpServer → McpToolset → Python server, and back.
+    let upstream = context_server();
+    let tools = upstream.tools().await.expect("list the upstream tools");
+    let report = common::python_client_report(tools, "gateway_client.py").await;
+    assert_eq!(report["steps"], "2 steps");
+    let mut progress = report["progress"].as_array().unwrap().clone();
+    progress.sort_by_key(|p| p[0].as_f64().unwrap() as i64);
+    assert_eq!(
+        progress,
+        [json!([1.0, 2.0, "step 1"]), json!([2.0, 2.0, "step 2"])]
+    );
+    assert_eq!(report["chatty"], "logged");
+    let mut logs: Vec<String> = report["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| format!("{} {}", l[0].as_str().unwrap(), l[1]))
+        .collect();
+    logs.sort();
+    assert_eq!(
+        logs,
+        [
+            r#"error "it broke""#,
+            r#"info "info line""#,
+            r#"warning {"disk":"almost full"}"#
+        ]
+    );
+    assert_eq!(
+        report["ask_model"],
+        json!([false, "upstream-model: answer to Write about tides"])
+    );
+    assert_eq!(
+        report["ask_user"],
+        json!([false, "accepted: confirm=True name=Ada"])
+    );
+}
