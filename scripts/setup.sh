@@ -7,9 +7,11 @@
 # 1. System packages: cmake, clang and libclang-dev build llama.cpp (crate tinyagent-llama).
 # 2. The default local model (scripts/fetch-model.sh).
 # 3. With --test: PostgreSQL and Redis for the session-store tests (scripts/services.sh starts
-#    them), the Python packages of scripts/requirements-test.txt (the provider's request
-#    checks against OpenAI's OpenAPI spec, the MCP interop tests), and the MCP conformance
-#    suite with Node 22 (scripts/conformance.sh).
+#    them), chromium for the server's browser test (driven by Playwright; Playwright's own
+#    browsers are never downloaded), the Python packages of scripts/requirements-test.txt
+#    (the provider's request checks against OpenAI's OpenAPI spec, the MCP interop tests, the
+#    OpenAI SDK and Playwright against `tinyagent serve`), and the MCP conformance suite with
+#    Node 22 (scripts/conformance.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,12 +36,14 @@ fi
 
 # --- servers for the tests ----------------------------------------------------------------------
 # With --test: PostgreSQL 15 and Redis 7.0 (Debian 12's), which the session-store tests run
-# against; scripts/services.sh starts them on 127.0.0.1 with throw-away data.
+# against; scripts/services.sh starts them on 127.0.0.1 with throw-away data. And chromium,
+# the browser of the server's page test.
 if [ "${1:-}" = "--test" ]; then
-    TEST_APT_PACKAGES=(postgresql-15 redis-server)
+    TEST_APT_PACKAGES=(postgresql-15 redis-server chromium)
     missing=()
     ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql-15)
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "setup: installing the tests' servers (missing: ${missing[*]})"
         SUDO=""

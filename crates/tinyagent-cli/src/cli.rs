@@ -36,7 +36,8 @@ Examples:
   tinyagent run --base-url http://localhost:11434/v1 --model qwen2.5:7b \"7 乘以 8 等于多少？\"
   tinyagent chat --mcp \"python3 server.py\"
   tinyagent tools --json
-  tinyagent serve-mcp --http 127.0.0.1:8000";
+  tinyagent serve-mcp --http 127.0.0.1:8000
+  tinyagent serve --listen 127.0.0.1:8080 --store sqlite:sessions.db";
 
 /// An agent in the terminal: the demo tools, MCP tools and any model.
 #[derive(Debug, Parser)]
@@ -91,6 +92,84 @@ pub enum Command {
         #[command(flatten)]
         tools: ToolArgs,
     },
+    /// Serve the agent over HTTP: OpenAI's Chat Completions API (any OpenAI client can talk
+    /// to it), a session API streaming each run's events, and a page to chat at /.
+    #[command(after_help = SERVE_AFTER_HELP)]
+    Serve {
+        #[command(flatten)]
+        serve: ServeArgs,
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+}
+
+const SERVE_AFTER_HELP: &str = "\
+Routes: POST /v1/chat/completions (model = the agent's name), GET /v1/models, POST
+/v1/sessions/ID/messages (server-sent events), GET|DELETE /v1/sessions/ID, GET /v1/sessions,
+GET /v1/agents, GET /healthz, GET /readyz, and the page at /.
+
+Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
+TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
+addresses, unless --allow-unauthenticated. (--api-key is the model provider's key.)
+
+Stores: memory (lost on exit), sqlite:PATH (a file), postgres://USER@HOST/DB, redis://HOST/.
+Several servers sharing one PostgreSQL or Redis serve the same conversations.
+
+Logs: one line per request on standard error (TINYAGENT_LOG=debug|info|warn; default info).
+Ctrl-C or SIGTERM stops it: no new connections, answers in flight finish (up to
+--drain-timeout seconds).
+
+Examples:
+  tinyagent serve --listen 127.0.0.1:8080
+  tinyagent serve --store sqlite:sessions.db --server-key sk-local-1 --base-url http://localhost:11434/v1 --model qwen2.5:7b
+  curl -N http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\
+       -d '{\"model\":\"tinyagent\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"北京天气怎么样？\"}]}'";
+
+/// Options of `tinyagent serve`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Server")]
+pub struct ServeArgs {
+    /// The address to listen on; port 0 picks a free one (the address is printed).
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Where sessions are kept: memory, sqlite:PATH, postgres://… or redis://….
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    pub store: String,
+    /// An API key clients must send as `Authorization: Bearer KEY` (repeatable) [env:
+    /// TINYAGENT_API_KEYS, comma-separated].
+    #[arg(long = "server-key", value_name = "KEY")]
+    pub server_keys: Vec<String>,
+    /// Serve without API keys on an address other than loopback: anyone who reaches it may
+    /// use the agent.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
+    /// The name the agent is offered under: the `model` of a chat completion.
+    #[arg(long, value_name = "NAME", default_value = "tinyagent")]
+    pub agent_name: String,
+    /// The largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..=1_073_741_824))]
+    pub max_body_bytes: u64,
+    /// How long one answer may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_secs)]
+    pub request_timeout: std::time::Duration,
+    /// How long a request body may take to arrive, in seconds (slower clients get 408).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub body_timeout: std::time::Duration,
+    /// How many requests one API key may have in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_concurrent_per_key: u32,
+    /// How long a run holds its session in a shared store (PostgreSQL, Redis, SQLite) without
+    /// renewing it, in seconds: a replica that dies mid-answer frees its sessions after this
+    /// long.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub session_lease: std::time::Duration,
+    /// How long a message waits for its session while another run on it is in flight, in
+    /// seconds; 0 refuses it at once (409).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub session_wait: f64,
+    /// How long a shutdown waits for the answers in flight, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub drain_timeout: std::time::Duration,
 }
 
 /// Options of the commands that run the agent.

@@ -5,6 +5,7 @@
 //! tinyagent chat                        # a conversation, with line editing and history
 //! tinyagent tools [--json]              # the tools the options give, with their arguments
 //! tinyagent serve-mcp [--http ADDRESS]  # the demo tools over MCP
+//! tinyagent serve [--listen ADDRESS]    # the agent over HTTP (OpenAI API, sessions, a page)
 //! ```
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 usage error, 130 interrupted. Failures print
@@ -15,6 +16,7 @@ mod commands;
 mod demo_tools;
 mod error;
 mod render;
+mod serve;
 mod setup;
 
 use std::io::IsTerminal;
@@ -31,9 +33,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = match &cli.command {
         Command::Run { agent, .. } | Command::Chat { agent } => agent.output.verbose,
-        Command::Tools { .. } | Command::ServeMcp { .. } => false,
+        Command::Tools { .. } | Command::ServeMcp { .. } | Command::Serve { .. } => false,
     };
-    init_logs(verbose, matches!(cli.command, Command::ServeMcp { .. }));
+    let serving = match cli.command {
+        Command::ServeMcp { .. } => Some(tracing::Level::WARN),
+        Command::Serve { .. } => Some(tracing::Level::INFO),
+        _ => None,
+    };
+    init_logs(verbose, serving);
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -63,6 +70,7 @@ fn main() -> ExitCode {
             Duration::from_secs(call_timeout),
             &tools,
         )),
+        Command::Serve { serve, agent } => runtime.block_on(serve::serve(&serve, &agent)),
     };
     // Tasks still blocked on standard input or a child process must not hold the exit.
     runtime.shutdown_timeout(Duration::from_millis(200));
@@ -100,15 +108,16 @@ fn install_panic_hook() {
     }));
 }
 
-/// Logs on standard error: with `--verbose` (debug level), and for `serve-mcp` (warnings).
-fn init_logs(verbose: bool, serving: bool) {
-    let level = if verbose && !serving {
-        tracing::Level::DEBUG
-    } else if serving {
+/// Logs on standard error: with `--verbose` (debug level), and for the servers (`serve-mcp`
+/// from warnings, `serve` from info: a line per request; TINYAGENT_LOG overrides).
+fn init_logs(verbose: bool, serving: Option<tracing::Level>) {
+    let level = if let Some(default) = serving {
         std::env::var("TINYAGENT_LOG")
             .ok()
             .and_then(|l| l.parse().ok())
-            .unwrap_or(tracing::Level::WARN)
+            .unwrap_or(default)
+    } else if verbose {
+        tracing::Level::DEBUG
     } else {
         return;
     };

@@ -255,6 +255,11 @@ pub struct Assembled {
 
 /// Builds the agent: model, built-in tools, MCP toolsets as resolvers.
 pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
+    assemble_named(args, AGENT_NAME).await
+}
+
+/// Builds the agent under a name of the caller's choosing.
+pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, CliError> {
     let tools = builtin_tools(&args.tools)?;
     let choice = choose_model(&args.model, |name| std::env::var(name).ok())?;
     // Tool servers first: a broken one fails before a model is loaded.
@@ -281,7 +286,7 @@ pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
             tool_names.extend(listed.iter().map(|t| t.name().to_owned()));
         }
     }
-    let mut builder = LlmAgent::builder(AGENT_NAME)
+    let mut builder = LlmAgent::builder(name)
         .description("一个全能助手")
         .model(model)
         .instruction(args.instruction.as_deref().unwrap_or(DEFAULT_INSTRUCTION))

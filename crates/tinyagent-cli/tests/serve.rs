@@ -1,0 +1,438 @@
+//! `tinyagent serve` end to end: the binary on an ephemeral loopback port, its model a loopback
+//! server replaying the demo's hand-built Chat Completions streams
+//! (`tinyagent-examples/tests/fixtures`), its sessions in an SQLite file; a client talks to it
+//! over both APIs, and SIGTERM stops it.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tinyagent");
+const WEATHER_ANSWER: &str = "北京现在晴，气温 22.5°C，湿度 45%。";
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn fixture(name: &str) -> String {
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tinyagent-examples/tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+async fn model_server(replies: &[&str]) -> MockServer {
+    let server = MockServer::start().await;
+    for name in replies {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(fixture(name), "text/event-stream"),
+            )
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+/// The running command, killed if the test fails before it stops it.
+struct Serving {
+    child: Child,
+    base: String,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Serving {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("TINYAGENT_API_KEYS")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tinyagent serve");
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let base = loop {
+        let line = rx.recv_timeout(PATIENCE).unwrap_or_else(|_| {
+            panic!("tinyagent serve printed no address; stderr so far: {seen:#?}")
+        });
+        if let Some(rest) = line.split("on http://").nth(1) {
+            let addr = rest.split('/').next().unwrap();
+            break format!("http://{addr}");
+        }
+        seen.push(line);
+    };
+    Serving {
+        child,
+        base,
+        stderr: rx,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
+    let model = model_server(&[
+        "1_weather_call.sse",
+        "2_weather_answer.sse",
+        "1_weather_call.sse",
+        "2_weather_answer.sse",
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let base_url = format!("{}/v1", model.uri());
+    let store = format!("sqlite:{}", db.display());
+    let mut serving = start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        &store,
+        "--server-key",
+        "sk-serve-test",
+        "--agent-name",
+        "weather",
+        "--base-url",
+        &base_url,
+        "--api-key",
+        "sk-model",
+    ]);
+    let http = reqwest::Client::builder()
+        .timeout(PATIENCE)
+        .build()
+        .unwrap();
+    let url = |p: &str| format!("{}{p}", serving.base);
+
+    // No key: 401 in OpenAI's shape.
+    let response = http
+        .post(url("/v1/chat/completions"))
+        .json(&json!({"model": "weather", "messages": [{"role": "user", "content": "北京天气怎么样？"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "authentication_error");
+
+    // A chat completion: the weather tool runs in the server.
+    let answer: Value = http
+        .post(url("/v1/chat/completions"))
+        .bearer_auth("sk-serve-test")
+        .json(&json!({"model": "weather", "messages": [{"role": "user", "content": "北京天气怎么样？"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], WEATHER_ANSWER,
+        "{answer}"
+    );
+    let events = answer["tinyagent"]["events"].as_array().unwrap();
+    assert_eq!(events[0]["name"], "get_weather");
+    assert_eq!(events[0]["arguments"]["city"], "北京");
+    assert!(
+        events[1]["content"].as_str().unwrap().contains("22.5"),
+        "{events:?}"
+    );
+
+    // The session API, stored in the SQLite file.
+    let stream = http
+        .post(url("/v1/sessions/cli-1/messages"))
+        .bearer_auth("sk-serve-test")
+        .json(&json!({"input": "北京天气怎么样？"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let text = stream.text().await.unwrap();
+    assert!(text.contains("event: tool_call_finished"), "{text}");
+    assert!(text.contains("event: finished"), "{text}");
+    let session: Value = http
+        .get(url("/v1/sessions/cli-1"))
+        .bearer_auth("sk-serve-test")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["message_count"], 4, "{session}");
+    assert_eq!(session["messages"][3]["parts"][0]["text"], WEATHER_ANSWER);
+
+    // SIGTERM: a clean stop, with a log line per request on the way.
+    let status = Command::new("kill")
+        .args(["-TERM", &serving.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut lines = Vec::new();
+    while let Ok(line) = serving.stderr.recv_timeout(PATIENCE) {
+        lines.push(line);
+    }
+    let exit = serving.child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}; stderr: {lines:#?}");
+    let requests: Vec<&String> = lines.iter().filter(|l| l.contains("request")).collect();
+    assert!(
+        requests
+            .iter()
+            .any(|l| l.contains("status=401") && l.contains("path=\"/v1/chat/completions\"")),
+        "{lines:#?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|l| l.contains("status=200") && l.contains("key=\"key-1\"")),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("sk-serve-test")),
+        "the key was logged: {lines:#?}"
+    );
+
+    // The sessions outlive the process.
+    let mut again = start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        &store,
+        "--server-key",
+        "k2",
+        "--base-url",
+        &base_url,
+    ]);
+    let session: Value = http
+        .get(format!("{}/v1/sessions/cli-1", again.base))
+        .bearer_auth("k2")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["message_count"], 4);
+    let _ = again.child.kill();
+}
+
+#[test]
+fn serve_refuses_an_open_address_without_keys() {
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ])
+        .env_remove("TINYAGENT_API_KEYS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("without API keys"), "{stderr}");
+    assert!(stderr.contains("--server-key"), "{stderr}");
+}
+
+#[test]
+fn serve_names_a_bad_store() {
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "mysql://x/y"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a store"), "{stderr}");
+}
+
+/// A Chat Completions stream answering `text`, hand-built in OpenAI's wire format (the shape of
+/// the demo fixtures: a role chunk, a content chunk, a finish chunk, `[DONE]`).
+fn answer_stream(text: &str) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-handbuilt", "object": "chat.completion.chunk", "created": 1741570100,
+            "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+        })
+    };
+    [
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        chunk(json!({"content": text}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ]
+    .iter()
+    .map(|c| format!("data: {c}\n\n"))
+    .chain(["data: [DONE]\n\n".to_owned()])
+    .collect()
+}
+
+/// The test server's URL in `var`, or `None` when service tests are skipped.
+fn service_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("TINYAGENT_SKIP_SERVICE_TESTS").is_ok_and(|v| v == "1") => None,
+        _ => panic!(
+            "{var} is not set: run the tests with `bash scripts/test.sh`, or start the servers \
+             with `bash scripts/services.sh start` and `eval \"$(bash scripts/services.sh env)\"` \
+             (TINYAGENT_SKIP_SERVICE_TESTS=1 skips such tests)"
+        ),
+    }
+}
+
+/// Two `tinyagent serve` processes on one shared store answer one conversation in turns; one
+/// is killed in the middle of an answer, and only that answer is lost.
+async fn two_processes_share_a_conversation(store: &str) {
+    let model = MockServer::start().await;
+    let respond = |text: &str| {
+        ResponseTemplate::new(200).set_body_raw(answer_stream(text), "text/event-stream")
+    };
+    for (text, delay) in [
+        ("answer 1", 0),
+        ("answer 2", 0),
+        ("answer 3, never sent", 120),
+        ("answer 4", 0),
+    ] {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(respond(text).set_delay(Duration::from_secs(delay)))
+            .up_to_n_times(1)
+            .mount(&model)
+            .await;
+    }
+    let base_url = format!("{}/v1", model.uri());
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        store,
+        "--server-key",
+        "sk-replicas",
+        "--session-lease",
+        "1",
+        "--base-url",
+        &base_url,
+        "--api-key",
+        "sk-model",
+    ];
+    let mut a = start(&args);
+    let b = start(&args);
+    let http = reqwest::Client::builder()
+        .timeout(PATIENCE)
+        .build()
+        .unwrap();
+    let session = format!("replicas-{}", std::process::id());
+    let post = |base: String, input: &'static str| {
+        let http = http.clone();
+        let session = session.clone();
+        async move {
+            http.post(format!("{base}/v1/sessions/{session}/messages"))
+                .bearer_auth("sk-replicas")
+                .json(&json!({"input": input}))
+                .send()
+                .await?
+                .text()
+                .await
+        }
+    };
+    let first = post(a.base.clone(), "turn 1").await.unwrap();
+    assert!(first.contains("\"answer\":\"answer 1\""), "{first}");
+    let second = post(b.base.clone(), "turn 2").await.unwrap();
+    assert!(second.contains("\"answer\":\"answer 2\""), "{second}");
+
+    // Turn 3 on A: the model is slow; A is killed while it waits.
+    let third = tokio::spawn(post(a.base.clone(), "turn 3"));
+    let until = std::time::Instant::now() + PATIENCE;
+    while model.received_requests().await.unwrap_or_default().len() < 3 {
+        assert!(
+            std::time::Instant::now() < until,
+            "turn 3 never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    // The client of turn 3 sees its connection cut (or an error), never an answer.
+    if let Ok(text) = third.await.unwrap() {
+        assert!(!text.contains("event: finished"), "{text}");
+    }
+
+    // B answers turn 4 once A's hold on the session has lapsed, from the history of turns 1-2.
+    let fourth = post(b.base.clone(), "turn 4").await.unwrap();
+    assert!(fourth.contains("\"answer\":\"answer 4\""), "{fourth}");
+    let requests = model.received_requests().await.unwrap();
+    let seen: Value = serde_json::from_slice(&requests[3].body).unwrap();
+    let seen: Vec<&str> = seen["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(seen, ["turn 1", "answer 1", "turn 2", "answer 2", "turn 4"]);
+    let stored: Value = http
+        .get(format!("{}/v1/sessions/{session}", b.base))
+        .bearer_auth("sk-replicas")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let texts: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["parts"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "turn 1", "answer 1", "turn 2", "answer 2", "turn 4", "answer 4"
+        ]
+    );
+    let deleted = http
+        .delete(format!("{}/v1/sessions/{session}", b.base))
+        .bearer_auth("sk-replicas")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_share_a_conversation_in_postgres() {
+    let Some(url) = service_url("TINYAGENT_TEST_POSTGRES_URL") else {
+        return;
+    };
+    two_processes_share_a_conversation(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_share_a_conversation_in_redis() {
+    let Some(url) = service_url("TINYAGENT_TEST_REDIS_URL") else {
+        return;
+    };
+    two_processes_share_a_conversation(&url).await;
+}

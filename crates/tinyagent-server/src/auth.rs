@@ -1,0 +1,174 @@
+//! Bearer-token auth, per-key concurrency and request logs: the middleware in front of the API.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use subtle::{Choice, ConstantTimeEq};
+
+use crate::error::ApiError;
+use crate::server::AppState;
+
+/// The id under which requests are counted and logged when the server has no keys.
+pub(crate) const ANONYMOUS: &str = "anonymous";
+
+/// The configured keys: `(id, secret)` pairs.
+pub(crate) struct KeyRing {
+    keys: Vec<(String, Vec<u8>)>,
+}
+
+impl KeyRing {
+    pub(crate) fn new(keys: Vec<(String, String)>) -> Self {
+        Self {
+            keys: keys
+                .into_iter()
+                .map(|(id, key)| (id, key.into_bytes()))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The id of the key `given` is, comparing it with every key in constant time (no early
+    /// exit on the first match, nor on the first differing byte).
+    pub(crate) fn find(&self, given: &[u8]) -> Option<&str> {
+        let mut found: Option<&str> = None;
+        for (id, key) in &self.keys {
+            let equal: Choice = key.as_slice().ct_eq(given);
+            if bool::from(equal) && found.is_none() {
+                found = Some(id);
+            }
+        }
+        found
+    }
+}
+
+/// Checks the bearer token, takes one of the key's concurrency slots for as long as the
+/// response (its body included) lasts, and logs the request.
+pub(crate) async fn guard(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let caller = match authenticate(&state, &request) {
+        Ok(caller) => caller,
+        Err(err) => {
+            let response = err.into_response();
+            log(&method, &path, &response, started, "-");
+            return response;
+        }
+    };
+    let slots = state
+        .slots
+        .get(caller.as_str())
+        .or_else(|| state.slots.get(ANONYMOUS))
+        .cloned();
+    let permit = match slots.map(|s| s.try_acquire_owned()) {
+        Some(Ok(permit)) => Some(permit),
+        Some(Err(_)) => {
+            let response = ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!(
+                    "too many requests in flight for this API key (at most {} at once); \
+                     retry when one has finished",
+                    state.limits.max_concurrent_per_key
+                ),
+            )
+            .code("concurrency_limit_exceeded")
+            .retry_after(1)
+            .into_response();
+            log(&method, &path, &response, started, &caller);
+            return response;
+        }
+        None => None,
+    };
+    let response = next.run(request).await;
+    log(&method, &path, &response, started, &caller);
+    // The slot is held until the body is over: a stream counts for as long as it runs, and
+    // its end (or its client leaving) is logged.
+    let streaming = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let held = Held {
+        _permit: permit,
+        stream: streaming.then_some((method, path, caller, started)),
+    };
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _held = &held;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// What a response keeps until its body is over: the concurrency slot, and for a stream what
+/// its closing log line says.
+struct Held {
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    stream: Option<(axum::http::Method, String, String, Instant)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some((method, path, key, started)) = self.stream.take() {
+            let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+            tracing::info!(%method, path, duration_ms, key, "stream ended");
+        }
+    }
+}
+
+fn authenticate(state: &AppState, request: &Request) -> Result<String, ApiError> {
+    if state.keys.is_empty() {
+        return Ok(ANONYMOUS.to_owned());
+    }
+    let Some(value) = request.headers().get(header::AUTHORIZATION) else {
+        return Err(ApiError::unauthorized(true));
+    };
+    let token = value
+        .as_bytes()
+        .strip_prefix(b"Bearer ")
+        .or_else(|| value.as_bytes().strip_prefix(b"bearer "))
+        .map(<[u8]>::trim_ascii)
+        .ok_or_else(|| ApiError::unauthorized(false))?;
+    state
+        .keys
+        .find(token)
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::unauthorized(false))
+}
+
+fn log(method: &axum::http::Method, path: &str, response: &Response, started: Instant, key: &str) {
+    let status = response.status().as_u16();
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    if status >= 500 {
+        tracing::warn!(%method, path, status, duration_ms, key, "request");
+    } else {
+        tracing::info!(%method, path, status, duration_ms, key, "request");
+    }
+}
+
+/// Logs a request that needs no key (health checks, the page).
+pub(crate) async fn log_open(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    if path != "/healthz" && path != "/readyz" {
+        log(&method, &path, &response, started, "-");
+    } else {
+        tracing::debug!(%method, path, status = response.status().as_u16(), "health check");
+    }
+    response
+}

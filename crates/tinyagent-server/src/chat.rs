@@ -1,0 +1,472 @@
+//! `POST /v1/chat/completions`: OpenAI's Chat Completions API in front of an agent.
+//!
+//! The `model` names the agent; the messages become its history and the new user message; the
+//! agent's own tools run here, on the server. Tool calls are reported without `tool_calls`
+//! (a client would try to run them): each is a chunk with an empty `delta` and a top-level
+//! `tinyagent` field, `{"tinyagent":{"event":{"type":"tool_call_started",…}}}`, and a
+//! non-streamed answer lists them under `tinyagent.events`. OpenAI clients ignore the field.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use futures::stream::{self, BoxStream};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tinyagent::{Event, Invocation, Message, Part, Role, Session, ToolCall, ToolResult, Usage};
+use tokio::time::Instant;
+
+use crate::error::ApiError;
+use crate::routes::ApiJson;
+use crate::server::AppState;
+use crate::sse::{self, Step};
+
+/// A chat completion request; fields this server does not use are accepted and ignored.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatRequest {
+    model: String,
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    n: Option<u64>,
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+    #[serde(default)]
+    functions: Option<Vec<Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+#[derive(Debug, Deserialize)]
+struct ContentPart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireToolCall {
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+/// The text of a message's content: a string, or text parts joined.
+fn content_text(content: Option<Content>, at: usize) -> Result<String, ApiError> {
+    match content {
+        None => Ok(String::new()),
+        Some(Content::Text(text)) => Ok(text),
+        Some(Content::Parts(parts)) => {
+            let mut text = String::new();
+            for (i, part) in parts.into_iter().enumerate() {
+                match (part.kind.as_str(), part.text) {
+                    ("text", Some(t)) => text.push_str(&t),
+                    (kind, _) => {
+                        return Err(ApiError::bad_request(format!(
+                            "content parts of type {kind:?} are not supported; send text"
+                        ))
+                        .param(format!("messages[{at}].content[{i}]")));
+                    }
+                }
+            }
+            Ok(text)
+        }
+    }
+}
+
+/// The conversation of a request: its history, and the user message to answer (the last).
+fn conversation(messages: Vec<ChatMessage>) -> Result<(Vec<Message>, Message), ApiError> {
+    let count = messages.len();
+    let mut history: Vec<Message> = Vec::with_capacity(count);
+    let mut pending_results: Vec<ToolResult> = Vec::new();
+    let mut call_names: Vec<(String, String)> = Vec::new();
+    for (at, message) in messages.into_iter().enumerate() {
+        if message.role != "tool" && !pending_results.is_empty() {
+            history.push(Message::from_tool_results(pending_results.drain(..)));
+        }
+        match message.role.as_str() {
+            "system" | "developer" => {
+                history.push(Message::system(content_text(message.content, at)?));
+            }
+            "user" => history.push(Message::user(content_text(message.content, at)?)),
+            "assistant" => {
+                let text = content_text(message.content, at)?;
+                let mut parts = Vec::new();
+                if !text.is_empty() {
+                    parts.push(Part::text(text));
+                }
+                for call in message.tool_calls.unwrap_or_default() {
+                    call_names.push((call.id.clone(), call.function.name.clone()));
+                    parts.push(Part::ToolCall(ToolCall::new(
+                        call.id,
+                        call.function.name,
+                        call.function.arguments,
+                    )));
+                }
+                history.push(Message::new(Role::Assistant, parts));
+            }
+            "tool" => {
+                let id = message.tool_call_id.ok_or_else(|| {
+                    ApiError::bad_request("a tool message needs its `tool_call_id`")
+                        .param(format!("messages[{at}].tool_call_id"))
+                })?;
+                let name = call_names
+                    .iter()
+                    .find(|(call, _)| *call == id)
+                    .map(|(_, name)| name.clone())
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!(
+                            "tool message for call {id:?}, which no earlier assistant message made"
+                        ))
+                        .param(format!("messages[{at}].tool_call_id"))
+                    })?;
+                pending_results.push(ToolResult::ok(id, name, content_text(message.content, at)?));
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported message role {other:?}: use system, developer, user, assistant or tool"
+                ))
+                .param(format!("messages[{at}].role")));
+            }
+        }
+    }
+    if !pending_results.is_empty() {
+        history.push(Message::from_tool_results(pending_results.drain(..)));
+    }
+    match history.pop() {
+        Some(last) if last.role == Role::User => Ok((history, last)),
+        _ => Err(ApiError::bad_request(
+            "the last message must be the user's: it is the one the agent answers",
+        )
+        .param("messages")),
+    }
+}
+
+/// What every chunk and answer of one completion shares.
+struct Meta {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Meta {
+    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "delta": delta,
+                "logprobs": null,
+                "finish_reason": finish_reason,
+            }],
+        })
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    let prompt = usage.input_tokens.unwrap_or(0);
+    let completion = usage.output_tokens.unwrap_or(0);
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    })
+}
+
+/// Whether an event is one clients see as a `tinyagent` event: the tool calls.
+fn is_reported(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::ToolCallStarted { .. }
+            | Event::ToolCallFinished { .. }
+            | Event::ReplyRestarted { .. }
+    )
+}
+
+/// The assistant's text across the run's steps, as streamed: steps that wrote text are
+/// separated by a blank line.
+#[derive(Default)]
+struct Transcript {
+    text: String,
+    step_text: bool,
+    /// Where the current step's text starts in `text`.
+    step_start: usize,
+}
+
+impl Transcript {
+    /// The piece to send for a text delta.
+    fn delta(&mut self, text: &str) -> String {
+        let mut piece = String::new();
+        if !self.step_text && !self.text.is_empty() && !text.is_empty() {
+            piece.push_str("\n\n");
+        }
+        piece.push_str(text);
+        if !text.is_empty() {
+            self.step_text = true;
+        }
+        self.text.push_str(&piece);
+        piece
+    }
+
+    fn step_done(&mut self) {
+        self.step_text = false;
+        self.step_start = self.text.len();
+    }
+
+    /// The model's reply restarts: the current step's text so far is void.
+    fn restart(&mut self) {
+        self.text.truncate(self.step_start);
+        self.step_text = false;
+    }
+}
+
+fn timeout_error(state: &AppState) -> ApiError {
+    let limit = state
+        .limits
+        .request_timeout
+        .map(|d| format!("{:.1} s", d.as_secs_f64()))
+        .unwrap_or_default();
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "timeout_error",
+        format!("the answer took longer than this server allows ({limit}) and was cancelled"),
+    )
+    .code("request_timeout")
+}
+
+pub(crate) async fn completions(
+    State(state): State<Arc<AppState>>,
+    ApiJson(request): ApiJson<ChatRequest>,
+) -> Result<Response, ApiError> {
+    let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
+    if request.n.is_some_and(|n| n != 1) {
+        return Err(ApiError::bad_request(
+            "only one choice per request is supported (`n` must be 1)",
+        )
+        .param("n")
+        .code("unsupported_parameter"));
+    }
+    if request.tools.as_ref().is_some_and(|t| !t.is_empty())
+        || request.functions.as_ref().is_some_and(|f| !f.is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "tools sent by the client are not supported: the agent runs its own tools on the \
+             server and reports their calls as `tinyagent` events",
+        )
+        .param("tools")
+        .code("unsupported_parameter"));
+    }
+    let Some(agent) = state.agent(&request.model).cloned() else {
+        return Err(ApiError::not_found(format!(
+            "the model `{}` does not exist; this server's models (agents) are: {}",
+            request.model,
+            state.agent_names()
+        ))
+        .param("model")
+        .code("model_not_found"));
+    };
+    let (history, message) = conversation(request.messages)?;
+    let session = Session::new();
+    session.append(history);
+    let events = agent.run(Invocation::new(session, message));
+    let meta = Meta {
+        id: format!("chatcmpl-{}", tinyagent::new_id("").trim_start_matches('_')),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        model: request.model,
+    };
+    let steps = sse::until(events, deadline);
+    if request.stream.unwrap_or(false) {
+        let include_usage = request
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
+        Ok(sse::response(stream_chunks(
+            state,
+            meta,
+            steps,
+            include_usage,
+        )))
+    } else {
+        answer(&state, meta, steps).await
+    }
+}
+
+/// Runs to the end and answers with one `chat.completion`.
+async fn answer(
+    state: &AppState,
+    meta: Meta,
+    mut steps: BoxStream<'static, Step>,
+) -> Result<Response, ApiError> {
+    let mut transcript = Transcript::default();
+    let mut reported = Vec::new();
+    while let Some(step) = steps.next().await {
+        let event = match step {
+            Step::TimedOut => return Err(timeout_error(state)),
+            Step::Event(event) => event?,
+        };
+        match &event {
+            Event::TextDelta(text) => {
+                transcript.delta(text);
+            }
+            Event::Usage { .. } => transcript.step_done(),
+            Event::ReplyRestarted { .. } => {
+                transcript.restart();
+                reported.push(event_json(&event));
+            }
+            Event::Finished { usage, .. } => {
+                let body = json!({
+                    "id": meta.id,
+                    "object": "chat.completion",
+                    "created": meta.created,
+                    "model": meta.model,
+                    "choices": [{
+                        "index": 0,
+                        "message": {"role": "assistant", "content": transcript.text, "refusal": null},
+                        "logprobs": null,
+                        "finish_reason": "stop",
+                    }],
+                    "usage": usage_json(usage),
+                    "tinyagent": {"events": reported},
+                });
+                return Ok(axum::Json(body).into_response());
+            }
+            other if is_reported(other) => reported.push(event_json(other)),
+            _ => {}
+        }
+    }
+    Err(ApiError::internal("the agent's run ended without an answer").code("no_answer"))
+}
+
+fn event_json(event: &Event) -> Value {
+    serde_json::to_value(event)
+        .unwrap_or_else(|err| json!({"type": "unserializable", "error": err.to_string()}))
+}
+
+/// The run as `chat.completion.chunk`s, ending with `data: [DONE]` (or an error object).
+fn stream_chunks(
+    state: Arc<AppState>,
+    meta: Meta,
+    steps: BoxStream<'static, Step>,
+    include_usage: bool,
+) -> impl futures::Stream<Item = Bytes> + Send + 'static {
+    let with_usage = move |mut chunk: Value| {
+        if include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        chunk
+    };
+    let first = with_usage(meta.chunk(json!({"role": "assistant", "content": ""}), None));
+    let first = stream::once(async move { sse::frame(None, &first.to_string()) });
+    let mut transcript = Transcript::default();
+    let rest = steps.flat_map(move |step| {
+        let mut frames: Vec<Bytes> = Vec::new();
+        let data = |value: &Value| sse::frame(None, &value.to_string());
+        match step {
+            Step::TimedOut => frames.push(data(&timeout_error(&state).body())),
+            Step::Event(Err(err)) => frames.push(data(&ApiError::from(err).body())),
+            Step::Event(Ok(event)) => match &event {
+                Event::TextDelta(text) => {
+                    let piece = transcript.delta(text);
+                    if !piece.is_empty() {
+                        frames.push(data(&with_usage(
+                            meta.chunk(json!({"content": piece}), None),
+                        )));
+                    }
+                }
+                Event::Usage { .. } => transcript.step_done(),
+                Event::ReplyRestarted { .. } => {
+                    // What was streamed of this step cannot be taken back: the event says it
+                    // is void, and the text that follows is the new reply.
+                    transcript.restart();
+                    let mut chunk = with_usage(meta.chunk(json!({}), None));
+                    chunk["tinyagent"] = json!({"event": event_json(&event)});
+                    frames.push(data(&chunk));
+                }
+                Event::Finished { usage, .. } => {
+                    frames.push(data(&with_usage(meta.chunk(json!({}), Some("stop")))));
+                    if include_usage {
+                        let chunk = json!({
+                            "id": meta.id,
+                            "object": "chat.completion.chunk",
+                            "created": meta.created,
+                            "model": meta.model,
+                            "choices": [],
+                            "usage": usage_json(usage),
+                        });
+                        frames.push(data(&chunk));
+                    }
+                    frames.push(sse::frame(None, "[DONE]"));
+                }
+                other if is_reported(other) => {
+                    let mut chunk = with_usage(meta.chunk(json!({}), None));
+                    chunk["tinyagent"] = json!({"event": event_json(other)});
+                    frames.push(data(&chunk));
+                }
+                _ => {}
+            },
+        }
+        stream::iter(frames)
+    });
+    first.chain(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Transcript;
+
+    #[test]
+    fn steps_are_joined_and_a_restart_voids_only_its_step() {
+        let mut t = Transcript::default();
+        assert_eq!(t.delta("Let me look."), "Let me look.");
+        t.step_done();
+        assert_eq!(t.delta(""), "");
+        assert_eq!(t.delta("It is "), "\n\nIt is ");
+        t.restart();
+        assert_eq!(t.text, "Let me look.");
+        assert_eq!(t.delta("Sunny."), "\n\nSunny.");
+        t.step_done();
+        assert_eq!(t.text, "Let me look.\n\nSunny.");
+    }
+}

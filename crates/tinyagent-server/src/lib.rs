@@ -1,0 +1,60 @@
+//! Serve [tinyagent] agents over HTTP.
+//!
+//! A [`Server`] holds named agents, a [`SessionStore`](tinyagent::SessionStore), API keys and
+//! limits, and serves:
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /v1/chat/completions` | OpenAI's Chat Completions API, streamed or not; `model` names the agent, whose tools run on the server |
+//! | `GET /v1/models` | the agents, as OpenAI models |
+//! | `POST /v1/sessions/{id}/messages` | a message to a stored session, answered as server-sent events of the run's [`Event`](tinyagent::Event)s |
+//! | `GET /v1/sessions/{id}`, `DELETE …` | a session's history and state; removing it |
+//! | `GET /v1/sessions` | the sessions, most recently written first, paged (`limit`, `cursor`) |
+//! | `GET /v1/agents` | the agents' names and descriptions |
+//! | `GET /healthz`, `GET /readyz` | alive; ready (the store answers) |
+//! | `GET /` | a page to chat with the agents in a browser |
+//!
+//! Every route but the health checks and the page needs `Authorization: Bearer <key>` when
+//! keys are configured (compared in constant time). Errors are OpenAI's error objects,
+//! `{"error":{"message","type","param","code"}}`, so OpenAI's SDKs raise their usual
+//! exceptions.
+//!
+//! Tool calls in Chat Completions: the agent runs its tools itself, so the answer carries no
+//! `tool_calls` (an OpenAI client would try to run them). Each call is reported instead on a
+//! chunk with an empty `delta` and a top-level `tinyagent` field —
+//! `{"tinyagent":{"event":{"type":"tool_call_started","id":…,"name":…,"arguments":…}}}` and
+//! then `tool_call_finished` — which OpenAI clients ignore; a non-streamed answer lists the
+//! same events under `tinyagent.events`.
+//!
+//! ```no_run
+//! use tinyagent::LlmAgent;
+//! use tinyagent::testing::{ScriptedModel, reply};
+//! use tinyagent_server::Server;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = LlmAgent::builder("greeter")
+//!     .model(ScriptedModel::new([reply::text("Hello!")]))
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! Server::new()
+//!     .agent(agent)
+//!     .api_key("sk-local-secret")
+//!     .serve(listener, async { tokio::signal::ctrl_c().await.ok(); })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod chat;
+mod error;
+mod page;
+mod routes;
+mod server;
+mod sessions;
+mod sse;
+
+pub use error::ApiError;
+pub use server::{
+    DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_REQUEST_TIMEOUT, ENV_API_KEYS, ServeError, Server,
+};

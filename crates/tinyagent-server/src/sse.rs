@@ -1,0 +1,119 @@
+//! Server-sent events: the framing, and a run's events cut at the request's deadline.
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures::stream::{self, BoxStream, Stream, StreamExt};
+use tinyagent::{AgentError, Event};
+use tokio::time::Instant;
+
+/// One frame: an optional `event:` line and one `data:` line (JSON has no raw newlines).
+pub(crate) fn frame(event: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 32);
+    if let Some(event) = event {
+        out.push_str("event: ");
+        out.push_str(event);
+        out.push('\n');
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+/// A `text/event-stream` response of these frames.
+pub(crate) fn response(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response {
+    let body = Body::from_stream(frames.map(Ok::<_, Infallible>));
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx buffer responses unless told not to.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// What a run reports, or that its time is up.
+pub(crate) enum Step {
+    /// An event of the run, or the error that ends it.
+    Event(Result<Event, AgentError>),
+    /// The deadline passed: the run was dropped (cancelled).
+    TimedOut,
+}
+
+/// The run's events until its deadline; past it the run is dropped and [`Step::TimedOut`] ends
+/// the stream. The stream also ends after the run's error or [`Event::Finished`].
+pub(crate) fn until(
+    events: BoxStream<'static, Result<Event, AgentError>>,
+    deadline: Option<Instant>,
+) -> BoxStream<'static, Step> {
+    struct Live {
+        events: BoxStream<'static, Result<Event, AgentError>>,
+        deadline: Option<Instant>,
+    }
+    stream::unfold(Some(Live { events, deadline }), |live| async move {
+        let mut live = live?;
+        let next = match live.deadline {
+            // Checked first too: a run whose events are always ready must still stop.
+            Some(deadline) if Instant::now() >= deadline => return Some((Step::TimedOut, None)),
+            Some(deadline) => {
+                tokio::select! {
+                    biased;
+                    next = live.events.next() => next,
+                    () = tokio::time::sleep_until(deadline) => return Some((Step::TimedOut, None)),
+                }
+            }
+            None => live.events.next().await,
+        };
+        match next? {
+            Ok(event @ Event::Finished { .. }) => Some((Step::Event(Ok(event)), None)),
+            Ok(event) => Some((Step::Event(Ok(event)), Some(live))),
+            Err(err) => Some((Step::Event(Err(err)), None)),
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_that_never_stops_reporting_is_cut_at_its_deadline() {
+        // Every event is ready at once, and there are always more.
+        let events = stream::repeat_with(|| Ok(Event::TextDelta("x".into()))).boxed();
+        let deadline = Instant::now() + std::time::Duration::from_millis(10);
+        let mut steps = until(events, Some(deadline));
+        let mut seen = 0usize;
+        loop {
+            match steps.next().await {
+                Some(Step::Event(Ok(_))) => seen += 1,
+                Some(Step::TimedOut) => break,
+                _ => panic!("the stream ended without timing out"),
+            }
+            if seen.is_multiple_of(100) {
+                tokio::time::advance(std::time::Duration::from_millis(1)).await;
+            }
+            assert!(seen < 100_000, "the deadline was never checked");
+        }
+        assert!(steps.next().await.is_none());
+    }
+
+    #[test]
+    fn frames_put_each_line_of_data_on_its_own_line() {
+        assert_eq!(
+            &frame(Some("x"), "a\nb")[..],
+            b"event: x\ndata: a\ndata: b\n\n"
+        );
+        assert_eq!(&frame(None, "[DONE]")[..], b"data: [DONE]\n\n");
+    }
+}
