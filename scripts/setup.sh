@@ -8,9 +8,10 @@
 # 2. The default local model (scripts/fetch-model.sh).
 # 3. With --test: PostgreSQL and Redis for the session-store tests (scripts/services.sh starts
 #    them), chromium for the server's browser test (driven by Playwright; Playwright's own
-#    browsers are never downloaded), and the Python packages of scripts/requirements-test.txt
+#    browsers are never downloaded), the Python packages of scripts/requirements-test.txt
 #    (the provider's request checks against OpenAI's OpenAPI spec, the MCP interop tests, the
-#    OpenAI SDK and Playwright against `tinyagent serve`).
+#    OpenAI SDK and Playwright against `tinyagent serve`), and the MCP conformance suite with
+#    Node 22 (scripts/conformance.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,4 +63,18 @@ bash scripts/fetch-model.sh
 if [ "${1:-}" = "--test" ]; then
     echo "setup: installing the tests' Python packages (scripts/requirements-test.txt)"
     python3 -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+fi
+
+# --- the MCP conformance suite ------------------------------------------------------------------
+# With --test: Node 22 and @modelcontextprotocol/conformance from npm, pinned, into a cache
+# directory of their own (scripts/conformance.sh says which); npm comes from Debian if missing.
+if [ "${1:-}" = "--test" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "setup: installing npm (for the MCP conformance suite)"
+        SUDO=""
+        if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+    fi
+    bash scripts/conformance.sh --install
 fi

@@ -2,7 +2,8 @@
 # Runs all the tests (unit, integration and doc tests of every crate, every feature), after
 # installing what they need: system packages, the default local model, Python packages, and
 # the PostgreSQL and Redis servers of the session-store tests, which it starts on 127.0.0.1
-# (scripts/services.sh) and stops afterwards, unless they were already running.
+# (scripts/services.sh) and stops afterwards, unless they were already running; then the MCP
+# conformance suite (scripts/conformance.sh).
 #
 #   bash scripts/test.sh [extra cargo test arguments]
 set -euo pipefail
@@ -18,3 +19,6 @@ bash scripts/services.sh start
 eval "$(bash scripts/services.sh env)"
 
 cargo test --workspace --all-features "$@"
+
+# The official MCP conformance suite against the example server (a few seconds).
+bash scripts/conformance.sh

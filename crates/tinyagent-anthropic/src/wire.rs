@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tinyagent::tools::anthropic_schema;
 use tinyagent::{
-    FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
-    ToolChoice, ToolDefinition, Usage, new_id,
+    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role,
+    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
 };
 use tinyagent_http::{snippet, system_and_turns};
 
@@ -99,7 +99,7 @@ fn messages(req: &ModelRequest) -> (String, Vec<Value>) {
                     let mut block = json!({
                         "type": "tool_result",
                         "tool_use_id": wire_id(&r.call_id),
-                        "content": r.content,
+                        "content": tool_result_content(r),
                     });
                     if r.is_error {
                         block["is_error"] = Value::Bool(true);
@@ -117,6 +117,32 @@ fn messages(req: &ModelRequest) -> (String, Vec<Value>) {
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
     (system, messages)
+}
+
+/// The image types the API takes in `image` blocks.
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// A tool result's `content`: its text, or, when it holds images the API takes, a list of
+/// blocks in the result's order: the images as base64 `image` blocks, everything else as text
+/// (audio and resources described, as in the text the model reads otherwise).
+fn tool_result_content(r: &ToolResult) -> Value {
+    let is_image = |p: &ContentPart| matches!(p, ContentPart::Image { mime_type, .. } if IMAGE_TYPES.contains(&mime_type.as_str()));
+    if !r.parts.iter().any(is_image) {
+        return Value::String(r.content.clone());
+    }
+    let blocks = r
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Image { data, mime_type } if is_image(p) => Some(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": mime_type, "data": data},
+            })),
+            ContentPart::Text { text } if text.is_empty() => None,
+            other => Some(json!({"type": "text", "text": other.describe()})),
+        })
+        .collect();
+    Value::Array(blocks)
 }
 
 /// The text parts of a message as text blocks (empty ones left out: the API rejects them).

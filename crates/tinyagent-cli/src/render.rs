@@ -149,6 +149,24 @@ impl Renderer {
                 drop(err);
                 self.thinking(&format!("running {}", call.name));
             }
+            Event::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                if let Some(spinner) = &self.spinner {
+                    let done = match total {
+                        Some(total) => format!("{progress}/{total}"),
+                        None => progress.to_string(),
+                    };
+                    let text = match message {
+                        Some(message) => format!("{done} {}", shorten(message)),
+                        None => done,
+                    };
+                    spinner.set_message(format!("progress {text}"));
+                }
+            }
             Event::ToolCallFinished {
                 result, duration, ..
             } => {

@@ -7,8 +7,8 @@ use std::sync::{Mutex, OnceLock};
 use serde_json::{Map, Value, json};
 use tinyagent::tools::gemini_schema;
 use tinyagent::{
-    FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
-    ToolChoice, ToolDefinition, Usage, new_id,
+    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role,
+    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
 };
 use tinyagent_http::{snippet, system_and_turns};
 
@@ -67,11 +67,16 @@ fn contents(req: &ModelRequest) -> (String, Vec<Value>) {
             let mut parts: Vec<Value> = m
                 .tool_results()
                 .map(|r| {
-                    json!({"functionResponse": {
+                    let mut response = json!({
                         "id": r.call_id,
                         "name": r.name,
                         "response": response_object(&r.content, r.is_error),
-                    }})
+                    });
+                    let media = response_media(r);
+                    if !media.is_empty() {
+                        response["parts"] = Value::Array(media);
+                    }
+                    json!({ "functionResponse": response })
                 })
                 .collect();
             parts.extend(text_parts(m));
@@ -134,6 +139,35 @@ fn call_args(arguments: &str) -> Value {
         Ok(v @ Value::Object(_)) => v,
         _ => json!({"invalid_arguments": arguments}),
     }
+}
+
+/// The media types the API takes inline in a function response.
+const MEDIA_TYPES: [&str; 5] = [
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+];
+
+/// A tool result's images (and PDF or text blobs) as the function response's `inlineData`
+/// parts; the response object keeps the text with a placeholder for each, and for anything
+/// the API does not take inline.
+fn response_media(r: &ToolResult) -> Vec<Value> {
+    r.parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Image { data, mime_type }
+            | ContentPart::Resource {
+                blob: Some(data),
+                mime_type: Some(mime_type),
+                ..
+            } if MEDIA_TYPES.contains(&mime_type.as_str()) => {
+                Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A tool's output as the `response` object the API wants: a JSON object as it is;

@@ -23,8 +23,12 @@ use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
 use crate::remote_tool::{McpTool, McpToolInfo, service_error};
 use crate::stdio::ChildOutput;
 
+mod bridge;
 mod connection;
 mod endpoint;
+
+pub(crate) use bridge::Bridge;
+pub use bridge::ElicitationHandler;
 
 use endpoint::Endpoint;
 
@@ -116,6 +120,7 @@ struct Inner {
     max_result_bytes: usize,
     headers: Vec<(String, Secret)>,
     oauth: Option<crate::oauth::McpOAuth>,
+    bridge: Arc<Bridge>,
     state: Mutex<Option<Connection>>,
 }
 
@@ -271,6 +276,7 @@ impl McpToolset {
                 max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
                 headers: Vec::new(),
                 oauth: None,
+                bridge: Arc::new(Bridge::default()),
                 state: Mutex::new(None),
             }),
         }
@@ -290,6 +296,10 @@ impl McpToolset {
                 max_result_bytes: shared.max_result_bytes,
                 headers: shared.headers.clone(),
                 oauth: shared.oauth.clone(),
+                bridge: Arc::new(Bridge::with_handlers(
+                    shared.bridge.sampling.clone(),
+                    shared.bridge.elicitation.clone(),
+                )),
                 state: Mutex::new(None),
             },
         };
@@ -297,6 +307,55 @@ impl McpToolset {
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// Answers the server's sampling requests (`sampling/createMessage`) with `model`. Without
+    /// it, a sampling request goes to the host of the tool call that caused it (an MCP server
+    /// serving this toolset's tools asks its own client), or is refused with an error saying
+    /// so. The toolset declares the sampling and elicitation capabilities either way.
+    #[must_use]
+    pub fn sampling_model(self, model: Arc<dyn tinyagent::Model>) -> Self {
+        self.configure(|inner| {
+            inner.bridge = Arc::new(Bridge::with_handlers(
+                Some(model),
+                inner.bridge.elicitation.clone(),
+            ));
+        })
+    }
+
+    /// Answers the server's elicitation requests (`elicitation/create`: questions for the
+    /// user) with `handler`. Without it, a request goes to the host of the tool call that
+    /// caused it, or is declined.
+    ///
+    /// ```
+    /// use tinyagent::Elicitation;
+    /// use tinyagent_mcp::McpToolset;
+    ///
+    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").elicitation_fn(|request| {
+    ///     Box::pin(async move {
+    ///         if request.message.contains("delete") {
+    ///             Elicitation::Decline
+    ///         } else {
+    ///             Elicitation::Accept(serde_json::json!({"confirm": true}))
+    ///         }
+    ///     })
+    /// });
+    /// ```
+    #[must_use]
+    pub fn elicitation_fn(
+        self,
+        handler: impl Fn(tinyagent::ElicitationRequest) -> BoxFuture<'static, tinyagent::Elicitation>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let handler: ElicitationHandler = Arc::new(handler);
+        self.configure(|inner| {
+            inner.bridge = Arc::new(Bridge::with_handlers(
+                inner.bridge.sampling.clone(),
+                Some(handler),
+            ));
+        })
     }
 
     /// Names the server in error messages and logs (default: the command, or the URL).
@@ -559,10 +618,17 @@ impl McpToolset {
                 tools.push(Arc::new(McpTool {
                     name,
                     remote,
-                    description: info.description.clone().or(title).unwrap_or_default(),
+                    description: info
+                        .description
+                        .clone()
+                        .or(title.clone())
+                        .unwrap_or_default(),
+                    title,
+                    output_schema: info.output_schema.clone(),
                     schema,
                     hints,
                     peer: peer.clone(),
+                    bridge: Arc::clone(&inner.bridge),
                     label: Arc::clone(&label),
                     call_timeout: inner.call_timeout,
                     max_result_bytes: inner.max_result_bytes,

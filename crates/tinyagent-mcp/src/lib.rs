@@ -35,14 +35,20 @@ mod naming;
 mod oauth;
 mod remote_tool;
 mod server;
+mod server_host;
 mod stdio;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
-pub use client::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClientError, McpToolset};
-pub use content::{DEFAULT_MAX_RESULT_BYTES, result_text, truncate_result};
+pub use client::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationHandler, McpClientError, McpToolset,
+};
+pub use content::{
+    DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, rich_content,
+    truncate_result,
+};
 pub use http::McpHttpService;
 pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
 pub use remote_tool::McpToolInfo;

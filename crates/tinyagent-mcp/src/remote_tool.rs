@@ -8,9 +8,11 @@ use rmcp::model::{CallToolRequestParams, ErrorCode};
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
-use tinyagent::{BoxFuture, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints};
+use tinyagent::{
+    BoxFuture, RichContent, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, content_text,
+};
 
-use crate::content::{result_text, truncate_result};
+use crate::content::{bound_parts, result_text, rich_content, truncate_result};
 use crate::errors::chain_text;
 
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
@@ -53,9 +55,12 @@ pub(crate) struct McpTool {
     pub name: String,
     pub remote: String,
     pub description: String,
+    pub title: Option<String>,
+    pub output_schema: Option<Value>,
     pub schema: Value,
     pub hints: ToolHints,
     pub peer: Peer<RoleClient>,
+    pub bridge: Arc<crate::client::Bridge>,
     pub label: Arc<str>,
     pub call_timeout: Duration,
     pub max_result_bytes: usize,
@@ -79,18 +84,41 @@ impl Tool for McpTool {
         self.hints
     }
 
+    fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
     fn handle<'a>(
         &'a self,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
             let arguments = parse_arguments(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
+            // The call's progress token: the server's progress and logs, and what it asks
+            // during the call, reach this call's host.
+            let call = self.bridge.begin(ctx.host().cloned());
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.set_progress_token(rmcp::model::ProgressToken(
+                rmcp::model::NumberOrString::String(call.token.clone().into()),
+            ));
+            params.meta = Some(meta);
             let label = &self.label;
             let timeout = self.call_timeout;
-            let result = match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {
+            let answer = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
+            // Notifications the server sent before its answer are handled on tasks of their
+            // own: give them a turn while the call still routes to this context.
+            for _ in 0..8 {
+                tokio::task::yield_now().await;
+            }
+            drop(call);
+            let result = match answer {
                 Ok(Ok(result)) => result,
                 Ok(Err(err)) => {
                     let doing = format!("calling tool `{}`", self.remote);
@@ -107,6 +135,22 @@ impl Tool for McpTool {
                     )));
                 }
             };
+            let rich = rich_content(&result);
+            if result.is_error != Some(true) && !rich.is_plain() {
+                // Media, resources or structured content: the parts go to whoever runs the
+                // call (an agent hands images to providers that take them), bounded like text.
+                let parts = bound_parts(rich.parts, self.max_result_bytes);
+                let text = if parts.is_empty() {
+                    result_text(&result)
+                } else {
+                    content_text(&parts)
+                };
+                let structured = rich
+                    .structured
+                    .filter(|s| s.to_string().len() <= self.max_result_bytes);
+                ctx.put_rich_content(RichContent::new(parts, structured));
+                return Ok(truncate_result(text, self.max_result_bytes));
+            }
             let text = truncate_result(result_text(&result), self.max_result_bytes);
             if result.is_error == Some(true) {
                 let message = if text.is_empty() {

@@ -16,7 +16,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::Value;
 use tinyagent::tools::SchemaValidator;
-use tinyagent::{Tool, ToolContext, ToolError};
+use tinyagent::{ContentSlot, RichContent, Tool, ToolContext, ToolError};
+
+use crate::content::content_block;
+use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{Access, McpHttpService};
@@ -67,6 +70,8 @@ pub enum McpServeError {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
+    /// The session's `logging/setLevel` (each HTTP session gets its own).
+    log_level: SessionLogLevel,
 }
 
 struct ServerInner {
@@ -142,12 +147,25 @@ impl McpServer {
                 .destructive(hints.destructive)
                 .idempotent(hints.idempotent)
                 .open_world(hints.open_world);
-            let listed = rmcp::model::Tool::new(
+            let mut listed = rmcp::model::Tool::new(
                 name.clone(),
                 tool.description().to_owned(),
                 Arc::new(schema),
             )
             .with_annotations(annotations);
+            if let Some(title) = tool.title() {
+                listed = listed.with_title(title);
+            }
+            match tool.output_schema() {
+                Some(Value::Object(schema)) => {
+                    listed = listed.with_raw_output_schema(Arc::new(schema.clone()));
+                }
+                Some(other) => {
+                    tracing::warn!(tool = %name, schema = %other,
+                        "output schema is not an object; not listed");
+                }
+                None => {}
+            }
             by_name.insert(name, served.len());
             served.push(ServedTool {
                 tool,
@@ -164,6 +182,7 @@ impl McpServer {
                 tools: served,
                 by_name,
             }),
+            log_level: SessionLogLevel::default(),
         }
     }
 
@@ -172,6 +191,7 @@ impl McpServer {
         f(&mut inner);
         Self {
             inner: Arc::new(inner),
+            log_level: self.log_level,
         }
     }
 
@@ -283,12 +303,12 @@ impl McpServer {
             return Ok(error_result(&e));
         }
         let input = arguments.to_string();
+        let slot = ContentSlot::new();
+        let ctx = ctx.with_content_slot(slot.clone());
         Ok(
             match tinyagent::tools::handle_catching_panics(served.tool.as_ref(), &ctx, &input).await
             {
-                Ok(text) => {
-                    CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))])
-                }
+                Ok(text) => success_result(text, slot.take()),
                 Err(e) => error_result(&e),
             },
         )
@@ -339,8 +359,11 @@ impl McpServer {
     pub fn http_service_with(&self, config: StreamableHttpServerConfig) -> McpHttpService {
         let max_body_bytes = config.max_request_body_bytes;
         let server = self.clone();
-        let inner =
-            StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+        let inner = StreamableHttpService::new(
+            move || Ok(server.new_session()),
+            Default::default(),
+            config,
+        );
         McpHttpService::new(inner, self.inner.access.clone(), max_body_bytes)
     }
 
@@ -473,6 +496,32 @@ fn custom_request_error(request: &CustomRequest) -> ErrorData {
     ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
 }
 
+/// A tool's successful result as MCP content: its parts as content blocks when it left any
+/// (else its text), and its structured content.
+fn success_result(text: String, rich: Option<RichContent>) -> CallToolResult {
+    let Some(rich) = rich else {
+        return CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))]);
+    };
+    let content = if rich.parts.is_empty() {
+        vec![ContentBlock::Text(TextContent::new(text))]
+    } else {
+        rich.parts.iter().map(content_block).collect()
+    };
+    let mut result = CallToolResult::success(content);
+    result.structured_content = rich.structured;
+    result
+}
+
+impl McpServer {
+    /// The server for a new session: the same tools, a log level of its own.
+    fn new_session(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            log_level: SessionLogLevel::default(),
+        }
+    }
+}
+
 fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
         error.message().to_owned(),
@@ -480,9 +529,15 @@ fn error_result(error: &ToolError) -> CallToolResult {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.inner.implementation.clone());
+        let config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(self.inner.implementation.clone());
         match &self.inner.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
@@ -506,6 +561,16 @@ impl ServerHandler for McpServer {
             .map(|&i| self.inner.tools[i].listed.clone())
     }
 
+    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(log_level(request.level));
+        Ok(())
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -520,7 +585,18 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The MCP request id is the call id; a cancelled request drops the tool's future.
-        let ctx = ToolContext::new().with_call_id(request_id_text(&context.id));
+        // Progress, logs, sampling and elicitation of the tool go to this client.
+        let stateless = is_stateless(&context.peer);
+        let host = ServerHost {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            log_filter: LogFilter::for_request(&context.meta, stateless, &self.log_level),
+            stateless,
+            tool: request.name.to_string(),
+        };
+        let ctx = ToolContext::new()
+            .with_call_id(request_id_text(&context.id))
+            .with_host(Arc::new(host));
         tokio::select! {
             result = self.call_with(&request.name, request.arguments, ctx) => {
                 result.map(CallToolResponse::Complete)

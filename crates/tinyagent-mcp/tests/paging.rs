@@ -123,8 +123,8 @@ async fn every_page_is_listed_and_odd_servers_do_not_break_the_toolset() {
     let out = find("p_resources").handle(&ctx, "").await.unwrap();
     assert_eq!(
         out,
-        "[resource file:///notes.txt]\nfile body\n\
-         [binary resource file:///a.bin: application/octet-stream, 4 bytes base64]"
+        "[resource file:///notes.txt (text/plain)]\nfile body\n\
+         [resource file:///a.bin (application/octet-stream), 3 B]"
     );
 
     let err = find("p_silent_error").handle(&ctx, "{}").await.unwrap_err();

@@ -103,7 +103,7 @@ async fn check_fixture_tools(toolset: &McpToolset) {
     assert!(err.message().contains("not valid JSON"), "{err}");
 
     let picture = call(&find(&tools, "picture"), "{}").await.unwrap();
-    assert_eq!(picture, "a red dot\n[image: image/png, 8 bytes base64]");
+    assert_eq!(picture, "a red dot\n[image image/png, 5 B]");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

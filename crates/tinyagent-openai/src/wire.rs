@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tinyagent::tools::strict_schema;
 use tinyagent::{
-    FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, ResponseFormat, Role,
-    ToolCall, ToolChoice, ToolDefinition, Usage, new_id,
+    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part,
+    ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
 };
 
 use crate::config::{MaxTokensField, OpenAiConfig};
@@ -79,8 +79,11 @@ fn messages(req: &ModelRequest) -> Vec<Value> {
             Role::User => out.push(json!({"role": "user", "content": m.text()})),
             Role::Assistant => out.push(assistant_message(m)),
             Role::Tool => {
-                // One message per result, each answering its call by id.
+                // One message per result, each answering its call by id; a tool message holds
+                // only text, so images the tools returned follow in one user message.
+                let mut images = Vec::new();
                 for r in m.tool_results() {
+                    images.extend(tool_result_images(r));
                     let content = if r.is_error && !r.content.starts_with("Error") {
                         format!("Error: {}", r.content)
                     } else {
@@ -89,6 +92,9 @@ fn messages(req: &ModelRequest) -> Vec<Value> {
                     out.push(
                         json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
                     );
+                }
+                if !images.is_empty() {
+                    out.push(json!({"role": "user", "content": images}));
                 }
                 // Text in a tool message (unusual) goes as a user message, so it is not lost.
                 let text = m.text();
@@ -99,6 +105,37 @@ fn messages(req: &ModelRequest) -> Vec<Value> {
         }
     }
     out
+}
+
+/// The image types the API takes in `image_url` parts.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+/// The images of a tool result as user-message content parts: a text part naming the call,
+/// then each image as an `image_url` data URL. Images of other types, audio and resources
+/// stay described in the tool message's text.
+fn tool_result_images(r: &ToolResult) -> Vec<Value> {
+    let images: Vec<Value> = r
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Image { data, mime_type } if IMAGE_TYPES.contains(&mime_type.as_str()) => {
+                Some(json!({
+                    "type": "image_url",
+                    "image_url": {"url": format!("data:{mime_type};base64,{data}")},
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return images;
+    }
+    let mut content = vec![json!({
+        "type": "text",
+        "text": format!("The images returned by the {} tool (call {}):", r.name, r.call_id),
+    })];
+    content.extend(images);
+    content
 }
 
 fn assistant_message(m: &Message) -> Value {

@@ -212,11 +212,13 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
-/// Whether an event is one clients see as a `tinyagent` event: the tool calls.
+/// Whether an event is one clients see as a `tinyagent` event: the tool calls and their
+/// progress.
 fn is_reported(event: &Event) -> bool {
     matches!(
         event,
         Event::ToolCallStarted { .. }
+            | Event::ToolProgress { .. }
             | Event::ToolCallFinished { .. }
             | Event::ReplyRestarted { .. }
     )

@@ -433,3 +433,51 @@ async fn models_lists_the_agents() {
         json!({"name": "other", "description": "The other agent"})
     );
 }
+
+#[tokio::test]
+async fn a_tools_progress_is_reported_between_its_start_and_its_end() {
+    let slow_add = tinyagent::tools::new_tool(
+        "add",
+        "Adds two numbers, slowly",
+        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+        |ctx, _input: String| async move {
+            ctx.progress(1.0, Some(2.0), Some("half way")).await;
+            ctx.progress(2.0, Some(2.0), None).await;
+            Ok::<_, tinyagent::ToolError>("15".to_owned())
+        },
+    );
+    let calc = tinyagent::LlmAgent::builder("calc")
+        .model(tool_then_answer())
+        .tool(slow_add)
+        .build()
+        .unwrap();
+    let server = Running::start(Server::new().agent(calc)).await;
+    let response = client()
+        .post(server.url("/v1/chat/completions"))
+        .json(&chat("calc", "7 + 8?", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    let events = answer["tinyagent"]["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "tool_call_started",
+            "tool_progress",
+            "tool_progress",
+            "tool_call_finished"
+        ],
+        "{events:?}"
+    );
+    assert_eq!(
+        events[1],
+        json!({"type": "tool_progress", "id": "call_1", "progress": 1.0, "total": 2.0, "message": "half way"})
+    );
+    assert_eq!(
+        events[2],
+        json!({"type": "tool_progress", "id": "call_1", "progress": 2.0, "total": 2.0})
+    );
+}

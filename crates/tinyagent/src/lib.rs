@@ -80,6 +80,7 @@ pub mod agent;
 #[doc = include_str!("../docs/coming_from_go.md")]
 pub mod coming_from_go {}
 mod budget;
+mod content;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -114,7 +115,12 @@ pub use budget::{
     Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
     DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
 };
-pub use context::{Invocation, MemoryStore, Session, SessionStore, State, ToolContext};
+pub use content::{ContentPart, RichContent, content_text};
+pub use context::{
+    ContentSlot, Elicitation, ElicitationRequest, Invocation, LogLevel, MemoryStore,
+    SamplingMessage, SamplingReply, SamplingRequest, Session, SessionStore, State, ToolContext,
+    ToolHost,
+};
 pub use error::{BoxError, ToolError, ToolErrorKind};
 pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 pub use model::{

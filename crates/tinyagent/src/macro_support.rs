@@ -5,8 +5,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ToolError;
 use crate::tools::{
-    FuncTool, IntoToolError, IntoToolOutput, JsonAdapter, ToolFn, ToolHints, WithContext,
-    generate_schema, json_adapter,
+    FuncTool, IntoToolError, IntoToolOutput, JsonAdapter, ToolFn, ToolHints, ToolOutput,
+    WithContext, generate_schema, json_adapter,
 };
 
 /// What a `#[tool]` fn may return.
@@ -16,14 +16,14 @@ use crate::tools::{
     note = "`T` is the result: text, `Json<T>`, `ToolOutput` or any `Serialize` value; `E` is `ToolError`, `String` or an error type implementing `ToolErrorKindHint`"
 )]
 pub trait ToolReturn {
-    /// The result text, or the error.
-    fn into_tool_result(self) -> Result<String, ToolError>;
+    /// The result, or the error.
+    fn into_tool_result(self) -> Result<ToolOutput, ToolError>;
 }
 
 impl<O: IntoToolOutput, E: IntoToolError> ToolReturn for Result<O, E> {
-    fn into_tool_result(self) -> Result<String, ToolError> {
+    fn into_tool_result(self) -> Result<ToolOutput, ToolError> {
         match self {
-            Ok(output) => output.into_tool_output(),
+            Ok(output) => output.into_output(),
             Err(err) => Err(err.into_tool_error()),
         }
     }
@@ -31,7 +31,7 @@ impl<O: IntoToolOutput, E: IntoToolError> ToolReturn for Result<O, E> {
 
 /// What a `#[tool]` fn returned, as a tool's result; the generated call is spanned at the
 /// fn's return type, so a return type that is not a tool's is an error there.
-pub fn into_tool_result<R: ToolReturn>(returned: R) -> Result<String, ToolError> {
+pub fn into_tool_result<R: ToolReturn>(returned: R) -> Result<ToolOutput, ToolError> {
     returned.into_tool_result()
 }
 

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::content::ContentPart;
+
 /// Makes a fresh identifier such as `msg_3f9a0c1d2b4e5f60`: the prefix, an underscore and 16
 /// hex digits that are unique within the process and unpredictable across processes.
 ///
@@ -96,6 +98,14 @@ pub struct ToolResult {
     /// Whether the call failed.
     #[serde(default)]
     pub is_error: bool,
+    /// The result's content parts (text, images, audio, resources), when the tool returned
+    /// more than text; then `content` is their text rendering
+    /// ([`content_text`](crate::content_text)), which providers that take only text send.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<ContentPart>,
+    /// The result's structured content (a JSON value matching the tool's output schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
 }
 
 impl ToolResult {
@@ -110,6 +120,8 @@ impl ToolResult {
             name: name.into(),
             content: content.into(),
             is_error: false,
+            parts: Vec::new(),
+            structured: None,
         }
     }
 
@@ -123,6 +135,26 @@ impl ToolResult {
             is_error: true,
             ..Self::ok(call_id, name, message)
         }
+    }
+
+    /// Returns the result with these content parts; `content` stays as it is (set it to
+    /// [`content_text`](crate::content_text) of the parts, as the agent does).
+    #[must_use]
+    pub fn with_parts(mut self, parts: Vec<ContentPart>) -> Self {
+        self.parts = parts;
+        self
+    }
+
+    /// Returns the result with this structured content.
+    #[must_use]
+    pub fn with_structured(mut self, structured: serde_json::Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
+    /// Whether the result holds media or resources besides text.
+    pub fn has_media(&self) -> bool {
+        self.parts.iter().any(|p| !p.is_text())
     }
 }
 

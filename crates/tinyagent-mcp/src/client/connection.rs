@@ -11,6 +11,7 @@ impl Inner {
         let client = ToolsetClient {
             stale: Arc::clone(&stale),
             label: self.label.clone(),
+            bridge: Arc::clone(&self.bridge),
         };
         let label = &self.label;
         let failed = |text: String| {
@@ -122,6 +123,7 @@ impl Inner {
                                 let probe = ToolsetClient {
                                     stale: Arc::clone(&stale),
                                     label: self.label.clone(),
+                                    bridge: Arc::clone(&self.bridge),
                                 };
                                 let plain =
                                     StreamableHttpClientTransport::from_config(config.clone());
@@ -195,21 +197,61 @@ impl Inner {
     }
 }
 
-/// The client half of the connection: notices when the server's tool list changes.
+/// The client half of the connection: notices when the server's tool list changes, and
+/// passes what the server asks during a call to the [`Bridge`].
 pub(super) struct ToolsetClient {
     stale: Arc<AtomicBool>,
     label: String,
+    bridge: Arc<Bridge>,
 }
 
 impl ClientHandler for ToolsetClient {
     fn get_info(&self) -> ClientConfig {
         // 2025-11-25 keeps the initialize handshake and unsolicited notifications
         // (`notifications/tools/list_changed`), which servers of every era understand.
+        // Elicitation is always answered (declined when no one else does); sampling by the
+        // toolset's model or the calling tool's host (a gateway's client), else refused with
+        // a clear error.
+        let capabilities = serde_json::json!({"elicitation": {"form": {}}, "sampling": {}});
         ClientConfig::new(
-            ClientCapabilities::default(),
+            serde_json::from_value::<ClientCapabilities>(capabilities).unwrap_or_default(),
             Implementation::new("tinyagent-mcp", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.bridge.on_progress(params).await;
+    }
+
+    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); servers use it.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.bridge.on_log(&self.label, params).await;
+    }
+
+    #[allow(deprecated)] // rmcp marks sampling deprecated (SEP-2577); servers use it.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.bridge.sample(params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(self.bridge.elicit(request).await)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -139,3 +139,34 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// Serves `tools` over streamable HTTP on 127.0.0.1, runs the Python client `script` (a
+/// fixture) with the endpoint's URL, and returns the JSON it printed; fails the test, with the
+/// client's output, when it fails or takes more than 60 s.
+pub async fn python_client_report(
+    tools: Vec<std::sync::Arc<dyn tinyagent::Tool>>,
+    script: &str,
+) -> serde_json::Value {
+    require_python_mcp();
+    let handle = tinyagent_mcp::McpServer::new(tools)
+        .serve_http("127.0.0.1:0")
+        .await
+        .expect("serve on loopback");
+    let out = tokio::process::Command::new("python3")
+        .arg(fixture(script))
+        .arg(handle.url())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .expect("the Python client finished within 60 s")
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the Python client {script} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    handle.shutdown().await;
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}

@@ -307,6 +307,12 @@ impl<A: Agent> Tool for AgentTool<A> {
                 Some(parent) => parent.child(message),
                 None => Invocation::new(Session::new(), message),
             };
+            // The sub-agent's tools report to this call (progress of the agent tool) and
+            // reach the client this call runs under.
+            let inv = match ctx.host() {
+                Some(host) => inv.with_host(Arc::clone(host)),
+                None => inv,
+            };
             let mut events = self.agent.run(inv);
             let mut text = String::new();
             let mut answer = None;

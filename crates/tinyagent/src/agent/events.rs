@@ -29,6 +29,7 @@ use crate::model::{FinishReason, Usage};
 /// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
 /// {"type":"message","message":{"id":"msg_…","role":"assistant","parts":[…]}}
 /// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
+/// {"type":"tool_progress","id":"call_1","progress":1.0,"total":3.0,"message":"fetching"}
 /// {"type":"tool_call_finished","id":"call_1","name":"get_weather","is_error":false,
 ///  "content":"{…}","duration_ms":0.05,"error_kind":null}
 /// {"type":"finished","answer":"…","steps":2,"input_tokens":160,"output_tokens":40}
@@ -75,6 +76,18 @@ pub enum Event {
         /// The call, as the model made it.
         call: ToolCall,
     },
+    /// A running tool call reports progress (through
+    /// [`ToolContext::progress`](crate::ToolContext::progress)).
+    ToolProgress {
+        /// The id of the call.
+        call_id: String,
+        /// How far it is (increasing).
+        progress: f64,
+        /// Of how much, when known.
+        total: Option<f64>,
+        /// What it is doing, for people.
+        message: Option<String>,
+    },
     /// A tool call is over.
     ToolCallFinished {
         /// The result the model will read; `result.is_error` says whether the call failed.
@@ -118,6 +131,14 @@ enum Repr {
         id: String,
         name: String,
         arguments: Value,
+    },
+    ToolProgress {
+        id: String,
+        progress: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     ToolCallFinished {
         id: String,
@@ -170,6 +191,17 @@ impl Serialize for Event {
                 id: call.id,
                 name: call.name,
             },
+            Event::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => Repr::ToolProgress {
+                id: call_id,
+                progress,
+                total,
+                message,
+            },
             Event::ToolCallFinished {
                 result,
                 duration,
@@ -217,6 +249,17 @@ impl<'de> Deserialize<'de> for Event {
                 arguments,
             } => Event::ToolCallStarted {
                 call: ToolCall::new(id, name, arguments_text(arguments)),
+            },
+            Repr::ToolProgress {
+                id,
+                progress,
+                total,
+                message,
+            } => Event::ToolProgress {
+                call_id: id,
+                progress,
+                total,
+                message,
             },
             Repr::ToolCallFinished {
                 id,

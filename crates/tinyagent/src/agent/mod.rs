@@ -7,6 +7,8 @@ mod error;
 mod events;
 mod run;
 mod stored;
+mod tool_content;
+mod tool_host;
 mod typed;
 
 use std::sync::Arc;

@@ -12,9 +12,9 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use super::builder::{Config, ToolEntry};
-use super::{AgentError, Event, Invocation, ToolSource};
+use super::{AgentError, Event, Invocation, ToolSource, tool_content, tool_host};
 use crate::budget::{BudgetExceeded, SharedBudget};
-use crate::context::ToolContext;
+use crate::context::{ContentSlot, ToolContext};
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
@@ -187,7 +187,12 @@ async fn drive(
         tool_choice: config.tool_choice.clone(),
         response_format,
     };
+    let host = inv.host().cloned();
     let ctx = ToolContext::new().with_invocation(inv);
+    let ctx = match host {
+        Some(host) => ctx.with_host(host),
+        None => ctx,
+    };
     let mut total = Usage::default();
 
     for step in 1..=config.max_steps {
@@ -399,6 +404,7 @@ async fn run_call(
             ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
         })
     });
+    let slot = ContentSlot::new();
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
         (None, Some(entry)) => {
@@ -417,7 +423,7 @@ async fn run_call(
                 error.type = tracing::field::Empty,
                 otel.status_code = tracing::field::Empty,
             );
-            invoke(entry, ctx, call).instrument(span).await
+            invoke(entry, ctx, call, &slot, out).instrument(span).await
         }
         (None, None) => Err(ToolError::not_found(format!(
             "unknown tool {:?}",
@@ -430,7 +436,13 @@ async fn run_call(
         _ => text,
     };
     let (result, error_kind) = match outcome {
-        Ok(content) => (ToolResult::ok(&call.id, &call.name, bounded(content)), None),
+        Ok(content) => {
+            let result = ToolResult::ok(&call.id, &call.name, bounded(content));
+            match slot.take() {
+                Some(rich) => (tool_content::attach(result, rich, max_output), None),
+                None => (result, None),
+            }
+        }
         Err(err) => {
             tracing::debug!(
                 gen_ai.tool.name = %call.name,
@@ -456,7 +468,22 @@ async fn invoke(
     entry: &ToolEntry,
     ctx: &ToolContext,
     call: &ToolCall,
+    slot: &ContentSlot,
+    out: &Queue,
 ) -> Result<String, ToolError> {
-    let ctx = ctx.clone().with_call_id(call.id.as_str()).in_tool_span();
+    let host = tool_host::AgentHost {
+        call_id: call.id.clone(),
+        emit: Arc::new({
+            let out = out.clone();
+            move |event| out.push(event)
+        }),
+        outer: ctx.host().cloned(),
+    };
+    let ctx = ctx
+        .clone()
+        .with_call_id(call.id.as_str())
+        .with_content_slot(slot.clone())
+        .with_host(Arc::new(host))
+        .in_tool_span();
     handle_catching_panics(entry.tool.as_ref(), &ctx, &call.arguments).await
 }

@@ -31,6 +31,7 @@ pub struct Invocation {
     chain: Arc<[Arc<str>]>,
     agent: Option<Arc<str>>,
     budget: Option<SharedBudget>,
+    host: Option<super::host::Host>,
 }
 
 impl Invocation {
@@ -44,7 +45,22 @@ impl Invocation {
             chain: Arc::from([]),
             agent: None,
             budget: None,
+            host: None,
         }
+    }
+
+    /// Returns the invocation with a [`ToolHost`](crate::ToolHost) for its tool calls: what
+    /// the agent runs under (an MCP server serving it, a parent agent), which answers the
+    /// tools' sampling and elicitation requests and hears their progress and logs too.
+    #[must_use]
+    pub fn with_host(mut self, host: Arc<dyn super::ToolHost>) -> Self {
+        self.host = Some(super::host::Host(host));
+        self
+    }
+
+    /// The host the invocation's tool calls run under, if any.
+    pub fn host(&self) -> Option<&Arc<dyn super::ToolHost>> {
+        self.host.as_ref().map(|h| &h.0)
     }
 
     /// Returns the invocation with the id replaced.

@@ -18,6 +18,12 @@ pub struct ToolDefinition {
     pub description: String,
     /// The JSON Schema of the tool's arguments (an object schema).
     pub input_schema: Value,
+    /// A human-readable name for user interfaces (not sent to models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The JSON Schema of the tool's structured content, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolDefinition {
@@ -31,7 +37,23 @@ impl ToolDefinition {
             name: name.into(),
             description: description.into(),
             input_schema,
+            title: None,
+            output_schema: None,
         }
+    }
+
+    /// Returns the definition with a human-readable title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Returns the definition with the JSON Schema of the tool's structured content.
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// The definition of a tool.
@@ -40,6 +62,8 @@ impl ToolDefinition {
             name: tool.name().to_owned(),
             description: tool.description().to_owned(),
             input_schema: tool.input_schema().clone(),
+            title: tool.title().map(str::to_owned),
+            output_schema: tool.output_schema().cloned(),
         }
     }
 }

@@ -175,7 +175,7 @@ where
                 _ => decode_input(input)?,
             };
             match self.f.call(ctx.clone(), input).await {
-                Ok(output) => output.into_tool_output(),
+                Ok(output) => output.into_output().and_then(|o| o.deliver(ctx)),
                 Err(err) => Err(err.into_tool_error()),
             }
         })

@@ -68,6 +68,8 @@ pub struct FuncTool<H> {
     description: String,
     schema: Value,
     hints: ToolHints,
+    title: Option<String>,
+    output_schema: Option<Value>,
     handler: H,
 }
 
@@ -97,8 +99,51 @@ impl<H> FuncTool<H> {
             description,
             schema,
             hints,
+            title: None,
+            output_schema: None,
             handler,
         }
+    }
+
+    /// Returns the tool with a human-readable title (MCP's `title`), for user interfaces.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Returns the tool with the JSON Schema of its structured content (MCP's
+    /// `outputSchema`); its root is an object.
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Returns the tool with the schema of `T` (by [`generate_schema`]) as its output
+    /// schema: for a tool that returns [`Structured<T>`](crate::tools::Structured).
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use tinyagent::{Tool, ToolError, tools::{self, Structured}};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct City { city: String }
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Weather { celsius: f64 }
+    ///
+    /// let weather = tools::new_func("weather", "Current weather", |_: City| async move {
+    ///     Ok::<_, ToolError>(Structured(Weather { celsius: 22.5 }))
+    /// })
+    /// .with_title("Weather")
+    /// .with_output_schema_of::<Weather>();
+    /// assert_eq!(Tool::title(&weather), Some("Weather"));
+    /// assert_eq!(Tool::output_schema(&weather).unwrap()["required"][0], "celsius");
+    /// ```
+    #[must_use]
+    pub fn with_output_schema_of<T: schemars::JsonSchema + 'static>(self) -> Self {
+        self.with_output_schema(generate_schema::<T>())
     }
 
     /// Returns the tool with its effect hints set.
@@ -189,6 +234,14 @@ impl<H: Handler> Tool for FuncTool<H> {
 
     fn hints(&self) -> ToolHints {
         self.hints
+    }
+
+    fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
     }
 
     fn handle<'a>(
@@ -287,6 +340,8 @@ where
         description: description.into(),
         schema,
         hints: ToolHints::default(),
+        title: None,
+        output_schema: None,
         handler: json_adapter(f),
     })
 }
@@ -355,6 +410,8 @@ where
         description: description.into(),
         schema,
         hints: ToolHints::default(),
+        title: None,
+        output_schema: None,
         handler: handler_fn(f),
     })
 }

@@ -69,6 +69,18 @@ pub trait Tool: Send + Sync {
         ToolHints::default()
     }
 
+    /// A human-readable name for user interfaces (MCP's `title`); the model calls the tool
+    /// by [`name`](Self::name). None by default.
+    fn title(&self) -> Option<&str> {
+        None
+    }
+
+    /// The JSON Schema of the tool's structured content (MCP's `outputSchema`), when its
+    /// results carry structured content. None by default.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+
     /// Runs the tool on the model's raw JSON arguments.
     fn handle<'a>(
         &'a self,

@@ -59,7 +59,7 @@ pub use middleware::{
 };
 #[cfg(feature = "tower")]
 pub use middleware::{HandlerService, ToolRequest};
-pub use output::{IntoToolError, IntoToolOutput, Json, ToolErrorKindHint, ToolOutput};
+pub use output::{IntoToolError, IntoToolOutput, Json, Structured, ToolErrorKindHint, ToolOutput};
 pub use panic::handle_catching_panics;
 pub use resolver::{ToolResolver, ToolResolverFunc, resolver_fn};
 pub use schema::{generate_schema, strict_schema};

@@ -6,7 +6,10 @@ use std::borrow::Cow;
 use std::convert::Infallible;
 
 use serde::Serialize;
+use serde_json::Value;
 
+use crate::content::{ContentPart, RichContent, content_text};
+use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError, ToolErrorKind};
 
 /// What a tool function's successful value becomes: the text the model reads, or (for a
@@ -17,7 +20,8 @@ use crate::error::{BoxError, ToolError, ToolErrorKind};
 ///   model without JSON quotes.
 /// - Every other [`Serialize`] value is encoded as JSON.
 /// - [`Json`] encodes its value as JSON always, a string included (`"\"hi\""`).
-/// - [`ToolOutput`] is text plus an is-error flag.
+/// - [`ToolOutput`] is text or content parts (images, audio, resources), structured content and
+///   an is-error flag; [`Structured`] is a value sent as structured content.
 ///
 /// ```
 /// use tinyagent::tools::{IntoToolOutput, Json, ToolOutput};
@@ -30,12 +34,22 @@ use crate::error::{BoxError, ToolError, ToolErrorKind};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool's output",
-    label = "a tool's output must be text, a `Serialize` value, `Json<T>` or `ToolOutput`",
+    label = "a tool's output must be text, a `Serialize` value, `Json<T>`, `Structured<T>` or `ToolOutput`",
     note = "derive `serde::Serialize` for the type, or return a `String` made from it"
 )]
 pub trait IntoToolOutput {
     /// Converts the value into the tool's result text, or an error result.
     fn into_tool_output(self) -> Result<String, ToolError>;
+
+    /// Converts the value into a [`ToolOutput`], keeping content parts and structured content
+    /// where the value has them (by default: the text of
+    /// [`into_tool_output`](Self::into_tool_output)).
+    fn into_output(self) -> Result<ToolOutput, ToolError>
+    where
+        Self: Sized,
+    {
+        self.into_tool_output().map(ToolOutput::text)
+    }
 }
 
 impl<T: Serialize> IntoToolOutput for T {
@@ -77,13 +91,23 @@ impl<T: Serialize> IntoToolOutput for Json<T> {
     }
 }
 
-/// A tool's result as text plus an is-error flag, like MCP's `CallToolResult`: for a tool that
-/// decides itself that its answer is a failure the model should read as one.
+/// A tool's result as MCP's `CallToolResult` has it: text, or content parts (text, images,
+/// audio, resources) with their text rendering, optional structured content, and an is-error
+/// flag for a tool that decides itself that its answer is a failure the model should read as
+/// one.
 ///
 /// An error result becomes a [`ToolError`] of kind [`Failed`](ToolErrorKind::Failed), not
 /// retryable, whose message is the text.
 ///
+/// A result with parts or structured content reaches the model as its text
+/// ([`content_text`](crate::content_text): text parts as they are, a placeholder such as
+/// `[image image/png, 5.2 kB]` for the others) through [`Tool::handle`](crate::Tool::handle);
+/// the parts and structured content go to the call's [`ContentSlot`](crate::ContentSlot), from
+/// where agents hand them to providers that take images and MCP servers send them as MCP
+/// content.
+///
 /// ```
+/// use tinyagent::ContentPart;
 /// use tinyagent::tools::{IntoToolOutput, ToolOutput};
 ///
 /// let ok = ToolOutput::text("3 orders found");
@@ -91,10 +115,18 @@ impl<T: Serialize> IntoToolOutput for Json<T> {
 /// assert_eq!(ok.into_tool_output().unwrap(), "3 orders found");
 /// let err = ToolOutput::error("the order is archived").into_tool_output().unwrap_err();
 /// assert_eq!(err.kind(), tinyagent::ToolErrorKind::Failed);
+///
+/// let chart = ToolOutput::text("sales by month:").with_part(ContentPart::image("iVBORw==", "image/png"));
+/// assert_eq!(chart.as_text(), "sales by month:\n[image image/png, 4 B]");
+/// assert_eq!(chart.content_parts().len(), 2);
+/// let totals = ToolOutput::structured(serde_json::json!({"total": 42}));
+/// assert_eq!(totals.as_text(), r#"{"total":42}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
     text: String,
+    parts: Vec<ContentPart>,
+    structured: Option<Value>,
     is_error: bool,
 }
 
@@ -103,6 +135,8 @@ impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
+            parts: Vec::new(),
+            structured: None,
             is_error: false,
         }
     }
@@ -110,19 +144,92 @@ impl ToolOutput {
     /// An error result with this text, written for the model.
     pub fn error(text: impl Into<String>) -> Self {
         Self {
-            text: text.into(),
             is_error: true,
+            ..Self::text(text)
         }
     }
 
-    /// The text of the result.
+    /// A successful result of these content parts.
+    pub fn parts(parts: impl IntoIterator<Item = ContentPart>) -> Self {
+        let parts: Vec<ContentPart> = parts.into_iter().collect();
+        Self {
+            text: content_text(&parts),
+            parts,
+            structured: None,
+            is_error: false,
+        }
+    }
+
+    /// A successful result of one image, from base64 data.
+    pub fn image(data_base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self::parts([ContentPart::image(data_base64, mime_type)])
+    }
+
+    /// A successful result of structured content; its text is the value's JSON (as MCP asks
+    /// for readers that do not take structured content).
+    pub fn structured(value: Value) -> Self {
+        Self {
+            structured: Some(value.clone()),
+            ..Self::text(value.to_string())
+        }
+    }
+
+    /// Returns the result with a content part added after what it holds (its text becomes
+    /// the first part).
+    #[must_use]
+    pub fn with_part(mut self, part: ContentPart) -> Self {
+        if self.parts.is_empty() && !self.text.is_empty() {
+            self.parts
+                .push(ContentPart::text(std::mem::take(&mut self.text)));
+        }
+        self.parts.push(part);
+        self.text = content_text(&self.parts);
+        self
+    }
+
+    /// Returns the result with this structured content; the text stays as it is.
+    #[must_use]
+    pub fn with_structured(mut self, value: Value) -> Self {
+        self.structured = Some(value);
+        self
+    }
+
+    /// The text of the result (for a result of parts, their text rendering).
     pub fn as_text(&self) -> &str {
         &self.text
+    }
+
+    /// The result's content parts; empty for a result that is only text.
+    pub fn content_parts(&self) -> &[ContentPart] {
+        &self.parts
+    }
+
+    /// The result's structured content.
+    pub fn structured_content(&self) -> Option<&Value> {
+        self.structured.as_ref()
     }
 
     /// Whether the result reports an error.
     pub fn is_error(&self) -> bool {
         self.is_error
+    }
+
+    /// The rich part of the result (parts and structured content), when there is one.
+    pub fn rich_content(&self) -> Option<RichContent> {
+        (!self.parts.is_empty() || self.structured.is_some())
+            .then(|| RichContent::new(self.parts.clone(), self.structured.clone()))
+    }
+
+    /// Splits a successful result into its text, leaving its rich part in the context's
+    /// [`ContentSlot`](crate::ContentSlot); an error result becomes the error.
+    pub fn deliver(self, ctx: &ToolContext) -> Result<String, ToolError> {
+        if self.is_error {
+            return Err(ToolError::failed(self.text).retryable(false));
+        }
+        if !self.parts.is_empty() || self.structured.is_some() {
+            ctx.put_rich_content(RichContent::new(self.parts, self.structured));
+        }
+        Ok(self.text)
     }
 }
 
@@ -133,6 +240,40 @@ impl IntoToolOutput for ToolOutput {
         } else {
             Ok(self.text)
         }
+    }
+
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        Ok(self)
+    }
+}
+
+/// A value a tool returns as structured content: the model reads its JSON, and MCP clients
+/// get it as `structuredContent` too. Give the tool its output schema with
+/// [`FuncTool::with_output_schema_of`](crate::tools::FuncTool::with_output_schema_of).
+///
+/// ```
+/// use tinyagent::tools::{IntoToolOutput, Structured};
+///
+/// let out = Structured(serde_json::json!({"celsius": 22.5})).into_output().unwrap();
+/// assert_eq!(out.as_text(), r#"{"celsius":22.5}"#);
+/// assert_eq!(out.structured_content().unwrap()["celsius"], 22.5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Structured<T>(pub T);
+
+impl<T: Serialize> IntoToolOutput for Structured<T> {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        encode(&self.0)
+    }
+
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        let value = serde_json::to_value(&self.0).map_err(|e| {
+            ToolError::failed(format!(
+                "the tool's output could not be encoded as JSON: {e}"
+            ))
+            .with_source(e)
+        })?;
+        Ok(ToolOutput::structured(value))
     }
 }
 

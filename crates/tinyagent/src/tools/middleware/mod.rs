@@ -242,6 +242,14 @@ impl Tool for WrappedTool {
         self.inner.hints()
     }
 
+    fn title(&self) -> Option<&str> {
+        self.inner.title()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.inner.output_schema()
+    }
+
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -254,7 +262,8 @@ impl Tool for WrappedTool {
 /// Wraps a tool in middleware, onion-style (TinyAgent's `WrapTool`): the first middleware
 /// listed is the outermost, so it sees the call first and the result last.
 ///
-/// The wrapped tool keeps the tool's name, description, schema and hints.
+/// The wrapped tool keeps the tool's name, description, schema, hints, title and output
+/// schema.
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};

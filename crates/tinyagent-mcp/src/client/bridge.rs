@@ -1,0 +1,245 @@
+//! What a server asks of the client while a tool runs: its progress and log notifications go
+//! to the calling tool's [`ToolHost`](tinyagent::ToolHost), its sampling requests to the
+//! toolset's model (or the calling tool's host), its elicitation requests to the toolset's
+//! handler (or the calling tool's host; else they are declined).
+
+#![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); servers use them.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, PoisonError};
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, LoggingMessageNotificationParam, ProgressNotificationParam,
+};
+use serde_json::json;
+use tinyagent::{
+    ContentPart, Elicitation, ElicitationRequest, Message, Model, ModelRequest, Part, Role,
+    ToolHost,
+};
+
+use super::*;
+use crate::server_host::log_level;
+
+/// Answers a server's elicitation requests (see
+/// [`McpToolset::elicitation_fn`](crate::McpToolset::elicitation_fn)).
+pub type ElicitationHandler =
+    Arc<dyn Fn(ElicitationRequest) -> BoxFuture<'static, Elicitation> + Send + Sync>;
+
+/// The calls in flight, by progress token, and the toolset's handlers.
+#[derive(Default)]
+pub(crate) struct Bridge {
+    calls: Mutex<HashMap<String, Option<Arc<dyn ToolHost>>>>,
+    /// The host of the call that ended last: a notification handled after its call's
+    /// answer still reaches it when no other call runs.
+    last: Mutex<Option<Arc<dyn ToolHost>>>,
+    next: AtomicU64,
+    pub(crate) sampling: Option<Arc<dyn Model>>,
+    pub(crate) elicitation: Option<ElicitationHandler>,
+}
+
+/// A call in flight; dropping it forgets the call.
+pub(crate) struct CallGuard<'a> {
+    bridge: &'a Bridge,
+    pub(crate) token: String,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        let host = self.bridge.lock().remove(&self.token).flatten();
+        *self
+            .bridge
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = host;
+    }
+}
+
+impl Bridge {
+    /// A bridge with these handlers and no call in flight.
+    pub(crate) fn with_handlers(
+        sampling: Option<Arc<dyn Model>>,
+        elicitation: Option<ElicitationHandler>,
+    ) -> Self {
+        Self {
+            sampling,
+            elicitation,
+            ..Self::default()
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<Arc<dyn ToolHost>>>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a call whose tool runs under `host`; its token goes out as the progress
+    /// token.
+    pub(crate) fn begin(&self, host: Option<Arc<dyn ToolHost>>) -> CallGuard<'_> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let token = tinyagent::new_id(&format!("call{n}"));
+        self.lock().insert(token.clone(), host);
+        CallGuard {
+            bridge: self,
+            token,
+        }
+    }
+
+    /// The host of the call with this token.
+    fn by_token(&self, token: &str) -> Option<Arc<dyn ToolHost>> {
+        self.lock().get(token).cloned().flatten()
+    }
+
+    /// The host of the one call in flight, or of the last call when none is (a notification
+    /// or request from the server names no call; with several in flight, none is chosen).
+    fn only_call(&self) -> Option<Arc<dyn ToolHost>> {
+        let calls = self.lock();
+        match calls.len() {
+            1 => calls.values().next().cloned().flatten(),
+            0 => self
+                .last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            _ => None,
+        }
+    }
+
+    pub(crate) async fn on_progress(&self, params: ProgressNotificationParam) {
+        let token = match serde_json::to_value(&params.progress_token) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(other) => other.to_string(),
+            Err(_) => return,
+        };
+        // rmcp may send its own token (the request's) instead of the call's: then the one
+        // call in flight is the one.
+        if let Some(host) = self.by_token(&token).or_else(|| self.only_call()) {
+            host.progress(params.progress, params.total, params.message)
+                .await;
+        }
+    }
+
+    pub(crate) async fn on_log(&self, label: &str, params: LoggingMessageNotificationParam) {
+        let level = log_level(params.level);
+        match self.only_call() {
+            Some(host) => host.log(level, params.logger, params.data).await,
+            None => tracing::info!(server = %label, ?level, logger = ?params.logger,
+                "MCP server log: {}", params.data),
+        }
+    }
+
+    pub(crate) async fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let request = sampling_request(&params)?;
+        let reply = match (&self.sampling, self.only_call()) {
+            (Some(model), _) => {
+                let mut messages: Vec<Message> = request
+                    .messages
+                    .iter()
+                    .map(|m| Message::new(m.role, vec![Part::text(m.content.describe())]))
+                    .collect();
+                if let Some(system) = &request.system_prompt {
+                    messages.insert(0, Message::system(system.clone()));
+                }
+                let mut req = ModelRequest::new(messages);
+                req.max_tokens = Some(request.max_tokens);
+                #[allow(clippy::cast_possible_truncation)] // a temperature, 0 to 2
+                {
+                    req.temperature = request.temperature.map(|t| t as f32);
+                }
+                let response = model.generate(&req).await.map_err(|e| {
+                    ErrorData::internal_error(format!("the client's model failed: {e}"), None)
+                })?;
+                tinyagent::SamplingReply::text(response.message.text(), model.name())
+                    .with_stop_reason("endTurn")
+            }
+            (None, Some(host)) => host
+                .sample(request)
+                .await
+                .map_err(|e| ErrorData::internal_error(e.message().to_owned(), None))?,
+            (None, None) => {
+                return Err(ErrorData::invalid_request(
+                    "this client has no model for sampling requests (McpToolset::sampling_model) \
+                     and the tool call runs under no client that answers them",
+                    None,
+                ));
+            }
+        };
+        let content = serde_json::to_value(crate::content::content_block(&reply.content))
+            .unwrap_or(serde_json::Value::Null);
+        let mut result =
+            json!({"role": reply.role.as_str(), "content": content, "model": reply.model});
+        if let Some(reason) = reply.stop_reason {
+            result["stopReason"] = json!(reason);
+        }
+        serde_json::from_value(result)
+            .map_err(|e| ErrorData::internal_error(format!("invalid sampling reply: {e}"), None))
+    }
+
+    pub(crate) async fn elicit(&self, params: ElicitRequestParams) -> ElicitResult {
+        let answer = match serde_json::to_value(&params) {
+            Ok(v) if v["mode"] != "url" => {
+                let request = ElicitationRequest::new(
+                    v["message"].as_str().unwrap_or_default(),
+                    v["requestedSchema"].clone(),
+                );
+                match (&self.elicitation, self.only_call()) {
+                    (Some(handler), _) => handler(request).await,
+                    (None, Some(host)) => {
+                        host.elicit(request).await.unwrap_or(Elicitation::Decline)
+                    }
+                    (None, None) => Elicitation::Decline,
+                }
+            }
+            // URL elicitation (opening a page) is not for a program to answer.
+            _ => Elicitation::Decline,
+        };
+        match answer {
+            Elicitation::Accept(content) => {
+                let mut result = ElicitResult::new(ElicitationAction::Accept);
+                result.content = Some(content);
+                result
+            }
+            Elicitation::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        }
+    }
+}
+
+/// A server's sampling request as ours.
+fn sampling_request(
+    params: &CreateMessageRequestParams,
+) -> Result<tinyagent::SamplingRequest, ErrorData> {
+    let v = serde_json::to_value(params)
+        .map_err(|e| ErrorData::invalid_params(format!("invalid sampling request: {e}"), None))?;
+    let mut messages = Vec::new();
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let role = if m["role"] == "assistant" {
+            Role::Assistant
+        } else {
+            Role::User
+        };
+        let blocks = match &m["content"] {
+            serde_json::Value::Array(items) => items.clone(),
+            other => vec![other.clone()],
+        };
+        for block in blocks {
+            let part = serde_json::from_value::<rmcp::model::ContentBlock>(block)
+                .map(|b| crate::content::content_part(&b))
+                .unwrap_or_else(|_| ContentPart::text("[content this client does not know]"));
+            messages.push(tinyagent::SamplingMessage::new(role, part));
+        }
+    }
+    let max_tokens = u32::try_from(v["maxTokens"].as_u64().unwrap_or(1024)).unwrap_or(u32::MAX);
+    let mut request = tinyagent::SamplingRequest::new(messages, max_tokens);
+    if let Some(system) = v["systemPrompt"].as_str() {
+        request = request.system_prompt(system);
+    }
+    if let Some(t) = v["temperature"].as_f64() {
+        request = request.temperature(t);
+    }
+    Ok(request)
+}

@@ -1,0 +1,282 @@
+//! The [`ToolHost`] of a tool served over MCP: progress and log messages become notifications
+//! to the client, sampling and elicitation become requests to it.
+
+#![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); clients use them.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitationAction,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Value, json};
+use tinyagent::{
+    BoxFuture, ContentPart, Elicitation, ElicitationRequest, LogLevel, Role, SamplingReply,
+    SamplingRequest, ToolError, ToolHost,
+};
+
+use crate::content::content_part;
+use crate::remote_tool::service_error;
+
+/// The log level a session's client asked for with `logging/setLevel` (`None`: every message
+/// is sent). Sessions of the initialize handshake keep it; on connections of protocol
+/// 2026-07-28 and later each request says its level in `_meta` instead.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionLogLevel(Arc<Mutex<Option<LogLevel>>>);
+
+impl SessionLogLevel {
+    pub(crate) fn set(&self, level: LogLevel) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+    }
+
+    fn allows(&self, level: LogLevel) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none_or(|min| level >= min)
+    }
+}
+
+/// Which log messages of one request go to the client.
+#[derive(Debug, Clone)]
+pub(crate) enum LogFilter {
+    /// The request's own `_meta` level (protocol 2026-07-28 and later): at or above it.
+    Request(LogLevel),
+    /// A request of protocol 2026-07-28 or later that did not opt in: none.
+    Off,
+    /// The session's `logging/setLevel` (the initialize handshake's sessions).
+    Session(SessionLogLevel),
+}
+
+impl LogFilter {
+    /// The filter of a request: its `_meta` level, else none on connections that have
+    /// per-request levels, else the session's.
+    pub(crate) fn for_request(
+        meta: &rmcp::model::RequestMetaObject,
+        stateless: bool,
+        session: &SessionLogLevel,
+    ) -> Self {
+        if let Some(level) = meta.log_level() {
+            Self::Request(log_level(level))
+        } else if stateless {
+            Self::Off
+        } else {
+            Self::Session(session.clone())
+        }
+    }
+
+    fn allows(&self, level: LogLevel) -> bool {
+        match self {
+            Self::Request(min) => level >= *min,
+            Self::Off => false,
+            Self::Session(session) => session.allows(level),
+        }
+    }
+}
+
+/// rmcp's level for ours, and back.
+pub(crate) fn log_level(level: rmcp::model::LoggingLevel) -> LogLevel {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        L::Debug => LogLevel::Debug,
+        L::Info => LogLevel::Info,
+        L::Notice => LogLevel::Notice,
+        L::Warning => LogLevel::Warning,
+        L::Error => LogLevel::Error,
+        L::Critical => LogLevel::Critical,
+        L::Alert => LogLevel::Alert,
+        L::Emergency => LogLevel::Emergency,
+    }
+}
+
+fn wire_level(level: LogLevel) -> rmcp::model::LoggingLevel {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        LogLevel::Debug => L::Debug,
+        LogLevel::Info => L::Info,
+        LogLevel::Notice => L::Notice,
+        LogLevel::Warning => L::Warning,
+        LogLevel::Error => L::Error,
+        LogLevel::Critical => L::Critical,
+        LogLevel::Alert => L::Alert,
+        LogLevel::Emergency => L::Emergency,
+    }
+}
+
+/// Whether the client speaks MCP 2026-07-28 or later, which has no sessions and no requests
+/// from server to client (what the initialize handshake's sessions have).
+pub(crate) fn is_stateless(peer: &Peer<RoleServer>) -> bool {
+    let version = peer
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&info.protocol_version).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    // Versions are dates: they sort as text.
+    version.as_str() >= "2026-07-28"
+}
+
+/// The error of a request to a client that cannot be asked.
+fn cannot_ask(what: &str, capability: &str, stateless: bool) -> ToolError {
+    let why = if stateless {
+        "the MCP client speaks protocol 2026-07-28 or later, where a server asks through          input-required results, which this server does not send; connect with the initialize          handshake (protocol 2025-11-25)"
+            .to_owned()
+    } else {
+        format!("the MCP client did not declare the {capability} capability")
+    };
+    ToolError::unavailable(format!("{what} is not supported here: {why}")).retryable(false)
+}
+
+/// The host of one `tools/call`.
+pub(crate) struct ServerHost {
+    pub peer: Peer<RoleServer>,
+    pub progress_token: Option<ProgressToken>,
+    pub log_filter: LogFilter,
+    pub stateless: bool,
+    pub tool: String,
+}
+
+/// Decodes a JSON value into one of rmcp's (mostly non-exhaustive) wire types.
+fn wire<T: tinyagent::serde::de::DeserializeOwned>(
+    value: Value,
+    what: &str,
+) -> Result<T, ToolError> {
+    serde_json::from_value(value)
+        .map_err(|e| ToolError::invalid_input(format!("invalid {what}: {e}")))
+}
+
+impl ToolHost for ServerHost {
+    fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Without a token the client did not ask for progress.
+            let Some(token) = &self.progress_token else {
+                return;
+            };
+            let mut params = json!({"progressToken": token, "progress": progress});
+            if let Some(total) = total {
+                params["total"] = json!(total);
+            }
+            if let Some(message) = message {
+                params["message"] = json!(message);
+            }
+            if let Ok(params) = wire::<ProgressNotificationParam>(params, "progress")
+                && let Err(e) = self.peer.notify_progress(params).await
+            {
+                tracing::debug!(tool = %self.tool, error = %e, "progress notification not sent");
+            }
+        })
+    }
+
+    fn log(&self, level: LogLevel, logger: Option<String>, data: Value) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.log_filter.allows(level) {
+                return;
+            }
+            let mut params = LoggingMessageNotificationParam::new(wire_level(level), data);
+            params.logger = Some(logger.unwrap_or_else(|| self.tool.clone()));
+            if let Err(e) = self.peer.notify_logging_message(params).await {
+                tracing::debug!(tool = %self.tool, error = %e, "log notification not sent");
+            }
+        })
+    }
+
+    fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingReply, ToolError>> {
+        Box::pin(async move {
+            let supported = !self.stateless
+                && self
+                    .peer
+                    .peer_info()
+                    .is_some_and(|info| info.capabilities.sampling.is_some());
+            if !supported {
+                return Err(cannot_ask(
+                    "sampling (asking the client's model)",
+                    "sampling",
+                    self.stateless,
+                ));
+            }
+            let messages: Vec<Value> = request
+                .messages
+                .iter()
+                .map(|m| {
+                    let content = serde_json::to_value(crate::content::content_block(&m.content))
+                        .unwrap_or(Value::Null);
+                    json!({"role": m.role.as_str(), "content": content})
+                })
+                .collect();
+            let mut params = json!({"messages": messages, "maxTokens": request.max_tokens});
+            if let Some(system) = &request.system_prompt {
+                params["systemPrompt"] = json!(system);
+            }
+            if let Some(t) = request.temperature {
+                params["temperature"] = json!(t);
+            }
+            let params: CreateMessageRequestParams = wire(params, "sampling request")?;
+            let result: CreateMessageResult = self
+                .peer
+                .create_message(params)
+                .await
+                .map_err(|e| service_error("client", e, "asking the client's model"))?;
+            sampling_reply(result)
+        })
+    }
+
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, Result<Elicitation, ToolError>> {
+        Box::pin(async move {
+            let supported = !self.stateless
+                && self
+                    .peer
+                    .peer_info()
+                    .is_some_and(|info| info.capabilities.elicitation.is_some());
+            if !supported {
+                return Err(cannot_ask(
+                    "elicitation (asking the user)",
+                    "elicitation",
+                    self.stateless,
+                ));
+            }
+            let params: ElicitRequestParams = wire(
+                json!({"mode": "form", "message": request.message,
+                       "requestedSchema": request.schema}),
+                "elicitation request (the schema must be a flat object of primitive properties)",
+            )?;
+            let result = self
+                .peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| service_error("client", e, "asking the user"))?;
+            Ok(match result.action {
+                ElicitationAction::Accept => {
+                    Elicitation::Accept(result.content.unwrap_or(Value::Null))
+                }
+                ElicitationAction::Decline => Elicitation::Decline,
+                _ => Elicitation::Cancel,
+            })
+        })
+    }
+}
+
+/// The client's sampling answer as ours: its first content block (text, image or audio).
+fn sampling_reply(result: CreateMessageResult) -> Result<SamplingReply, ToolError> {
+    let message = serde_json::to_value(&result.message).unwrap_or(Value::Null);
+    let role = match message["role"].as_str() {
+        Some("user") => Role::User,
+        _ => Role::Assistant,
+    };
+    let first = match &message["content"] {
+        Value::Array(items) => items.first().cloned(),
+        other => Some(other.clone()),
+    };
+    let content = first
+        .and_then(|block| serde_json::from_value::<rmcp::model::ContentBlock>(block).ok())
+        .map_or_else(|| ContentPart::text(""), |block| content_part(&block));
+    let mut reply = SamplingReply::text("", result.model);
+    reply.role = role;
+    reply.content = content;
+    reply.stop_reason = result.stop_reason;
+    Ok(reply)
+}
