@@ -50,7 +50,7 @@ impl PostgresStore {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(Duration::from_secs(30))
             .connect(url)
             .await
             .map_err(db_err)?;

@@ -91,11 +91,26 @@ fn info(id: &str, meta: &[String]) -> Result<SessionInfo, StoreError> {
 }
 
 impl RedisStore {
+    /// How long [`RedisStore::connect`]'s connection waits for the answer to one command.
+    pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// How long [`RedisStore::connect`] waits for a connection to the server.
+    pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
+
     /// Connects to `url` (`redis://host:port/db`, `rediss://` for TLS is not built in) with a
-    /// connection manager that reconnects by itself.
+    /// connection manager that reconnects by itself. Its commands wait up to
+    /// [`Self::RESPONSE_TIMEOUT`] for an answer: all of a process's commands share one multiplexed
+    /// connection, and under a burst (a thousand conversations finishing at once) the
+    /// client's default of 500 ms lost turns.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(db_err)?;
-        let conn = client.get_connection_manager().await.map_err(db_err)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(Self::RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(Self::CONNECTION_TIMEOUT));
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(db_err)?;
         Ok(Self::from_connection(conn))
     }
 
