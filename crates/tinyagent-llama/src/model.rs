@@ -518,7 +518,7 @@ fn format_of_template(template: &str) -> Format {
     let calls = template.contains("<tool_call>");
     if calls && template.contains("<tool_response>") && !template.contains("<tool_call>[") {
         Format::Hermes
-    } else if template.contains("<tool_call>") || template.contains("<tools>") {
+    } else if calls || template.contains("<tools>") {
         Format::Tagged
     } else {
         Format::Json
