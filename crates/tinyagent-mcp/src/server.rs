@@ -441,14 +441,15 @@ impl McpServer {
         self,
         addr: impl tokio::net::ToSocketAddrs,
     ) -> Result<HttpServerHandle, McpServeError> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let local_addr = listener.local_addr()?;
-        if self.inner.access.bearer_token.is_none()
-            && !self.inner.allow_unauthenticated
-            && !local_addr.ip().is_loopback()
-        {
-            return Err(McpServeError::Unauthenticated { addr: local_addr });
+        // Checked before binding: an open address is never listened on, even briefly.
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
+        if self.inner.access.bearer_token.is_none() && !self.inner.allow_unauthenticated {
+            if let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(McpServeError::Unauthenticated { addr: *open });
+            }
         }
+        let listener = tokio::net::TcpListener::bind(&addrs[..]).await?;
+        let local_addr = listener.local_addr()?;
         if self.inner.access.bearer_token.is_none() {
             tracing::warn!(%local_addr, "serving MCP without a bearer token: anyone who can reach the address may call the tools");
         }
