@@ -192,13 +192,11 @@ impl From<StoreError> for ApiError {
 
 impl From<AgentError> for ApiError {
     fn from(err: AgentError) -> Self {
+        let err = match err {
+            AgentError::Store(err) => return err.into(),
+            other => other,
+        };
         let this = match &err {
-            AgentError::Store(_) => {
-                let AgentError::Store(err) = err else {
-                    unreachable!()
-                };
-                return err.into();
-            }
             // The model's error names the provider's URL and quotes its answer: log only.
             AgentError::Model(_) => Self::new(
                 StatusCode::BAD_GATEWAY,

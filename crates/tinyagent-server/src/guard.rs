@@ -189,7 +189,7 @@ pub(crate) async fn cross_site(
                 host = ?request.headers().get(header::HOST),
                 origin = ?request.headers().get(header::ORIGIN),
                 status = err.status.as_u16(),
-                request_id = current_request_id().unwrap_or_default(),
+                request_id = %current_request_id().unwrap_or_default(),
                 "refused a request: {}",
                 err.message
             );
@@ -226,7 +226,8 @@ fn check(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {
             .code("origin_not_allowed"));
         }
     }
-    let has_body = matches!(*request.method(), Method::POST | Method::PUT | Method::PATCH);
+    let method = request.method();
+    let has_body = method == Method::POST || method == Method::PUT || method == Method::PATCH;
     if has_body && request.uri().path() != "/" && !is_json(headers) {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
