@@ -34,8 +34,22 @@ fn status(answer: &str) -> u16 {
 }
 
 fn body(answer: &str) -> Value {
-    let (_, body) = answer.split_once("\r\n\r\n").expect("a body");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+    let (head, mut rest) = answer.split_once("\r\n\r\n").expect("a body");
+    let mut body = String::new();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        loop {
+            let (size, after) = rest.split_once("\r\n").expect("a chunk size");
+            let size = usize::from_str_radix(size.trim(), 16).expect("a hex chunk size");
+            if size == 0 {
+                break;
+            }
+            body.push_str(&after[..size]);
+            rest = &after[size + 2..];
+        }
+    } else {
+        body.push_str(rest);
+    }
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
 fn addr(server: &Running) -> String {
