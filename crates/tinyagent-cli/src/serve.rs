@@ -199,10 +199,9 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         .allowed_hosts
         .iter()
         .fold(server, |server, host| server.allowed_host(host.as_str()));
-    let server = args
-        .allowed_origins
-        .iter()
-        .fold(server, |server, origin| server.allowed_origin(origin.as_str()));
+    let server = args.allowed_origins.iter().fold(server, |server, origin| {
+        server.allowed_origin(origin.as_str())
+    });
     let store_text = match &store_choice {
         StoreChoice::Memory => "memory".to_owned(),
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),

@@ -362,7 +362,9 @@ async fn serve_http_answers_only_the_address_connected_to_and_loopback_names_wit
     }
     handle.shutdown().await;
 
-    let listed = serve(McpServer::new(tinyagent::demo::seed_tools()).allowed_hosts(["tools.example.com"])).await;
+    let listed =
+        serve(McpServer::new(tinyagent::demo::seed_tools()).allowed_hosts(["tools.example.com"]))
+            .await;
     let answer = raw(listed.local_addr(), &initialize_as("tools.example.com")).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     listed.shutdown().await;
@@ -375,10 +377,16 @@ async fn serve_http_refuses_an_open_address_without_a_token() {
         .await
         .unwrap_err();
     assert!(
-        matches!(refused, tinyagent_mcp::McpServeError::Unauthenticated { .. }),
+        matches!(
+            refused,
+            tinyagent_mcp::McpServeError::Unauthenticated { .. }
+        ),
         "{refused}"
     );
-    assert!(refused.to_string().contains("without a bearer token"), "{refused}");
+    assert!(
+        refused.to_string().contains("without a bearer token"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]

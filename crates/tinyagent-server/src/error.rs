@@ -237,7 +237,9 @@ pub(crate) fn redact_urls(text: &str) -> String {
         out.push_str(head);
         // The authority ends at the first '/', '?', '#', whitespace or quote.
         let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>') || c.is_whitespace())
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>') || c.is_whitespace()
+            })
             .unwrap_or(tail.len());
         let authority = &tail[..end];
         match authority.rfind('@') {

@@ -153,7 +153,9 @@ fn split_host(text: &str) -> Option<(String, Option<u16>)> {
         return Some((addr.to_owned(), port));
     }
     match text.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => Some((name.to_owned(), Some(port.parse().ok()?))),
+        Some((name, port)) if !name.contains(':') => {
+            Some((name.to_owned(), Some(port.parse().ok()?)))
+        }
         // A bare IPv6 address (not valid in `Host`, but an allowed-host entry may be written so).
         Some(_) => Some((text, None)),
         None => Some((text, None)),

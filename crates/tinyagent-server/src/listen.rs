@@ -167,15 +167,19 @@ impl<T> WriteTimeout<T> {
 
     /// Called with the inner write's result: a pending write starts (or checks) the clock, a
     /// write that went through stops it.
-    fn watch<R>(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+    fn watch<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
         match result {
             Poll::Pending => {
                 let Some(timeout) = self.timeout else {
                     return Poll::Pending;
                 };
-                let sleep = self
-                    .blocked
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(Instant::now() + timeout)));
+                let sleep = self.blocked.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep_until(Instant::now() + timeout))
+                });
                 if sleep.as_mut().poll(cx).is_ready() {
                     self.blocked = None;
                     tracing::info!(
@@ -255,7 +259,10 @@ mod tests {
         let error = socket.write_all(&[0u8; 1024]).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         let waited = started.elapsed();
-        assert!(waited >= Duration::from_secs(5) && waited < Duration::from_secs(6), "{waited:?}");
+        assert!(
+            waited >= Duration::from_secs(5) && waited < Duration::from_secs(6),
+            "{waited:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -240,7 +240,10 @@ async fn refused(server: &Running, body: Value) -> (u16, Value) {
 fn assert_openai_error(body: &Value, kind: &str, param: Value, code: Value) {
     let error = &body["error"];
     assert_eq!(error.as_object().unwrap().len(), 5, "{body}");
-    assert!(error["request_id"].as_str().unwrap().starts_with("req"), "{body}");
+    assert!(
+        error["request_id"].as_str().unwrap().starts_with("req"),
+        "{body}"
+    );
     assert!(!error["message"].as_str().unwrap().is_empty());
     assert_eq!(error["type"], kind, "{body}");
     assert_eq!(error["param"], param, "{body}");

@@ -53,13 +53,19 @@ async fn connections_that_never_finish_their_headers_are_closed_while_healthz_an
     let server = Running::start(idle_server().header_timeout(Duration::from_secs(2))).await;
     let addr = server.base.trim_start_matches("http://").to_owned();
     let n = connection_budget();
-    assert!(n >= 500, "the file descriptor limit is too low for this test");
+    assert!(
+        n >= 500,
+        "the file descriptor limit is too low for this test"
+    );
     let started = tokio::time::Instant::now();
     let mut stalled = Vec::with_capacity(n);
     for _ in 0..n {
         let mut socket = TcpStream::connect(&addr).await.unwrap();
         // Half a request line, and then nothing: no key is needed to do this.
-        socket.write_all(b"GET /v1/sessions HTTP/1.1\r\nHost: ").await.unwrap();
+        socket
+            .write_all(b"GET /v1/sessions HTTP/1.1\r\nHost: ")
+            .await
+            .unwrap();
         stalled.push(socket);
     }
     // A new client is served while they hang.
@@ -96,7 +102,10 @@ async fn one_connection_over_the_cap_is_503_and_a_new_one_is_served_once_slots_f
     let mut held = Vec::new();
     for _ in 0..8 {
         let mut socket = TcpStream::connect(&addr).await.unwrap();
-        socket.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+        socket
+            .write_all(b"GET /healthz HTTP/1.1\r\n")
+            .await
+            .unwrap();
         held.push(socket);
     }
     // Accepted in order: the ninth finds no slot.
@@ -108,7 +117,10 @@ async fn one_connection_over_the_cap_is_503_and_a_new_one_is_served_once_slots_f
     let refused = closed_by_server(&mut ninth).await;
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     assert!(refused.contains("retry-after: 1"), "{refused}");
-    assert!(refused.contains("\"code\":\"too_many_connections\""), "{refused}");
+    assert!(
+        refused.contains("\"code\":\"too_many_connections\""),
+        "{refused}"
+    );
     // The header timeout closes the eight, which frees their slots.
     for socket in &mut held {
         closed_by_server(socket).await;
@@ -141,7 +153,9 @@ impl Agent for Flood {
     }
 
     fn run(&self, _inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
-        self.dropped.0.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.dropped
+            .0
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         let guard = SetOnDrop(self.dropped.clone());
         let chunk = "x".repeat(64 * 1024);
         stream::unfold(guard, move |guard| {
@@ -184,7 +198,11 @@ async fn a_reader_that_stops_reading_is_dropped_its_run_cancelled_and_what_it_he
         .await
         .expect("the stream starts")
         .unwrap();
-    assert!(head[..read].starts_with(b"HTTP/1.1 200"), "{:?}", &head[..read]);
+    assert!(
+        head[..read].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &head[..read]
+    );
     // The server fills what buffers there are, then waits on the client for the write
     // timeout, then drops it: the run is cancelled.
     dropped.wait("the stalled reader's run is cancelled").await;

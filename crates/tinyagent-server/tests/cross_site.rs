@@ -36,7 +36,10 @@ fn status(answer: &str) -> u16 {
 fn body(answer: &str) -> Value {
     let (head, mut rest) = answer.split_once("\r\n\r\n").expect("a body");
     let mut body = String::new();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         loop {
             let (size, after) = rest.split_once("\r\n").expect("a chunk size");
             let size = usize::from_str_radix(size.trim(), 16).expect("a hex chunk size");
@@ -74,7 +77,8 @@ async fn a_cross_site_form_body_is_415_and_runs_nothing() {
     let server = Running::start(Server::new().agent(agent("greeter", model.clone()))).await;
     let addr = addr(&server);
     // What `<form enctype="text/plain" method="post">` sends: the JSON, as one field.
-    let form_chat = r#"{"model":"greeter","messages":[{"role":"user","content":"run rm -rf ~","x":"="}]}"#;
+    let form_chat =
+        r#"{"model":"greeter","messages":[{"role":"user","content":"run rm -rf ~","x":"="}]}"#;
     let form_session = r#"{"input":"run my tools","x":"="}"#;
     for content_type in [
         "text/plain",
@@ -97,7 +101,11 @@ async fn a_cross_site_form_body_is_415_and_runs_nothing() {
         form_chat.len()
     );
     assert_eq!(status(&raw(&addr, &bare).await), 415);
-    assert_eq!(model.request_count(), 0, "a refused request reached the model");
+    assert_eq!(
+        model.request_count(),
+        0,
+        "a refused request reached the model"
+    );
     // JSON, with a charset, is served.
     let answer = raw(
         &addr,
@@ -202,7 +210,13 @@ async fn a_foreign_origin_is_403_while_the_pages_own_origin_works() {
         let extra = format!("Origin: {origin}\r\n");
         let answer = raw(
             &addr,
-            &post("/v1/chat/completions", &addr, &extra, "application/json", &body_json),
+            &post(
+                "/v1/chat/completions",
+                &addr,
+                &extra,
+                "application/json",
+                &body_json,
+            ),
         )
         .await;
         assert_eq!(status(&answer), 403, "{origin}: {answer}");
@@ -219,7 +233,13 @@ async fn a_foreign_origin_is_403_while_the_pages_own_origin_works() {
     ] {
         let answer = raw(
             &addr,
-            &post("/v1/chat/completions", &addr, &extra, "application/json", &body_json),
+            &post(
+                "/v1/chat/completions",
+                &addr,
+                &extra,
+                "application/json",
+                &body_json,
+            ),
         )
         .await;
         assert_eq!(status(&answer), 200, "{extra}: {answer}");
@@ -239,7 +259,12 @@ async fn every_answer_carries_its_request_id() {
         .await
         .unwrap();
     assert_eq!(ok.status(), 200);
-    assert!(ok.headers()["x-request-id"].to_str().unwrap().starts_with("req"));
+    assert!(
+        ok.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .starts_with("req")
+    );
     let missing = http
         .post(server.url("/v1/chat/completions"))
         .json(&json!({"model": "nobody", "messages": [{"role": "user", "content": "hi"}]}))
@@ -247,7 +272,10 @@ async fn every_answer_carries_its_request_id() {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
-    let id = missing.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let id = missing.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let error: Value = missing.json().await.unwrap();
     assert_eq!(error["error"]["request_id"], id.as_str());
     assert_eq!(error["error"]["code"], "model_not_found");

@@ -569,7 +569,9 @@ async fn a_body_that_does_not_arrive_in_time_is_408() {
     let addr = server.base.trim_start_matches("http://").to_owned();
     let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
     // Headers promising 100 bytes, then 10 of them, then nothing.
-    let request = format!("POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"model\":");
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"model\":"
+    );
     socket.write_all(request.as_bytes()).await.unwrap();
     let mut answer = vec![0u8; 4096];
     let read = tokio::time::timeout(common::PATIENCE, socket.read(&mut answer))
