@@ -201,8 +201,9 @@ pub struct ServeArgs {
     /// kept-alive connection may stay idle.
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
     pub header_timeout: std::time::Duration,
-    /// How long a client may read nothing of an answer, in seconds: past it the connection is
-    /// dropped and the run it was reading cancelled.
+    /// How long a client may take nothing of an answer waiting for it (once the connection's
+    /// buffers are full), in seconds: past it the connection is dropped and the run it was
+    /// reading cancelled, freeing its session and concurrency slot.
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     pub write_timeout: std::time::Duration,
     /// How many connections are kept open at once; one more is answered 503. Keep it under

@@ -51,6 +51,8 @@ pub(crate) async fn serve(
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
+    let mut refused: u64 = 0;
+    let mut last_warned: Option<Instant> = None;
     tokio::pin!(stop);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -72,11 +74,18 @@ pub(crate) async fn serve(
             tracing::debug!(%error, "cannot set TCP_NODELAY");
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(
-                %peer,
-                max_connections = limits.max_connections,
-                "refused a connection: the server has as many as it takes"
-            );
+            // One line a second at most, however many are refused.
+            refused += 1;
+            if last_warned.is_none_or(|at: Instant| at.elapsed() >= Duration::from_secs(1)) {
+                tracing::warn!(
+                    %peer,
+                    refused,
+                    max_connections = limits.max_connections,
+                    "refused connections: the server has as many as it takes"
+                );
+                last_warned = Some(Instant::now());
+                refused = 0;
+            }
             if let Ok(permit) = refusing.clone().try_acquire_owned() {
                 tokio::spawn(async move {
                     refuse(tcp).await;

@@ -271,9 +271,9 @@ impl Server {
         self
     }
 
-    /// How long a client may read nothing while an answer waits to be sent to it: past it the
-    /// connection is dropped, the run it was reading cancelled, and its session and
-    /// concurrency slot freed ([`DEFAULT_WRITE_TIMEOUT`] by default; `None` for no limit).
+    /// How long a client may take nothing while an answer waits to be sent to it (the
+    /// connection's buffers full): past it the connection is dropped, the run it was reading
+    /// cancelled, and its session and concurrency slot freed ([`DEFAULT_WRITE_TIMEOUT`] by default; `None` for no limit).
     /// Enforced by [`serve`](Self::serve).
     #[must_use]
     pub fn write_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
