@@ -29,7 +29,7 @@ pub struct ApiError {
     /// Seconds after which the client may try again (`Retry-After`).
     pub retry_after: Option<u64>,
     /// The id of the request, which the server's log lines name too.
-    pub request_id: Option<String>,
+    pub request_id: Option<Box<str>>,
 }
 
 impl ApiError {
@@ -42,7 +42,7 @@ impl ApiError {
             param: None,
             code: None,
             retry_after: None,
-            request_id: crate::guard::current_request_id(),
+            request_id: crate::guard::current_request_id().map(String::into_boxed_str),
         }
     }
 
@@ -99,8 +99,8 @@ impl ApiError {
     /// handler, such as in a stream).
     #[must_use]
     pub fn request_id(mut self, id: Option<String>) -> Self {
-        if id.is_some() {
-            self.request_id = id;
+        if let Some(id) = id {
+            self.request_id = Some(id.into_boxed_str());
         }
         self
     }
@@ -150,7 +150,10 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound { .. } => Self::not_found(message).code("session_not_found"),
             // What the client sent: its session id or its list cursor.
-            StoreError::InvalidInput { what, .. } if matches!(what, "session id" | "cursor") => {
+            StoreError::InvalidInput {
+                what: "session id" | "cursor",
+                ..
+            } => {
                 Self::bad_request(message)
             }
             StoreError::AlreadyExists { .. } => Self::bad_request(message),
