@@ -109,7 +109,7 @@ pub enum Command {
     #[command(after_help = SERVE_AFTER_HELP)]
     Serve {
         #[command(flatten)]
-        serve: ServeArgs,
+        serve: Box<ServeArgs>,
         #[command(flatten)]
         agent: AgentArgs,
     },
