@@ -153,9 +153,7 @@ impl From<StoreError> for ApiError {
             StoreError::InvalidInput {
                 what: "session id" | "cursor",
                 ..
-            } => {
-                Self::bad_request(message)
-            }
+            } => Self::bad_request(message),
             StoreError::AlreadyExists { .. } => Self::bad_request(message),
             StoreError::Busy { .. } | StoreError::Conflict { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict_error", message)
