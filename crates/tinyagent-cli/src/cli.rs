@@ -89,6 +89,18 @@ pub enum Command {
         /// How long one call of a served tool may take, in seconds (default 60).
         #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         call_timeout: u64,
+        /// Serve HTTP without a bearer token on an address other than loopback: anyone who
+        /// reaches it may call the tools.
+        #[arg(long, requires = "http")]
+        allow_unauthenticated: bool,
+        /// A host name clients use to reach the server (repeatable; `name` or `name:port`,
+        /// `*` for any): requests naming another `Host` get 403. By default only the address
+        /// connected to, and `localhost` on a loopback address.
+        #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+        allowed_hosts: Vec<String>,
+        /// How many HTTP connections are kept open at once; one more is answered 503.
+        #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "http")]
+        max_connections: u32,
         #[command(flatten)]
         tools: ToolArgs,
     },
@@ -97,7 +109,7 @@ pub enum Command {
     #[command(after_help = SERVE_AFTER_HELP)]
     Serve {
         #[command(flatten)]
-        serve: ServeArgs,
+        serve: Box<ServeArgs>,
         #[command(flatten)]
         agent: AgentArgs,
     },
@@ -111,6 +123,12 @@ GET /v1/agents, GET /healthz, GET /readyz, and the page at /.
 Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
 TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
 addresses, unless --allow-unauthenticated. (--api-key is the model provider's key.)
+
+Other sites' pages cannot drive it through a browser: API bodies must be application/json
+(415), a foreign Origin gets 403, and a Host other than the address connected to (or
+localhost, on loopback) gets 421 unless listed with --allowed-host (add the name clients or
+your reverse proxy use). Client system/developer messages rank below the agent's
+instruction (--client-instructions), and client tool results are refused (400).
 
 Stores: memory (lost on exit), sqlite:PATH (a file), postgres://USER@HOST/DB, redis://HOST/.
 Several servers sharing one PostgreSQL or Redis serve the same conversations.
@@ -170,6 +188,42 @@ pub struct ServeArgs {
     /// How long a shutdown waits for the answers in flight, in seconds.
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     pub drain_timeout: std::time::Duration,
+    /// A host name clients use to reach the server (repeatable): `name` (any port),
+    /// `name:port`, or `*` (any host). Requests naming another `Host` get 421; by default
+    /// only the address connected to is answered, and `localhost` on a loopback address.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// A web origin whose pages may call the API from a browser (repeatable), such as
+    /// https://app.example.com; `*` for any. The server's own page always may.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// How long a client may take to send a request's headers, in seconds; also how long a
+    /// kept-alive connection may stay idle.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
+    pub header_timeout: std::time::Duration,
+    /// How long a client may take nothing of an answer waiting for it (once the connection's
+    /// buffers are full), in seconds: past it the connection is dropped and the run it was
+    /// reading cancelled, freeing its session and concurrency slot.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub write_timeout: std::time::Duration,
+    /// How many connections are kept open at once; one more is answered 503. Keep it under
+    /// the file descriptor limit (ulimit -n).
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// What becomes of client `system`/`developer` messages on /v1/chat/completions: below
+    /// (user-level context, marked as the client's, below the agent's instruction), deny
+    /// (400), or allow (system messages, joined to the instruction by some providers; trusted
+    /// clients only).
+    #[arg(long, value_name = "POLICY", default_value = "below", value_parser = parse_client_instructions)]
+    pub client_instructions: tinyagent_server::ClientInstructions,
+    /// Accept assistant `tool_calls` and `tool` results sent by clients in a chat history
+    /// (refused with 400 by default: the model would take them for its own tools' output).
+    #[arg(long)]
+    pub allow_client_tool_results: bool,
+}
+
+fn parse_client_instructions(text: &str) -> Result<tinyagent_server::ClientInstructions, String> {
+    text.parse()
 }
 
 /// Options of the commands that run the agent.

@@ -355,10 +355,22 @@ fn tool_table(tools: &[setup::SourcedTool], out: &mut impl Write) -> io::Result<
 
 /// `tinyagent serve-mcp`: tools over MCP — the demo tools, or those the tool options give,
 /// MCP servers' included (a gateway). Each served tool is wrapped with logging and a timeout.
+/// The HTTP options of `serve-mcp --http`.
+#[derive(Debug, Clone, Default)]
+pub struct McpHttpOptions {
+    /// Serve a non-loopback address without a token.
+    pub allow_unauthenticated: bool,
+    /// Host names clients use besides the address itself.
+    pub allowed_hosts: Vec<String>,
+    /// The most connections at once.
+    pub max_connections: usize,
+}
+
 pub async fn serve_mcp(
     http: Option<String>,
     bearer_token: Option<String>,
     call_timeout: Duration,
+    options: McpHttpOptions,
     args: &ToolArgs,
 ) -> Result<(), CliError> {
     let default_tools = args.tools.is_empty() && args.mcp.is_empty() && args.mcp_url.is_empty();
@@ -414,9 +426,21 @@ pub async fn serve_mcp(
             if let Some(token) = token {
                 server = server.bearer_token(token);
             }
-            let handle = server.serve_http(addr.as_str()).await.map_err(|e| {
-                CliError::failure("mcp", format!("cannot serve MCP at {addr}: {e}"))
-                    .with_hint("is the address free? use HOST:PORT, such as 127.0.0.1:8000")
+            server = server
+                .allow_unauthenticated(options.allow_unauthenticated)
+                .http_max_connections(options.max_connections);
+            if !options.allowed_hosts.is_empty() {
+                server = server.allowed_hosts(options.allowed_hosts);
+            }
+            let handle = server.serve_http(addr.as_str()).await.map_err(|e| match e {
+                tinyagent_mcp::McpServeError::Unauthenticated { addr } => CliError::usage(format!(
+                    "refusing to serve MCP on {addr} without a bearer token: anyone who can reach it could call the tools"
+                ))
+                .with_hint(
+                    "add --bearer-token TOKEN (or set TINYAGENT_MCP_TOKEN), listen on 127.0.0.1, or pass --allow-unauthenticated",
+                ),
+                e => CliError::failure("mcp", format!("cannot serve MCP at {addr}: {e}"))
+                    .with_hint("is the address free? use HOST:PORT, such as 127.0.0.1:8000"),
             })?;
             eprintln!(
                 "serving {} tools over MCP at {}{} (Ctrl-C to stop)",

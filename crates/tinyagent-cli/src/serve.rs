@@ -182,7 +182,19 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         .body_timeout(args.body_timeout)
         .max_concurrent_per_key(args.max_concurrent_per_key as usize)
         .drain_timeout(args.drain_timeout)
+        .header_timeout(args.header_timeout)
+        .write_timeout(args.write_timeout)
+        .max_connections(args.max_connections as usize)
+        .client_instructions(args.client_instructions)
+        .allow_client_tool_results(args.allow_client_tool_results)
         .on_busy(on_busy);
+    let server = args
+        .allowed_hosts
+        .iter()
+        .fold(server, |server, host| server.allowed_host(host.as_str()));
+    let server = args.allowed_origins.iter().fold(server, |server, origin| {
+        server.allowed_origin(origin.as_str())
+    });
     let store_text = match &store_choice {
         StoreChoice::Memory => "memory".to_owned(),
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),
@@ -234,7 +246,7 @@ mod tests {
     fn passwords_stay_out_of_messages() {
         assert_eq!(
             redacted("postgres://app:hunter2@db:5432/x"),
-            "postgres://app:***@db:5432/x"
+            "postgres://app:[REDACTED]@db:5432/x"
         );
         assert_eq!(redacted("redis://127.0.0.1/"), "redis://127.0.0.1/");
     }
@@ -254,6 +266,13 @@ mod tests {
             session_lease: Duration::from_secs(1),
             session_wait: 1.0,
             drain_timeout: Duration::from_secs(1),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            max_connections: 1,
+            client_instructions: Default::default(),
+            allow_client_tool_results: false,
         };
         assert_eq!(keys(&args, Some("b, c,,".into())), ["a", "b", "c"]);
         assert_eq!(keys(&args, None), ["a"]);

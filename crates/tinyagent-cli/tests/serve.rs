@@ -258,6 +258,36 @@ fn serve_refuses_an_open_address_without_keys() {
 }
 
 #[test]
+fn serve_mcp_refuses_an_open_address_without_a_token() {
+    let out = Command::new(BIN)
+        .args(["serve-mcp", "--http", "0.0.0.0:0"])
+        .env_remove("TINYAGENT_MCP_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("without a bearer token"), "{stderr}");
+    assert!(stderr.contains("--allow-unauthenticated"), "{stderr}");
+}
+
+#[test]
+fn serve_rejects_an_unknown_client_instructions_policy() {
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--client-instructions",
+            "merge",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("below, deny or allow"), "{stderr}");
+}
+
+#[test]
 fn serve_names_a_bad_store() {
     let out = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--store", "mysql://x/y"])

@@ -10,9 +10,17 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -32,6 +40,11 @@ pub(crate) struct Access {
     pub origins: Vec<String>,
     /// The bearer token a request must carry, if any.
     pub bearer_token: Option<Arc<str>>,
+    /// The `Host` check of [`McpServer::serve_http`](crate::McpServer::serve_http), which
+    /// knows the address each connection arrived at: the listed hosts (`name`, `name:port`,
+    /// `*`), the address connected to, and loopback names on a loopback address only. `None`
+    /// when mounted elsewhere (rmcp's check applies then).
+    pub hosts: Option<Vec<String>>,
 }
 
 impl fmt::Debug for Access {
@@ -42,6 +55,7 @@ impl fmt::Debug for Access {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("hosts", &self.hosts)
             .finish()
     }
 }
@@ -77,8 +91,31 @@ impl McpHttpService {
         }
     }
 
+    /// Checks `Host` against `listed`, the address each connection arrived at and loopback
+    /// names on loopback (see [`host_allowed`]); for the accept loop of `serve_http`.
+    pub(crate) fn check_hosts(&mut self, listed: Vec<String>) {
+        let mut access = (*self.access).clone();
+        access.hosts = Some(listed);
+        self.access = Arc::new(access);
+    }
+
     /// Answers one request.
     pub async fn handle(&self, request: Request) -> Response {
+        if let Some(hosts) = &self.access.hosts {
+            let arrival = request.extensions().get::<Arrival>().copied();
+            let host = request.headers().get(header::HOST);
+            let allowed = match (host, arrival) {
+                (None, _) => true,
+                (Some(host), Some(arrival)) => host
+                    .to_str()
+                    .is_ok_and(|host| host_allowed(host, hosts, arrival.local)),
+                (Some(_), None) => false,
+            };
+            if !allowed {
+                tracing::warn!(host = ?host, "refused an MCP request naming a foreign Host");
+                return plain(StatusCode::FORBIDDEN, "Forbidden: Host is not allowed");
+            }
+        }
         if let Some(origin) = request.headers().get(header::ORIGIN)
             && !origin_allowed(origin, &self.access.origins)
         {
@@ -247,9 +284,157 @@ pub(crate) fn origin_allowed(origin: &HeaderValue, allowed: &[String]) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The local address a connection arrived at, set by the accept loop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arrival {
+    pub local: SocketAddr,
+}
+
+/// `name[:port]` lower-cased, IPv6 without brackets; `None` when malformed.
+fn split_host(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim().to_ascii_lowercase();
+    if text.is_empty() || text.contains(['/', '@', ' ']) {
+        return None;
+    }
+    if let Some(v6) = text.strip_prefix('[') {
+        let (addr, rest) = v6.split_once(']')?;
+        let port = match rest.strip_prefix(':') {
+            Some(p) => Some(p.parse().ok()?),
+            None if rest.is_empty() => None,
+            None => return None,
+        };
+        return Some((addr.to_owned(), port));
+    }
+    match text.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') => {
+            Some((name.to_owned(), Some(port.parse().ok()?)))
+        }
+        _ => Some((text, None)),
+    }
+}
+
+/// Whether `host` may be served on a connection that arrived at `local`: a listed host, the
+/// address connected to (with its port), or a loopback name with the right port when that
+/// address is loopback — a client off the machine cannot pass by sending `Host: localhost`.
+pub(crate) fn host_allowed(host: &str, listed: &[String], local: SocketAddr) -> bool {
+    if listed.iter().any(|h| h.trim() == "*") {
+        return true;
+    }
+    let Some((name, port)) = split_host(host) else {
+        return false;
+    };
+    let in_list = listed.iter().any(|entry| match split_host(entry) {
+        Some((n, Some(p))) => n == name && Some(p) == port,
+        Some((n, None)) => n == name,
+        None => false,
+    });
+    if in_list {
+        return true;
+    }
+    if port.unwrap_or(80) != local.port() {
+        return false;
+    }
+    if let Ok(ip) = name.parse::<IpAddr>() {
+        return ip == local.ip() || (ip.is_loopback() && local.ip().is_loopback());
+    }
+    name == "localhost" && local.ip().is_loopback()
+}
+
+/// Limits of the accept loop of [`McpServer::serve_http`](crate::McpServer::serve_http).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnLimits {
+    pub header_timeout: Duration,
+    pub max_connections: usize,
+}
+
+/// Serves `router` on `listener` until `stop` completes, then lets the requests in flight
+/// finish: HTTP/1 connections with a header-read timeout (also bounding idle keep-alive), at
+/// most `max_connections` at once (one more gets 503 and is closed), `TCP_NODELAY` on each.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: ConnLimits,
+    stop: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    tokio::pin!(stop);
+    loop {
+        let (mut tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot accept an MCP connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "refused an MCP connection: as many are open as allowed");
+            tokio::spawn(async move {
+                let answer = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
+                              retry-after: 1\r\nconnection: close\r\ncontent-length: 19\r\n\r\n\
+                              Service Unavailable";
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    tcp.write_all(answer.as_bytes()).await?;
+                    tcp.shutdown().await
+                })
+                .await;
+            });
+            continue;
+        };
+        let Ok(local) = tcp.local_addr() else {
+            continue;
+        };
+        let arrival = Arrival { local };
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(arrival);
+            let mut router = router.clone();
+            tower_service::Service::call(&mut router, request.map(Body::new))
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%peer, %error, "MCP connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_are_the_address_connected_to_or_listed_and_localhost_only_on_loopback() {
+        let local: SocketAddr = "127.0.0.1:8000".parse().unwrap();
+        let public: SocketAddr = "10.0.0.7:8000".parse().unwrap();
+        assert!(host_allowed("localhost:8000", &[], local));
+        assert!(host_allowed("127.0.0.1:8000", &[], local));
+        assert!(host_allowed("[::1]:8000", &[], local));
+        assert!(!host_allowed("localhost:9000", &[], local));
+        assert!(!host_allowed("evil.example:8000", &[], local));
+        assert!(!host_allowed("localhost:8000", &[], public));
+        assert!(!host_allowed("localhost", &[], public));
+        assert!(!host_allowed("127.0.0.1:8000", &[], public));
+        assert!(host_allowed("10.0.0.7:8000", &[], public));
+        let listed = vec!["tools.example.com".to_owned()];
+        assert!(host_allowed("tools.example.com", &listed, public));
+        assert!(host_allowed("tools.example.com:443", &listed, public));
+        assert!(host_allowed("anything", &["*".to_owned()], public));
+    }
 
     fn allowed(origin: &str, list: &[&str]) -> bool {
         let list: Vec<String> = list.iter().map(|s| (*s).to_owned()).collect();

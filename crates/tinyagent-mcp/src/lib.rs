@@ -52,7 +52,10 @@ pub use content::{
 pub use http::McpHttpService;
 pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
 pub use remote_tool::McpToolInfo;
-pub use server::{HttpServerHandle, MCP_HTTP_PATH, McpServeError, McpServer};
+pub use server::{
+    DEFAULT_HTTP_HEADER_TIMEOUT, DEFAULT_HTTP_MAX_CONNECTIONS, HttpServerHandle, MCP_HTTP_PATH,
+    McpServeError, McpServer,
+};
 
 /// rmcp, the MCP SDK this crate is built on, for its model types and transports.
 pub use rmcp;

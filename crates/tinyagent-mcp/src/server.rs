@@ -22,7 +22,7 @@ use crate::content::content_block;
 use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{Access, McpHttpService};
+use crate::http::{Access, ConnLimits, McpHttpService};
 
 /// The path [`McpServer::serve_http`] serves MCP under.
 pub const MCP_HTTP_PATH: &str = "/mcp";
@@ -40,7 +40,23 @@ pub enum McpServeError {
     /// The serving task ended abnormally.
     #[error("the MCP server task failed: {0}")]
     Task(String),
+    /// No bearer token, and an address that is not loopback.
+    #[error(
+        "refusing to serve MCP on {addr} without a bearer token: anyone who can reach it could \
+         call the tools; set a bearer token, listen on a loopback address (127.0.0.1), or allow \
+         unauthenticated access explicitly"
+    )]
+    Unauthenticated {
+        /// The address.
+        addr: SocketAddr,
+    },
 }
+
+/// How long a client of [`McpServer::serve_http`] may take to send a request's headers by
+/// default (also how long a kept-alive connection may stay idle): 10 seconds.
+pub const DEFAULT_HTTP_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How many connections [`McpServer::serve_http`] keeps open at once by default.
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
 
 /// Serves a set of tinyagent tools, agent tools included, to MCP clients over stdio
 /// ([`serve_stdio`](Self::serve_stdio)) or streamable HTTP ([`serve_http`](Self::serve_http),
@@ -79,6 +95,8 @@ struct ServerInner {
     instructions: Option<String>,
     access: Access,
     allowed_hosts: Option<Vec<String>>,
+    allow_unauthenticated: bool,
+    http_limits: ConnLimits,
     tools: Vec<ServedTool>,
     by_name: HashMap<String, usize>,
 }
@@ -179,6 +197,11 @@ impl McpServer {
                 instructions: None,
                 access: Access::default(),
                 allowed_hosts: None,
+                allow_unauthenticated: false,
+                http_limits: ConnLimits {
+                    header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
+                    max_connections: DEFAULT_HTTP_MAX_CONNECTIONS,
+                },
                 tools: served,
                 by_name,
             }),
@@ -233,9 +256,11 @@ impl McpServer {
         self.configure(|inner| inner.access.origins = origins)
     }
 
-    /// Host names (or `host:port`) the HTTP endpoint answers to, replacing the default of
-    /// loopback names only (`localhost`, `127.0.0.1`, `::1`). Set this when serving on a
-    /// public address; requests naming another `Host` get 403.
+    /// Host names (or `host:port`; `*` for any) the HTTP endpoint answers to. Requests naming
+    /// another `Host` get 403. By default, [`serve_http`](Self::serve_http) answers the
+    /// address a client connected to and, only on a loopback address, `localhost` (with the
+    /// right port); [`http_service`](Self::http_service) answers loopback names. Set this
+    /// when clients reach the server under a name.
     #[must_use]
     pub fn allowed_hosts(self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
@@ -255,6 +280,29 @@ impl McpServer {
     pub fn bearer_token(self, token: impl Into<String>) -> Self {
         let token: Arc<str> = Arc::from(token.into());
         self.configure(|inner| inner.access.bearer_token = Some(token))
+    }
+
+    /// Lets [`serve_http`](Self::serve_http) serve an address other than loopback without a
+    /// [bearer token](Self::bearer_token), open to anyone who can reach it (off by default:
+    /// it refuses with [`McpServeError::Unauthenticated`]).
+    #[must_use]
+    pub fn allow_unauthenticated(self, allow: bool) -> Self {
+        self.configure(|inner| inner.allow_unauthenticated = allow)
+    }
+
+    /// How long a client of [`serve_http`](Self::serve_http) may take to send a request's
+    /// headers, which also bounds how long a kept-alive connection may stay idle
+    /// ([`DEFAULT_HTTP_HEADER_TIMEOUT`] by default).
+    #[must_use]
+    pub fn http_header_timeout(self, timeout: std::time::Duration) -> Self {
+        self.configure(|inner| inner.http_limits.header_timeout = timeout)
+    }
+
+    /// How many connections [`serve_http`](Self::serve_http) keeps open at once; one more is
+    /// answered `503` and closed ([`DEFAULT_HTTP_MAX_CONNECTIONS`] by default).
+    #[must_use]
+    pub fn http_max_connections(self, max: usize) -> Self {
+        self.configure(|inner| inner.http_limits.max_connections = max.max(1))
     }
 
     /// The names of the served tools, in order.
@@ -371,9 +419,12 @@ impl McpServer {
     /// task, until the returned handle is shut down or dropped. Bind port 0 to get a free port,
     /// then read it from [`HttpServerHandle::local_addr`].
     ///
-    /// Only requests whose `Host` header names a loopback host are served (rmcp's default,
-    /// against DNS rebinding); to serve other hosts, mount
-    /// [`http_service_with`](Self::http_service_with) with your own `allowed_hosts`.
+    /// Refuses an address other than loopback without a [bearer token](Self::bearer_token),
+    /// unless [allowed](Self::allow_unauthenticated). Only requests whose `Host` names the
+    /// address connected to, `localhost` on a loopback address, or an [allowed
+    /// host](Self::allowed_hosts) are served (against DNS rebinding). Connections are bounded:
+    /// a header-read timeout ([`http_header_timeout`](Self::http_header_timeout)) and a
+    /// maximum number ([`http_max_connections`](Self::http_max_connections)).
     ///
     /// ```no_run
     /// use tinyagent_mcp::McpServer;
@@ -390,29 +441,34 @@ impl McpServer {
         self,
         addr: impl tokio::net::ToSocketAddrs,
     ) -> Result<HttpServerHandle, McpServeError> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let local_addr = listener.local_addr()?;
-        let cancel = CancellationToken::new();
-        let mut config =
-            StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
-        if let Some(hosts) = &self.inner.allowed_hosts {
-            config = config.with_allowed_hosts(hosts.clone());
-        }
-        let router =
-            axum::Router::new().nest_service(MCP_HTTP_PATH, self.http_service_with(config));
-        let shutdown = cancel.clone();
-        // Answers go out in small writes (SSE events): without TCP_NODELAY, Nagle's algorithm
-        // meets the client's delayed ACK and every call after the first waits about 40 ms.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        // Checked before binding: an open address is never listened on, even briefly.
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
+        if self.inner.access.bearer_token.is_none() && !self.inner.allow_unauthenticated {
+            if let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(McpServeError::Unauthenticated { addr: *open });
             }
-        });
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-                .await
-        });
+        }
+        let listener = tokio::net::TcpListener::bind(&addrs[..]).await?;
+        let local_addr = listener.local_addr()?;
+        if self.inner.access.bearer_token.is_none() {
+            tracing::warn!(%local_addr, "serving MCP without a bearer token: anyone who can reach the address may call the tools");
+        }
+        let cancel = CancellationToken::new();
+        // The Host check is this server's own, which knows where each connection arrived.
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel.child_token())
+            .disable_allowed_hosts();
+        let mut service = self.http_service_with(config);
+        service.check_hosts(self.inner.allowed_hosts.clone().unwrap_or_default());
+        let router = axum::Router::new().nest_service(MCP_HTTP_PATH, service);
+        let shutdown = cancel.clone();
+        let limits = self.inner.http_limits;
+        let task = tokio::spawn(crate::http::accept_loop(
+            listener,
+            router,
+            limits,
+            async move { shutdown.cancelled_owned().await },
+        ));
         tracing::info!(%local_addr, "serving MCP over streamable HTTP");
         Ok(HttpServerHandle {
             local_addr,
@@ -432,6 +488,8 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
                 instructions: shared.instructions.clone(),
                 access: shared.access.clone(),
                 allowed_hosts: shared.allowed_hosts.clone(),
+                allow_unauthenticated: shared.allow_unauthenticated,
+                http_limits: shared.http_limits,
                 tools: shared
                     .tools
                     .iter()

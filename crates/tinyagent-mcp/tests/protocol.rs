@@ -316,3 +316,105 @@ async fn the_stdio_binary_answers_a_line_that_is_not_json() {
     let ended = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
     assert!(ended.is_ok(), "the server ends when its input ends");
 }
+
+/// Sends a raw HTTP/1.1 request and reads the answer until the server closes.
+async fn raw(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), socket.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn initialize_as(host: &str) -> String {
+    let body = initialize().to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: {ACCEPT}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn serve_http_answers_only_the_address_connected_to_and_loopback_names_with_its_port() {
+    let handle = serve(McpServer::new(tinyagent::demo::seed_tools())).await;
+    let addr = handle.local_addr();
+    let port = addr.port();
+    for host in [
+        "evil.example".to_owned(),
+        format!("evil.example:{port}"),
+        format!("localhost:{}", port ^ 1),
+        format!("localhost.evil.example:{port}"),
+    ] {
+        let answer = raw(addr, &initialize_as(&host)).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{host}: {answer}");
+    }
+    for host in [
+        addr.to_string(),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let answer = raw(addr, &initialize_as(&host)).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{host}: {answer}");
+    }
+    handle.shutdown().await;
+
+    let listed =
+        serve(McpServer::new(tinyagent::demo::seed_tools()).allowed_hosts(["tools.example.com"]))
+            .await;
+    let answer = raw(listed.local_addr(), &initialize_as("tools.example.com")).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    listed.shutdown().await;
+}
+
+#[tokio::test]
+async fn serve_http_refuses_an_open_address_without_a_token() {
+    let refused = McpServer::new(tinyagent::demo::seed_tools())
+        .serve_http("0.0.0.0:0")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            tinyagent_mcp::McpServeError::Unauthenticated { .. }
+        ),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("without a bearer token"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn serve_http_bounds_its_connections() {
+    let handle = serve(
+        McpServer::new(tinyagent::demo::seed_tools())
+            .http_header_timeout(Duration::from_millis(500))
+            .http_max_connections(2),
+    )
+    .await;
+    let addr = handle.local_addr();
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        socket.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
+        held.push(socket);
+    }
+    let refused = raw(addr, &initialize_as(&addr.to_string())).await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    // The header timeout closes the two that never finished their headers.
+    for mut socket in held {
+        use tokio::io::AsyncReadExt;
+        let mut rest = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(20), socket.read_to_end(&mut rest))
+            .await
+            .expect("a connection without headers is closed");
+    }
+    let answer = raw(addr, &initialize_as(&addr.to_string())).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    handle.shutdown().await;
+}

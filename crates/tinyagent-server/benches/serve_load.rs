@@ -542,7 +542,7 @@ async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> Option<
         let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let body = r#"{"input":"hello"}"#;
         let request = format!(
-            "POST /v1/sessions/{run}_{i}/messages HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST /v1/sessions/{run}_{i}/messages HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         socket.write_all(request.as_bytes()).await.unwrap();

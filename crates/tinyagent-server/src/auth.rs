@@ -152,10 +152,11 @@ fn authenticate(state: &AppState, request: &Request) -> Result<String, ApiError>
 fn log(method: &axum::http::Method, path: &str, response: &Response, started: Instant, key: &str) {
     let status = response.status().as_u16();
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let request_id = crate::guard::current_request_id().unwrap_or_default();
     if status >= 500 {
-        tracing::warn!(%method, path, status, duration_ms, key, "request");
+        tracing::warn!(%method, path, status, duration_ms, key, %request_id, "request");
     } else {
-        tracing::info!(%method, path, status, duration_ms, key, "request");
+        tracing::info!(%method, path, status, duration_ms, key, %request_id, "request");
     }
 }
 

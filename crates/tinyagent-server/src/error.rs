@@ -7,8 +7,12 @@ use tinyagent::AgentError;
 use tinyagent::store::StoreError;
 
 /// An error answer: an HTTP status and OpenAI's error object,
-/// `{"error":{"message":…,"type":…,"param":…,"code":…}}`, which OpenAI's SDKs turn into their
-/// own exceptions (`openai.AuthenticationError`, `openai.NotFoundError`...).
+/// `{"error":{"message":…,"type":…,"param":…,"code":…,"request_id":…}}`, which OpenAI's SDKs
+/// turn into their own exceptions (`openai.AuthenticationError`, `openai.NotFoundError`...).
+///
+/// The message is short and says nothing of the server's internals: a failure of the model,
+/// the store or the agent is logged in full (URLs with their credentials redacted) under the
+/// request id, which the client gets in the body and in the `x-request-id` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     /// The HTTP status.
@@ -24,6 +28,8 @@ pub struct ApiError {
     pub code: Option<&'static str>,
     /// Seconds after which the client may try again (`Retry-After`).
     pub retry_after: Option<u64>,
+    /// The id of the request, which the server's log lines name too.
+    pub request_id: Option<Box<str>>,
 }
 
 impl ApiError {
@@ -36,6 +42,7 @@ impl ApiError {
             param: None,
             code: None,
             retry_after: None,
+            request_id: crate::guard::current_request_id().map(String::into_boxed_str),
         }
     }
 
@@ -88,16 +95,30 @@ impl ApiError {
         self
     }
 
-    /// The error object as JSON: `{"error":{"message","type","param","code"}}`.
+    /// Returns the error naming this request id (for errors made outside the request's
+    /// handler, such as in a stream).
+    #[must_use]
+    pub fn request_id(mut self, id: Option<String>) -> Self {
+        if let Some(id) = id {
+            self.request_id = Some(id.into_boxed_str());
+        }
+        self
+    }
+
+    /// The error object as JSON: `{"error":{"message","type","param","code","request_id"}}`.
     pub fn body(&self) -> serde_json::Value {
-        json!({
+        let mut body = json!({
             "error": {
                 "message": self.message,
                 "type": self.kind,
                 "param": self.param,
                 "code": self.code,
             }
-        })
+        });
+        if let Some(id) = &self.request_id {
+            body["error"]["request_id"] = json!(id);
+        }
+        body
     }
 }
 
@@ -128,27 +149,43 @@ impl From<StoreError> for ApiError {
         let message = err.to_string();
         match err {
             StoreError::NotFound { .. } => Self::not_found(message).code("session_not_found"),
-            StoreError::InvalidInput { .. } | StoreError::AlreadyExists { .. } => {
-                Self::bad_request(message)
-            }
+            // What the client sent: its session id or its list cursor.
+            StoreError::InvalidInput {
+                what: "session id" | "cursor",
+                ..
+            } => Self::bad_request(message),
+            StoreError::AlreadyExists { .. } => Self::bad_request(message),
             StoreError::Busy { .. } | StoreError::Conflict { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict_error", message)
                     .code("session_busy")
                     .retry_after(1)
             }
             StoreError::Backend { .. } => {
-                tracing::error!(error = %message, "session store failed");
-                Self::new(
+                let this = Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "server_error",
                     "the session store is unavailable; try again later",
                 )
                 .code("store_unavailable")
-                .retry_after(1)
+                .retry_after(1);
+                tracing::error!(
+                    error = %redact_urls(&message),
+                    request_id = this.request_id.as_deref().unwrap_or_default(),
+                    "session store failed"
+                );
+                this
             }
             _ => {
-                tracing::error!(error = %message, "session store error");
-                Self::internal(message)
+                // A stored row that does not read back, a history the run rewrote...: what is
+                // wrong may quote stored data, which stays in the log.
+                let this = Self::internal("the session store could not do what was asked")
+                    .code("store_error");
+                tracing::error!(
+                    error = %redact_urls(&message),
+                    request_id = this.request_id.as_deref().unwrap_or_default(),
+                    "session store error"
+                );
+                this
             }
         }
     }
@@ -156,21 +193,62 @@ impl From<StoreError> for ApiError {
 
 impl From<AgentError> for ApiError {
     fn from(err: AgentError) -> Self {
-        match err {
-            AgentError::Store(err) => err.into(),
-            AgentError::Model(err) => {
-                tracing::warn!(error = %err, "model failed");
-                Self::new(
-                    StatusCode::BAD_GATEWAY,
-                    "server_error",
-                    format!("the agent's model failed: {err}"),
-                )
-                .code("model_error")
+        let err = match err {
+            AgentError::Store(err) => return err.into(),
+            other => other,
+        };
+        let this = match &err {
+            // The model's error names the provider's URL and quotes its answer: log only.
+            AgentError::Model(_) => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "server_error",
+                "the agent's model failed; the server's log has the details under this request id",
+            )
+            .code("model_error"),
+            AgentError::StepLimit { .. } => {
+                Self::internal("the agent reached its limit of model calls without answering")
+                    .code("step_limit")
             }
-            other => {
-                tracing::warn!(error = %other, "agent run failed");
-                Self::internal(other.to_string()).code("agent_error")
+            AgentError::BudgetExhausted { .. } => {
+                Self::internal("the agent ran out of its budget before answering")
+                    .code("budget_exhausted")
             }
-        }
+            _ => Self::internal(
+                "the agent's run failed; the server's log has the details under this request id",
+            )
+            .code("agent_error"),
+        };
+        tracing::warn!(
+            error = %redact_urls(&err.to_string()),
+            code = this.code.unwrap_or_default(),
+            request_id = this.request_id.as_deref().unwrap_or_default(),
+            "agent run failed"
+        );
+        this
+    }
+}
+
+/// `text` with the credentials of every URL in it redacted, for logs
+/// ([`redact_url`](tinyagent::tools::redact_url)).
+pub(crate) fn redact_urls(text: &str) -> String {
+    tinyagent::tools::redact_url(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_urls;
+
+    #[test]
+    fn url_credentials_are_redacted() {
+        assert_eq!(
+            redact_urls("POST https://user:hunter2@api.example.com/v1/chat failed: 500"),
+            "POST https://user:[REDACTED]@api.example.com/v1/chat failed: 500"
+        );
+        assert_eq!(
+            redact_urls("a redis://:pw@h:6379/0 and http://plain.example/x?k=1"),
+            "a redis://[REDACTED]@h:6379/0 and http://plain.example/x?k=1"
+        );
+        assert_eq!(redact_urls("no url here"), "no url here");
+        assert_eq!(redact_urls("http://tok@h"), "http://[REDACTED]@h");
     }
 }

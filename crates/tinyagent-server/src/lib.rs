@@ -16,8 +16,21 @@
 //!
 //! Every route but the health checks and the page needs `Authorization: Bearer <key>` when
 //! keys are configured (compared in constant time). Errors are OpenAI's error objects,
-//! `{"error":{"message","type","param","code"}}`, so OpenAI's SDKs raise their usual
-//! exceptions.
+//! `{"error":{"message","type","param","code","request_id"}}`, so OpenAI's SDKs raise their
+//! usual exceptions; every answer carries its request id as `x-request-id`, and what went
+//! wrong inside (the model provider's URL and answer, the store's error) is only logged.
+//!
+//! Against other sites' pages driving the server through a browser: API bodies must be
+//! `Content-Type: application/json` (`415` otherwise), a request whose `Origin` is not the
+//! server's own (or an [allowed one](Server::allowed_origin)) gets `403`, and one whose `Host`
+//! is not the address connected to, `localhost` on a loopback address, or an [allowed
+//! host](Server::allowed_host) gets `421`. Connections are bounded: a [header
+//! timeout](Server::header_timeout), a [write timeout](Server::write_timeout) that drops a
+//! client that reads nothing (cancelling its run), and a [maximum number](Server::max_connections).
+//!
+//! Client `system`/`developer` messages never join the agent's instruction: by default they
+//! reach the model as marked user-level context below it ([`ClientInstructions`]), and client
+//! tool results are refused unless [allowed](Server::allow_client_tool_results).
 //!
 //! Tool calls in Chat Completions: the agent runs its tools itself, so the answer carries no
 //! `tool_calls` (an OpenAI client would try to run them). Each call is reported instead on a
@@ -47,14 +60,18 @@
 mod auth;
 mod chat;
 mod error;
+mod guard;
+mod listen;
 mod page;
 mod routes;
 mod server;
 mod sessions;
 mod sse;
 
+pub use chat::ClientInstructions;
 pub use error::ApiError;
 pub use server::{
-    DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_REQUEST_TIMEOUT, ENV_API_KEYS, ServeError, Server,
+    DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, ServeError, Server,
 };

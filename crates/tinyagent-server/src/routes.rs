@@ -18,7 +18,7 @@ use tinyagent::store::ListOptions;
 use crate::auth;
 use crate::error::ApiError;
 use crate::server::AppState;
-use crate::{chat, sessions};
+use crate::{chat, guard, sessions};
 
 /// How long `/readyz` waits for the store.
 const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -35,6 +35,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
         .fallback(not_found)
+        .layer(middleware::from_fn(guard::json_only))
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()
         .route("/healthz", get(healthz))
@@ -45,6 +46,11 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     open.layer(middleware::from_fn(auth::log_open))
         .merge(api)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::cross_site,
+        ))
+        .layer(middleware::from_fn(guard::request_id))
         .with_state(state)
 }
 
@@ -146,7 +152,7 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for ApiJson<T> {
                 )
                 .code("request_too_large")
             } else {
-                ApiError::bad_request(format!("the request body could not be read: {rejection}"))
+                ApiError::bad_request("the request body could not be read")
             }
         })?;
         let mut de = serde_json::Deserializer::from_slice(&bytes);

@@ -10,13 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use tinyagent::agent::{OnBusy, SessionRunner};
 use tinyagent::{Agent, MemoryStore, SessionStore};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::auth::{ANONYMOUS, KeyRing};
+use crate::chat::ClientInstructions;
+use crate::guard::SitePolicy;
+use crate::listen::ConnLimits;
 
 /// The largest request body accepted by default: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -28,6 +30,15 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONCURRENT_PER_KEY: usize = 64;
 /// How long a shutdown waits by default for the answers in flight to finish.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's headers by default, which is also how long a
+/// kept-alive connection may sit idle between requests: 10 seconds.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many connections [`Server::serve`] keeps open at once by default; one more is answered
+/// `503` and closed.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// How long a client may read nothing of an answer by default before it is dropped (and the
+/// run it was reading cancelled): 30 seconds.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The environment variable the `tinyagent serve` command reads API keys from
 /// (comma-separated).
 pub const ENV_API_KEYS: &str = "TINYAGENT_API_KEYS";
@@ -66,6 +77,9 @@ pub struct Server {
     limits: Limits,
     on_busy: OnBusy,
     page: bool,
+    site: SitePolicy,
+    client_instructions: ClientInstructions,
+    client_tool_results: bool,
 }
 
 /// The limits a [`Server`] enforces.
@@ -76,6 +90,9 @@ pub(crate) struct Limits {
     pub(crate) body_timeout: Duration,
     pub(crate) max_concurrent_per_key: usize,
     pub(crate) drain_timeout: Duration,
+    pub(crate) header_timeout: Duration,
+    pub(crate) write_timeout: Option<Duration>,
+    pub(crate) max_connections: usize,
 }
 
 impl Default for Server {
@@ -95,6 +112,9 @@ impl fmt::Debug for Server {
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("limits", &self.limits)
             .field("on_busy", &self.on_busy)
+            .field("site", &self.site)
+            .field("client_instructions", &self.client_instructions)
+            .field("client_tool_results", &self.client_tool_results)
             .finish_non_exhaustive()
     }
 }
@@ -114,9 +134,15 @@ impl Server {
                 body_timeout: DEFAULT_BODY_TIMEOUT,
                 max_concurrent_per_key: DEFAULT_MAX_CONCURRENT_PER_KEY,
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+                header_timeout: DEFAULT_HEADER_TIMEOUT,
+                write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
+                max_connections: DEFAULT_MAX_CONNECTIONS,
             },
             on_busy: OnBusy::default(),
             page: true,
+            site: SitePolicy::default(),
+            client_instructions: ClientInstructions::default(),
+            client_tool_results: false,
         }
     }
 
@@ -236,6 +262,85 @@ impl Server {
         self
     }
 
+    /// How long a client may take to send a request's headers, from its connection (or the
+    /// end of its previous answer on a kept-alive connection): past it the connection is
+    /// closed ([`DEFAULT_HEADER_TIMEOUT`] by default). Enforced by [`serve`](Self::serve).
+    #[must_use]
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take nothing while an answer waits to be sent to it (the
+    /// connection's buffers full): past it the connection is dropped, the run it was reading
+    /// cancelled, and its session and concurrency slot freed ([`DEFAULT_WRITE_TIMEOUT`] by default; `None` for no limit).
+    /// Enforced by [`serve`](Self::serve).
+    #[must_use]
+    pub fn write_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.limits.write_timeout = timeout.into();
+        self
+    }
+
+    /// How many connections [`serve`](Self::serve) keeps open at once: one more is answered
+    /// `503` (`too_many_connections`, `Retry-After: 1`) and closed, and new connections are
+    /// taken again as soon as others close ([`DEFAULT_MAX_CONNECTIONS`] by default; 0 is taken
+    /// as 1). Keep it under the process's file descriptor limit (`ulimit -n`).
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.limits.max_connections = max.max(1);
+        self
+    }
+
+    /// Also answers requests whose `Host` is this name (`name`: any port; `name:port`: that
+    /// port; `*`: any host at all). Without it, [`serve`](Self::serve) answers only the
+    /// address a client connected to and, on a loopback address, `localhost`; other hosts get
+    /// `421` — against DNS rebinding, where a web page reaches a local server under its own
+    /// host name. Add the names clients (or a reverse proxy) use to reach the server.
+    #[must_use]
+    pub fn allowed_host(mut self, host: impl Into<String>) -> Self {
+        let host = host.into().trim().to_ascii_lowercase();
+        if !host.is_empty() {
+            self.site.hosts.push(host);
+        }
+        self
+    }
+
+    /// Also answers browser requests from pages of this origin (`scheme://host[:port]`; `*`
+    /// for any). By default only the server's own pages (the same origin as the `Host`) may
+    /// call it from a browser; other `Origin`s get `403`. Requests without `Origin`
+    /// (non-browser clients) are not concerned.
+    #[must_use]
+    pub fn allowed_origin(mut self, origin: impl Into<String>) -> Self {
+        let origin = origin
+            .into()
+            .trim()
+            .trim_end_matches('/')
+            .to_ascii_lowercase();
+        if !origin.is_empty() {
+            self.site.origins.push(origin);
+        }
+        self
+    }
+
+    /// What becomes of the `system` and `developer` messages a client sends to
+    /// `/v1/chat/completions` ([`ClientInstructions::Below`] by default: user-level context,
+    /// marked as the client's, below the agent's instruction).
+    #[must_use]
+    pub fn client_instructions(mut self, policy: ClientInstructions) -> Self {
+        self.client_instructions = policy;
+        self
+    }
+
+    /// Whether a client may send assistant `tool_calls` and `tool` results in the history of a
+    /// chat completion (off by default: `400`). Such results reach the model as the output
+    /// of the agent's own tools, which the client did not run; allow them only for trusted
+    /// clients.
+    #[must_use]
+    pub fn allow_client_tool_results(mut self, allow: bool) -> Self {
+        self.client_tool_results = allow;
+        self
+    }
+
     /// Whether `GET /` serves the page to try the agents in a browser (on by default).
     #[must_use]
     pub fn page(mut self, page: bool) -> Self {
@@ -283,6 +388,9 @@ impl Server {
             limits,
             draining,
             page: self.page,
+            site: self.site,
+            client_instructions: self.client_instructions,
+            client_tool_results: self.client_tool_results,
         };
         (crate::routes::router(Arc::new(state)), limits)
     }
@@ -325,37 +433,29 @@ impl Server {
         }
         let draining = Arc::new(AtomicBool::new(false));
         let (router, limits) = self.into_parts(draining.clone());
-        let (told_tx, told_rx) = tokio::sync::oneshot::channel::<()>();
-        let signal = async move {
+        let stop = async move {
             shutdown.await;
             draining.store(true, Ordering::SeqCst);
             tracing::info!(
                 "shutting down: no new connections; letting the answers in flight finish"
             );
-            let _ = told_tx.send(());
         };
         tracing::info!(%addr, "serving");
-        // Events go out as they happen, in small writes: without TCP_NODELAY, Nagle's
-        // algorithm and the client's delayed ACK hold each one back by about 40 ms.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "cannot set TCP_NODELAY");
-            }
-        });
-        let server = axum::serve(listener, router).with_graceful_shutdown(signal);
-        let server = std::future::IntoFuture::into_future(server);
-        tokio::pin!(server);
-        tokio::select! {
-            result = &mut server => result?,
-            _ = told_rx => {
-                match tokio::time::timeout(limits.drain_timeout, &mut server).await {
-                    Ok(result) => result?,
-                    Err(_) => tracing::warn!(
-                        drain_timeout_ms = limits.drain_timeout.as_millis() as u64,
-                        "answers still in flight after the drain timeout were cut"
-                    ),
-                }
-            }
+        let conn_limits = ConnLimits {
+            header_timeout: limits.header_timeout,
+            write_timeout: limits.write_timeout,
+            max_connections: limits.max_connections,
+        };
+        let (drained, cut) = crate::listen::serve(listener, router, conn_limits, stop).await;
+        if tokio::time::timeout(limits.drain_timeout, drained)
+            .await
+            .is_err()
+        {
+            let _ = cut.send(true);
+            tracing::warn!(
+                drain_timeout_ms = limits.drain_timeout.as_millis() as u64,
+                "answers still in flight after the drain timeout were cut"
+            );
         }
         tracing::info!("stopped");
         Ok(())
@@ -394,6 +494,9 @@ pub(crate) struct AppState {
     pub(crate) limits: Limits,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) page: bool,
+    pub(crate) site: SitePolicy,
+    pub(crate) client_instructions: ClientInstructions,
+    pub(crate) client_tool_results: bool,
 }
 
 impl AppState {

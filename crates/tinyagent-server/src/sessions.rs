@@ -148,11 +148,12 @@ pub(crate) async fn post_message(
         .code("agent_not_found"));
     };
     let mut steps = sse::until(runner.run(id, body.input), deadline);
-    // The first step comes once the session is held and loaded: a busy or unreachable
-    // session is an HTTP error, not a stream.
-    let first = match steps.next().await {
-        Some(Step::Event(Err(err))) => return Err(err.into()),
-        Some(Step::TimedOut) => {
+    // The first step comes once the session is held and loaded and the model has answered:
+    // an error found within the grace (a busy session that is not waited for, an unreachable
+    // store) is an HTTP error; past it, the headers go out and a later error is an event.
+    let first = match tokio::time::timeout(sse::HEADERS_GRACE, steps.next()).await {
+        Ok(Some(Step::Event(Err(err)))) => return Err(err.into()),
+        Ok(Some(Step::TimedOut)) => {
             return Err(ApiError::new(
                 axum::http::StatusCode::GATEWAY_TIMEOUT,
                 "timeout_error",
@@ -160,13 +161,15 @@ pub(crate) async fn post_message(
             )
             .code("request_timeout"));
         }
-        Some(step) => step,
-        None => return Err(ApiError::internal("the run reported nothing").code("no_answer")),
+        Ok(Some(step)) => Some(step),
+        Ok(None) => return Err(ApiError::internal("the run reported nothing").code("no_answer")),
+        Err(_) => None,
     };
-    let frames = stream::once(async move { first })
+    let request_id = crate::guard::current_request_id();
+    let frames = stream::iter(first)
         .chain(steps)
-        .map(move |step| step_frame(&state, step));
-    Ok(sse::response(frames))
+        .map(move |step| crate::guard::in_request(&request_id, || step_frame(&state, step)));
+    Ok(sse::response(sse::with_heartbeat(frames, sse::HEARTBEAT)))
 }
 
 fn error_frame(err: ApiError) -> Bytes {

@@ -1,6 +1,7 @@
 //! Server-sent events: the framing, and a run's events cut at the request's deadline.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -40,6 +41,33 @@ pub(crate) fn response(frames: impl Stream<Item = Bytes> + Send + 'static) -> Re
     // Proxies such as nginx buffer responses unless told not to.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
+}
+
+/// How often a stream with nothing to say sends an SSE comment, so that proxies (whose read
+/// timeouts are often 60 s) and clients see it is alive.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// How long a session message waits for its run's first event before its answer's headers
+/// go out anyway (and the wait goes on in the stream, with heartbeats).
+pub(crate) const HEADERS_GRACE: Duration = Duration::from_secs(1);
+
+/// The comment a stream sends when it has been silent for [`HEARTBEAT`]; SSE clients ignore
+/// it.
+pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+
+/// `frames`, with a `: keep-alive` comment whenever none came for `every`.
+pub(crate) fn with_heartbeat(
+    frames: impl Stream<Item = Bytes> + Send + 'static,
+    every: Duration,
+) -> impl Stream<Item = Bytes> + Send + 'static {
+    let frames = frames.boxed();
+    stream::unfold(Some(frames), move |frames| async move {
+        let mut frames = frames?;
+        tokio::select! {
+            next = frames.next() => next.map(|frame| (frame, Some(frames))),
+            () = tokio::time::sleep(every) => Some((Bytes::from_static(KEEP_ALIVE), Some(frames))),
+        }
+    })
 }
 
 /// What a run reports, or that its time is up.
@@ -106,6 +134,23 @@ mod tests {
             assert!(seen < 100_000, "the deadline was never checked");
         }
         assert!(steps.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_stream_sends_keep_alive_comments() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        let frames = stream::unfold(rx, |mut rx| async { rx.recv().await.map(|f| (f, rx)) });
+        let mut beating = Box::pin(with_heartbeat(frames, Duration::from_secs(15)));
+        let started = Instant::now();
+        assert_eq!(&beating.next().await.unwrap()[..], KEEP_ALIVE);
+        assert_eq!(started.elapsed(), Duration::from_secs(15));
+        tx.send(Bytes::from_static(b"data: x\n\n")).unwrap();
+        assert_eq!(&beating.next().await.unwrap()[..], b"data: x\n\n");
+        assert_eq!(started.elapsed(), Duration::from_secs(15));
+        assert_eq!(&beating.next().await.unwrap()[..], KEEP_ALIVE);
+        assert_eq!(started.elapsed(), Duration::from_secs(30));
+        drop(tx);
+        assert!(beating.next().await.is_none());
     }
 
     #[test]

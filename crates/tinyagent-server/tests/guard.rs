@@ -567,12 +567,12 @@ async fn a_body_that_does_not_arrive_in_time_is_408() {
     )
     .await;
     let addr = server.base.trim_start_matches("http://").to_owned();
-    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
     // Headers promising 100 bytes, then 10 of them, then nothing.
-    socket
-        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":")
-        .await
-        .unwrap();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"model\":"
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
     let mut answer = vec![0u8; 4096];
     let read = tokio::time::timeout(common::PATIENCE, socket.read(&mut answer))
         .await

@@ -191,7 +191,7 @@ impl Frame {
 /// Splits a complete `text/event-stream` body into its events.
 pub fn frames(body: &str) -> Vec<Frame> {
     body.split("\n\n")
-        .filter(|block| !block.trim().is_empty())
+        .filter(|block| !block.trim().is_empty() && !block.starts_with(':'))
         .map(|block| {
             let mut event = None;
             let mut data: Vec<&str> = Vec::new();
@@ -200,6 +200,8 @@ pub fn frames(body: &str) -> Vec<Frame> {
                     event = Some(name.to_owned());
                 } else if let Some(d) = line.strip_prefix("data: ") {
                     data.push(d);
+                } else if line.starts_with(':') {
+                    // A comment (the server's heartbeat).
                 } else {
                     panic!("unexpected line in an event stream: {line:?}");
                 }

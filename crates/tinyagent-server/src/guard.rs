@@ -1,0 +1,324 @@
+//! What a request must show before any handler sees it: a request id for it, a `Host` this
+//! server answers to, an `Origin` that is its own (or listed), and a JSON body.
+//!
+//! The checks stop a web page on another site from driving a local server through the
+//! visitor's browser: a cross-site form can post `text/plain` without a CORS preflight (so API
+//! bodies must be `application/json`, which a form cannot send), the browser names the page's
+//! origin in `Origin` (so a foreign one gets 403), and DNS rebinding makes the browser call the
+//! server under the attacker's host name (so an unknown `Host` gets 421).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::server::AppState;
+
+/// The header that carries a request's id, in answers (and in logs as `request_id`).
+pub(crate) const REQUEST_ID_HEADER: &str = "x-request-id";
+
+tokio::task_local! {
+    static REQUEST_ID: String;
+}
+
+/// The id of the request being handled, if any (set by [`request_id`]).
+pub(crate) fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(Clone::clone).ok()
+}
+
+/// Runs `f` as part of request `id` (for errors made in a stream, after the handler returned),
+/// so that they and their log lines name it.
+pub(crate) fn in_request<R>(id: &Option<String>, f: impl FnOnce() -> R) -> R {
+    match id {
+        Some(id) => REQUEST_ID.sync_scope(id.clone(), f),
+        None => f(),
+    }
+}
+
+/// Gives every request an id: errors quote it, the answer carries it as `x-request-id`, and
+/// the log lines of the request name it, so a client's report finds the server's log line.
+pub(crate) async fn request_id(request: Request, next: Next) -> Response {
+    let id = tinyagent::new_id("req");
+    let mut response = REQUEST_ID.scope(id.clone(), next.run(request)).await;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
+}
+
+/// Where a connection arrived: its local address (the one the client connected to). Set by
+/// [`Server::serve`](crate::Server::serve)'s accept loop; absent when the routes are mounted in
+/// an app of one's own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arrival {
+    pub(crate) local: SocketAddr,
+}
+
+/// Which hosts and origins the server answers to.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SitePolicy {
+    /// `--allowed-host` entries, lower-cased: `name` (any port), `name:port`, or `*` (any).
+    pub(crate) hosts: Vec<String>,
+    /// Origins allowed besides the server's own (`scheme://host[:port]`, lower-cased; `*` for
+    /// any).
+    pub(crate) origins: Vec<String>,
+}
+
+impl SitePolicy {
+    /// Whether a request naming `host` (the `Host` header, if any) may be served on a
+    /// connection that arrived at `arrival`. Without an arrival (routes mounted elsewhere)
+    /// only a configured list is enforced.
+    pub(crate) fn host_allowed(&self, host: Option<&str>, arrival: Option<Arrival>) -> bool {
+        if self.hosts.iter().any(|h| h == "*") {
+            return true;
+        }
+        if arrival.is_none() && self.hosts.is_empty() {
+            return true;
+        }
+        // HTTP/1.0 clients may leave it out; browsers never do.
+        let Some(host) = host else {
+            return true;
+        };
+        let Some((name, port)) = split_host(host) else {
+            return false;
+        };
+        let listed = self.hosts.iter().any(|entry| match split_host(entry) {
+            Some((n, Some(p))) => n == name && Some(p) == port,
+            Some((n, None)) => n == name,
+            None => false,
+        });
+        if listed {
+            return true;
+        }
+        let Some(arrival) = arrival else {
+            return false;
+        };
+        if port.unwrap_or(80) != arrival.local.port() {
+            return false;
+        }
+        let local_ip = arrival.local.ip();
+        // The address the client connected to, as an IP literal (no DNS name can rebind it).
+        if let Ok(ip) = name.parse::<IpAddr>() {
+            if ip == local_ip || (ip.is_loopback() && local_ip.is_loopback()) {
+                return true;
+            }
+        }
+        // A loopback name, only for a connection that arrived on a loopback address: nobody
+        // off the machine can reach that, whatever `Host` they send.
+        name == "localhost" && local_ip.is_loopback()
+    }
+
+    /// Whether a request from `origin` may be served, `host` being its (allowed) `Host`: the
+    /// server's own origin (the same host and port) or a listed one.
+    pub(crate) fn origin_allowed(&self, origin: &str, host: Option<&str>) -> bool {
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        if self.origins.iter().any(|o| o == "*" || *o == origin) {
+            return true;
+        }
+        let (default_port, rest) = if let Some(rest) = origin.strip_prefix("http://") {
+            (80, rest)
+        } else if let Some(rest) = origin.strip_prefix("https://") {
+            (443, rest)
+        } else {
+            // `null` (sandboxed frames, files) and other schemes.
+            return false;
+        };
+        let (Some((origin_name, origin_port)), Some((host_name, host_port))) =
+            (split_host(rest), host.and_then(split_host))
+        else {
+            return false;
+        };
+        origin_name == host_name
+            && origin_port.unwrap_or(default_port) == host_port.unwrap_or(default_port)
+    }
+}
+
+/// `name[:port]` (names lower-cased, IPv6 without brackets), or `None` when malformed.
+fn split_host(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim().to_ascii_lowercase();
+    if text.is_empty() || text.contains(['/', '@', ' ']) {
+        return None;
+    }
+    if let Some(v6) = text.strip_prefix('[') {
+        let (addr, rest) = v6.split_once(']')?;
+        let port = match rest.strip_prefix(':') {
+            Some(p) => Some(p.parse().ok()?),
+            None if rest.is_empty() => None,
+            None => return None,
+        };
+        return Some((addr.to_owned(), port));
+    }
+    match text.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') => {
+            Some((name.to_owned(), Some(port.parse().ok()?)))
+        }
+        // A bare IPv6 address (not valid in `Host`, but an allowed-host entry may be written so).
+        Some(_) => Some((text, None)),
+        None => Some((text, None)),
+    }
+}
+
+/// Whether a request declares a JSON body (`application/json`, parameters allowed).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Refuses an API request with a body that is not declared JSON: `415`. A cross-site form can
+/// only send `text/plain`, `application/x-www-form-urlencoded` or `multipart/form-data`
+/// without a CORS preflight.
+pub(crate) async fn json_only(request: Request, next: Next) -> Response {
+    let method = request.method();
+    let has_body = method == Method::POST || method == Method::PUT || method == Method::PATCH;
+    if has_body && !is_json(request.headers()) {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "the request body must be JSON, sent with `Content-Type: application/json`",
+        )
+        .code("unsupported_media_type")
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// The cross-site checks of every route but the health checks: `Host`, then `Origin`.
+pub(crate) async fn cross_site(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if path.ends_with("/healthz") || path.ends_with("/readyz") {
+        return next.run(request).await;
+    }
+    match check(&state.site, &request) {
+        Ok(()) => next.run(request).await,
+        Err(err) => {
+            tracing::warn!(
+                method = %request.method(),
+                path,
+                host = ?request.headers().get(header::HOST),
+                origin = ?request.headers().get(header::ORIGIN),
+                status = err.status.as_u16(),
+                request_id = %current_request_id().unwrap_or_default(),
+                "refused a request: {}",
+                err.message
+            );
+            err.into_response()
+        }
+    }
+}
+
+fn check(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let arrival = request.extensions().get::<Arrival>().copied();
+    let host_is_text = headers.get(header::HOST).is_none() || host.is_some();
+    if !host_is_text || !site.host_allowed(host, arrival) {
+        return Err(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "invalid_request_error",
+            "this server does not answer to that host name; its operator can allow it with \
+             --allowed-host",
+        )
+        .code("host_not_allowed"));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|origin| site.origin_allowed(origin, host));
+        if !allowed {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                "requests from other sites' pages are not accepted; the server's operator can \
+                 allow an origin with --allowed-origin",
+            )
+            .code("origin_not_allowed"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(addr: &str) -> Option<Arrival> {
+        Some(Arrival {
+            local: addr.parse().unwrap(),
+        })
+    }
+
+    #[test]
+    fn hosts_are_the_address_connected_to_loopback_names_or_listed_ones() {
+        let site = SitePolicy::default();
+        let local = at("127.0.0.1:8080");
+        for ok in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST:8080",
+            "[::1]:8080",
+        ] {
+            assert!(site.host_allowed(Some(ok), local), "{ok}");
+        }
+        for bad in [
+            "attacker.example:8080",
+            "localhost:9090",
+            "localhost",
+            "127.0.0.1",
+            "localhost.attacker.example:8080",
+            "user@localhost:8080",
+            "",
+        ] {
+            assert!(!site.host_allowed(Some(bad), local), "{bad}");
+        }
+        // Bound elsewhere: the address connected to, never a loopback name.
+        let public = at("10.1.2.3:8080");
+        assert!(site.host_allowed(Some("10.1.2.3:8080"), public));
+        assert!(!site.host_allowed(Some("localhost:8080"), public));
+        assert!(!site.host_allowed(Some("127.0.0.1:8080"), public));
+        assert!(!site.host_allowed(Some("agents.example.com"), public));
+        let listed = SitePolicy {
+            hosts: vec!["agents.example.com".into(), "intranet:8080".into()],
+            ..SitePolicy::default()
+        };
+        assert!(listed.host_allowed(Some("agents.example.com"), public));
+        assert!(listed.host_allowed(Some("Agents.Example.com:443"), public));
+        assert!(listed.host_allowed(Some("intranet:8080"), public));
+        assert!(!listed.host_allowed(Some("intranet:8081"), public));
+        let any = SitePolicy {
+            hosts: vec!["*".into()],
+            ..SitePolicy::default()
+        };
+        assert!(any.host_allowed(Some("whatever"), public));
+        // Mounted in an app of one's own: no arrival, no list, no check.
+        assert!(site.host_allowed(Some("whatever"), None));
+        assert!(!listed.host_allowed(Some("whatever"), None));
+    }
+
+    #[test]
+    fn origins_are_the_servers_own_or_listed_ones() {
+        let site = SitePolicy {
+            origins: vec!["https://app.example.com".into()],
+            ..SitePolicy::default()
+        };
+        let host = Some("127.0.0.1:8080");
+        assert!(site.origin_allowed("http://127.0.0.1:8080", host));
+        assert!(site.origin_allowed("https://app.example.com", host));
+        assert!(!site.origin_allowed("http://localhost:8080", host));
+        assert!(!site.origin_allowed("http://127.0.0.1:9090", host));
+        assert!(!site.origin_allowed("https://attacker.example", host));
+        assert!(!site.origin_allowed("null", host));
+        assert!(site.origin_allowed("http://agents.example.com", Some("agents.example.com")));
+        assert!(site.origin_allowed("https://agents.example.com", Some("agents.example.com:443")));
+    }
+}
