@@ -6,7 +6,8 @@
 //!
 //! - `tinyagent_schema (version)`: the schema version, one row;
 //! - `tinyagent_sessions (id, version, message_count, created_at, updated_at, expires_at,
-//!   ttl_us)`: `ttl_us` is the session's own TTL (`NULL`: the store's; `-1`: never);
+//!   ttl_us, owner)`: `ttl_us` is the session's own TTL (`NULL`: the store's; `-1`: never);
+//!   `owner` the tenant the session belongs to (`''`: none; schema version 2);
 //! - `tinyagent_messages (session_id, seq, body)`: `body` is a [`Message`](tinyagent::Message)
 //!   as JSON text in its serde shape, `seq` counts from 0;
 //! - `tinyagent_state (session_id, key, value)`: `value` is JSON text;
@@ -44,6 +45,12 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[&[
         token TEXT NOT NULL,
         until_us BIGINT NOT NULL
     )",
+], &[
+    // Sessions belong to the tenant that created them. Rows written before this migration
+    // get the empty owner: no tenant's, so only an unscoped reader (an admin, or a server
+    // without keys) sees them.
+    "ALTER TABLE tinyagent_sessions ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX tinyagent_sessions_owner ON tinyagent_sessions (owner, updated_at DESC, id)",
 ]];
 
 /// The schema version this build writes.
