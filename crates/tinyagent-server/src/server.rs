@@ -61,11 +61,12 @@ pub const ENV_API_KEYS: &str = "TINYAGENT_API_KEYS";
 pub struct Server {
     agents: Vec<Arc<dyn Agent>>,
     store: Arc<dyn SessionStore>,
-    keys: Vec<(String, String)>,
+    pub(crate) keys: Vec<(String, String)>,
     allow_unauthenticated: bool,
     limits: Limits,
     on_busy: OnBusy,
     page: bool,
+    pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 
 /// The limits a [`Server`] enforces.
@@ -117,6 +118,7 @@ impl Server {
             },
             on_busy: OnBusy::default(),
             page: true,
+            tenancy: Default::default(),
         }
     }
 
@@ -168,12 +170,20 @@ impl Server {
     }
 
     /// Accepts this API key under a name of your choosing, which logs show instead of the key
-    /// (and by which its concurrency is counted).
+    /// (and by which its concurrency is counted). The name is the tenant: the sessions the key
+    /// creates belong to it, so keep it when the key's secret changes. An empty name is
+    /// replaced by `key-N`.
     #[must_use]
     pub fn named_api_key(mut self, id: impl Into<String>, key: impl Into<String>) -> Self {
         let key = key.into();
+        let id = id.into();
+        let id = if id.trim().is_empty() {
+            format!("key-{}", self.keys.len() + 1)
+        } else {
+            id
+        };
         if !key.is_empty() {
-            self.keys.push((id.into(), key));
+            self.keys.push((id, key));
         }
         self
     }
@@ -283,6 +293,7 @@ impl Server {
             limits,
             draining,
             page: self.page,
+            tenancy: self.tenancy,
         };
         (crate::routes::router(Arc::new(state)), limits)
     }
@@ -394,6 +405,7 @@ pub(crate) struct AppState {
     pub(crate) limits: Limits,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) page: bool,
+    pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 
 impl AppState {

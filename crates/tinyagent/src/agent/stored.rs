@@ -101,6 +101,17 @@ impl SessionRunner {
         self
     }
 
+    /// A runner of the same agent, with the same settings, on another store (a view of the
+    /// same sessions scoped to one tenant, say).
+    #[must_use]
+    pub fn with_store(&self, store: Arc<dyn SessionStore>) -> Self {
+        Self {
+            agent: self.agent.clone(),
+            store,
+            on_busy: self.on_busy,
+        }
+    }
+
     /// The agent.
     pub fn agent(&self) -> &Arc<dyn Agent> {
         &self.agent
