@@ -202,7 +202,9 @@ pub(crate) async fn post_message(
         run: Mutex::new(RunSoFar::default()),
     });
     let store = Scoped::view(&state, &caller).posting(checks.clone());
-    let runner = runner.with_store(Arc::new(store));
+    // A run cancelled after its tools started (the client left, the time ran out) keeps what
+    // they did, marked interrupted.
+    let runner = runner.with_store(Arc::new(store)).keep_interrupted(true);
     let mut steps = sse::until(runner.run(id.clone(), body.input), deadline);
     // The first step comes once the session is held and loaded: a busy or unreachable
     // session is an HTTP error, not a stream.
@@ -470,6 +472,14 @@ impl Scoped {
         let (Some(idempotency), false) = (&post.idempotency, changes.messages.is_empty()) else {
             return changes;
         };
+        // An interrupted turn is no outcome: a retry runs again.
+        let interrupted = changes
+            .messages
+            .last()
+            .is_some_and(|m| m.id.starts_with(tinyagent::agent::INTERRUPTED_PREFIX));
+        if interrupted {
+            return changes;
+        }
         let run = lock(&post.run);
         let answer = changes
             .messages
@@ -604,7 +614,8 @@ fn step_frame(state: &AppState, step: Step) -> Bytes {
                     "timeout_error",
                     format!(
                         "the answer took longer than this server allows ({limit}) and was \
-                         cancelled; nothing of it was stored"
+                         cancelled; of it, only the tool calls that ran were stored, marked \
+                         interrupted"
                     ),
                 )
                 .code("request_timeout"),

@@ -467,3 +467,60 @@ async fn a_retry_with_the_same_idempotency_key_gets_the_stored_outcome() {
     let response = post_once(&server, "sk-alice", "s", "hello", "").await;
     assert_eq!(response.status(), 400);
 }
+
+/// A client that leaves after a tool call ran: the call and its result are stored, marked
+/// interrupted; its retry with the same `Idempotency-Key` runs (an interrupted turn is no
+/// outcome) and sees what the tool did.
+#[tokio::test]
+async fn a_disconnect_after_a_tool_ran_keeps_the_call_and_its_result() {
+    let model = common::GatedModel::new([
+        reply::tool_call("call_1", "add", r#"{"a": 2, "b": 3}"#),
+        reply::text("2 + 3 = 5"),
+    ]);
+    let store = tinyagent::MemoryStore::new();
+    let server = Running::start(keyed(
+        Server::new()
+            .agent(agent("calc", model.clone()))
+            .store(store.clone()),
+    ))
+    .await;
+    model.open(1);
+    let mut stream = post_once(&server, "sk-alice", "s", "2 + 3?", "req-1").await;
+    let mut buffer = String::new();
+    common::read_until(&mut stream, &mut buffer, |f| {
+        f.event.as_deref() == Some("tool_call_finished")
+    })
+    .await;
+    // The run now waits for its second model reply; the client goes.
+    tokio::time::timeout(common::PATIENCE, model.arrived.notified())
+        .await
+        .unwrap();
+    drop(stream);
+    let stored = common::stored_when(&store, "s", |s| s.version == 1).await;
+    assert_eq!(stored.owner, "alice");
+    let parts: Vec<Value> = stored
+        .messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap()["parts"].clone())
+        .collect();
+    assert_eq!(parts[0][0]["text"], "2 + 3?");
+    assert_eq!(parts[1][0]["type"], "tool_call");
+    assert_eq!(parts[2][0]["type"], "tool_result");
+    assert_eq!(parts[2][0]["content"], "5");
+    assert_eq!(parts[2][0]["is_error"], false);
+    assert!(stored.messages[3].id.starts_with("interrupted"));
+    assert!(stored.state.is_empty(), "no idempotency record for a cut turn");
+
+    // The retry runs, on the history that holds the tool's result.
+    model.open(1);
+    let retry = post_once(&server, "sk-alice", "s", "2 + 3?", "req-1").await;
+    assert!(retry.headers().get("idempotent-replayed").is_none());
+    assert!(retry.text().await.unwrap().contains("2 + 3 = 5"));
+    let seen = model.script.requests();
+    let last: Vec<String> = seen.last().unwrap().messages.iter().map(|m| m.text()).collect();
+    assert!(last.len() >= 4, "{last:?}");
+    // Once answered, the key replays.
+    let again = post_once(&server, "sk-alice", "s", "2 + 3?", "req-1").await;
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert!(again.text().await.unwrap().contains("2 + 3 = 5"));
+}
