@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use common::{Running, agent, client, frames};
 use serde_json::{Value, json};
@@ -54,6 +53,14 @@ async fn post(server: &Running, key: &str, id: &str, input: &str) -> reqwest::Re
         Some(json!({"input": input})),
     )
     .await
+}
+
+/// Posts and reads the whole answer (a client that stops reading cancels the run): its status.
+async fn posted(server: &Running, key: &str, id: &str, input: &str) -> u16 {
+    let response = post(server, key, id, input).await;
+    let status = response.status().as_u16();
+    response.text().await.unwrap();
+    status
 }
 
 async fn get(server: &Running, key: &str, path: &str) -> (u16, Value) {
@@ -148,7 +155,7 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
 
     // Bob's own sessions are his: alice does not see them.
     let bobs = tinyagent::new_id("ses");
-    assert_eq!(post(&server, "sk-bob", &bobs, "mine").await.status(), 200);
+    assert_eq!(posted(&server, "sk-bob", &bobs, "mine").await, 200);
     assert!(listed(&server, "sk-bob").await.contains(&bobs));
     assert!(!listed(&server, "sk-alice").await.contains(&bobs));
     let (status, _) = get(&server, "sk-alice", &format!("/v1/sessions/{bobs}")).await;
@@ -227,7 +234,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         let (status, _) = get(&server, key, "/v1/sessions/old").await;
         assert_eq!(status, 404, "{key}");
         assert!(listed(&server, key).await.is_empty(), "{key}");
-        assert_eq!(post(&server, key, "old", "mine?").await.status(), 404);
+        assert_eq!(posted(&server, key, "old", "mine?").await, 404);
     }
     assert_eq!(model.request_count(), 0);
     let (status, old) = get(&server, "sk-root", "/v1/sessions/old").await;
@@ -249,6 +256,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("answer 1"));
     let session = store.load("old").await.unwrap().unwrap();
     assert_eq!((session.messages.len(), session.owner.as_str()), (3, ""));
     let page: Value = client()
@@ -261,67 +269,6 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         .unwrap();
     assert_eq!(page["data"][0]["id"], "old");
     assert_eq!(page["key"], json!({"name": "anonymous", "admin": false}));
-}
-
-/// A writer into a buffer, for the logs.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-// One thread: the server's tasks log to this test's subscriber.
-#[tokio::test(flavor = "current_thread")]
-async fn logs_name_keys_and_never_show_their_secrets() {
-    let logs = Logs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(logs.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let server = Running::start(
-        Server::new()
-            .agent(agent("calc", model(2)))
-            .named_api_key("alice", "sk-alice-secret-1")
-            .api_key("sk-plain-secret-2")
-            .named_admin_key("ops", "sk-ops-secret-3")
-            .rate_limit(RateLimit::per_minute(2)),
-    )
-    .await;
-    assert_eq!(post(&server, "sk-alice-secret-1", "s1", "hi").await.status(), 200);
-    assert_eq!(get(&server, "sk-plain-secret-2", "/v1/sessions").await.0, 200);
-    assert_eq!(get(&server, "sk-ops-secret-3", "/v1/sessions").await.0, 200);
-    assert_eq!(get(&server, "sk-wrong", "/v1/sessions").await.0, 401);
-    // Over alice's rate: refused, and logged under her name too.
-    assert_eq!(get(&server, "sk-alice-secret-1", "/v1/sessions").await.0, 200);
-    assert_eq!(get(&server, "sk-alice-secret-1", "/v1/sessions").await.0, 429);
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    for name in ["key=\"alice\"", "key=\"key-2\"", "key=\"ops\""] {
-        assert!(text.contains(name), "{name} is not in the logs:\n{text}");
-    }
-    assert!(
-        text.lines()
-            .any(|l| l.contains("status=429") && l.contains("key=\"alice\"")),
-        "{text}"
-    );
-    for secret in ["sk-alice-secret-1", "sk-plain-secret-2", "sk-ops-secret-3", "sk-wrong"] {
-        assert!(!text.contains(secret), "{secret} was logged:\n{text}");
-    }
 }
 
 #[tokio::test]
@@ -364,7 +311,7 @@ async fn a_key_at_its_session_cap_gets_409_until_it_deletes_one() {
     ))
     .await;
     for id in ["a1", "a2"] {
-        assert_eq!(post(&server, "sk-alice", id, "hi").await.status(), 200);
+        assert_eq!(posted(&server, "sk-alice", id, "hi").await, 200);
     }
     let response = post(&server, "sk-alice", "a3", "one more").await;
     assert_eq!(response.status(), 409);
@@ -376,10 +323,10 @@ async fn a_key_at_its_session_cap_gets_409_until_it_deletes_one() {
     );
     assert_eq!(model.request_count(), 2, "the refused post ran nothing");
     // Her existing sessions still take messages; bob has his own count.
-    assert_eq!(post(&server, "sk-alice", "a1", "again").await.status(), 200);
-    assert_eq!(post(&server, "sk-bob", "b1", "hi").await.status(), 200);
+    assert_eq!(posted(&server, "sk-alice", "a1", "again").await, 200);
+    assert_eq!(posted(&server, "sk-bob", "b1", "hi").await, 200);
     assert_eq!(delete(&server, "sk-alice", "a2").await.0, 200);
-    assert_eq!(post(&server, "sk-alice", "a3", "now").await.status(), 200);
+    assert_eq!(posted(&server, "sk-alice", "a3", "now").await, 200);
 }
 
 #[tokio::test]
@@ -392,7 +339,7 @@ async fn a_session_at_its_history_cap_gets_413() {
     ))
     .await;
     for input in ["one", "two"] {
-        assert_eq!(post(&server, "sk-alice", "s", input).await.status(), 200);
+        assert_eq!(posted(&server, "sk-alice", "s", input).await, 200);
     }
     let response = post(&server, "sk-alice", "s", "three").await;
     assert_eq!(response.status(), 413);
@@ -404,7 +351,7 @@ async fn a_session_at_its_history_cap_gets_413() {
     let (_, session) = get(&server, "sk-alice", "/v1/sessions/s").await;
     assert_eq!(session["message_count"], 4);
     // Another session of hers is not full.
-    assert_eq!(post(&server, "sk-alice", "t", "one").await.status(), 200);
+    assert_eq!(posted(&server, "sk-alice", "t", "one").await, 200);
 }
 
 async fn post_once(server: &Running, key: &str, id: &str, input: &str, token: &str) -> reqwest::Response {
