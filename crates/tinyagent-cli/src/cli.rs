@@ -304,7 +304,11 @@ pub fn parse_ttl(text: &str) -> Result<std::time::Duration, String> {
         'm' => 60.0,
         'h' => 3600.0,
         'd' => 86_400.0,
-        _ => return Err(format!("{text:?}: give seconds, or a number with s, m, h or d")),
+        _ => {
+            return Err(format!(
+                "{text:?}: give seconds, or a number with s, m, h or d"
+            ));
+        }
     };
     let n: f64 = number
         .trim()

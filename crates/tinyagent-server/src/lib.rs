@@ -55,8 +55,8 @@ mod sse;
 mod tenancy;
 
 pub use error::ApiError;
-pub use tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};
 pub use server::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_REQUEST_TIMEOUT, ENV_API_KEYS, ServeError, Server,
 };
+pub use tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};

@@ -103,7 +103,11 @@ pub(crate) async fn show(
 ) -> Result<Response, ApiError> {
     checked(&id)?;
     let store = Scoped::view(&state, &caller);
-    let Some(stored) = store.load(&id).await.map_err(|e| not_found_as_404(&id, e))? else {
+    let Some(stored) = store
+        .load(&id)
+        .await
+        .map_err(|e| not_found_as_404(&id, e))?
+    else {
         return Err(not_found(&id));
     };
     let mut body = info_json(&stored.info());
@@ -123,7 +127,11 @@ pub(crate) async fn delete(
 ) -> Result<Response, ApiError> {
     checked(&id)?;
     let store = Scoped::view(&state, &caller);
-    if store.delete(&id).await.map_err(|e| not_found_as_404(&id, e))? {
+    if store
+        .delete(&id)
+        .await
+        .map_err(|e| not_found_as_404(&id, e))?
+    {
         Ok(axum::Json(json!({"id": id, "object": "session", "deleted": true})).into_response())
     } else {
         Err(not_found(&id))
@@ -156,10 +164,10 @@ pub(crate) async fn list(
     let data: Vec<Value> = page.sessions.iter().map(info_json).collect();
     // Whose sessions these are: the key's name (never its secret), for the page.
     let key = json!({"name": caller.name, "admin": caller.is_admin()});
-    Ok(axum::Json(
-        json!({"object": "list", "data": data, "next_cursor": page.next, "key": key}),
+    Ok(
+        axum::Json(json!({"object": "list", "data": data, "next_cursor": page.next, "key": key}))
+            .into_response(),
     )
-    .into_response())
 }
 
 pub(crate) async fn post_message(
@@ -314,8 +322,13 @@ struct RunSoFar {
 
 /// Why a post does not run.
 enum Stop {
-    HistoryFull { count: usize, max: usize },
-    TooManySessions { max: usize },
+    HistoryFull {
+        count: usize,
+        max: usize,
+    },
+    TooManySessions {
+        max: usize,
+    },
     /// The outcome stored under the post's idempotency key: its `finished` event.
     Replay(Value),
     /// The idempotency key was used for another request.
@@ -552,7 +565,11 @@ impl SessionStore for Scoped {
     ) -> BoxFuture<'a, Result<SessionPage, StoreError>> {
         Box::pin(async move {
             match &self.owner {
-                Some(owner) => self.inner.list(&options.clone().owner(owner.as_str())).await,
+                Some(owner) => {
+                    self.inner
+                        .list(&options.clone().owner(owner.as_str()))
+                        .await
+                }
                 None => self.inner.list(options).await,
             }
         })

@@ -234,7 +234,7 @@ async fn an_answer_past_the_time_limit_is_504_or_a_cut_stream() {
 
 #[tokio::test]
 async fn a_session_stream_past_the_time_limit_ends_with_an_error_event_and_keeps_the_tool_call_interrupted()
-{
+ {
     let dropped = Dropped::default();
     let model = ScriptedModel::new([reply::tool_call("c1", "wait", "{}")]);
     let slow = LlmAgent::builder("slow")

@@ -13,7 +13,9 @@ use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent_server::{RateLimit, Server};
 
 async fn status(server: &Running, key: &str, method: reqwest::Method, path: &str) -> u16 {
-    let mut request = client().request(method.clone(), server.url(path)).bearer_auth(key);
+    let mut request = client()
+        .request(method.clone(), server.url(path))
+        .bearer_auth(key);
     if method == reqwest::Method::POST {
         request = request.json(&json!({"input": "hi"}));
     }
@@ -67,13 +69,61 @@ async fn logs_name_keys_and_never_show_their_secrets() {
     )
     .await;
     let post = reqwest::Method::POST;
-    assert_eq!(status(&server, "sk-alice-secret-1", post, "/v1/sessions/s1/messages").await, 200);
-    assert_eq!(status(&server, "sk-plain-secret-2", reqwest::Method::GET, "/v1/sessions").await, 200);
-    assert_eq!(status(&server, "sk-ops-secret-3", reqwest::Method::GET, "/v1/sessions").await, 200);
-    assert_eq!(status(&server, "sk-wrong", reqwest::Method::GET, "/v1/sessions").await, 401);
+    assert_eq!(
+        status(
+            &server,
+            "sk-alice-secret-1",
+            post,
+            "/v1/sessions/s1/messages"
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        status(
+            &server,
+            "sk-plain-secret-2",
+            reqwest::Method::GET,
+            "/v1/sessions"
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        status(
+            &server,
+            "sk-ops-secret-3",
+            reqwest::Method::GET,
+            "/v1/sessions"
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        status(&server, "sk-wrong", reqwest::Method::GET, "/v1/sessions").await,
+        401
+    );
     // Over alice's rate: refused, and logged under her name too.
-    assert_eq!(status(&server, "sk-alice-secret-1", reqwest::Method::GET, "/v1/sessions").await, 200);
-    assert_eq!(status(&server, "sk-alice-secret-1", reqwest::Method::GET, "/v1/sessions").await, 429);
+    assert_eq!(
+        status(
+            &server,
+            "sk-alice-secret-1",
+            reqwest::Method::GET,
+            "/v1/sessions"
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        status(
+            &server,
+            "sk-alice-secret-1",
+            reqwest::Method::GET,
+            "/v1/sessions"
+        )
+        .await,
+        429
+    );
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     for name in ["key=\"alice\"", "key=\"key-2\"", "key=\"ops\""] {
         assert!(text.contains(name), "{name} is not in the logs:\n{text}");
@@ -83,8 +133,12 @@ async fn logs_name_keys_and_never_show_their_secrets() {
             .any(|l| l.contains("status=429") && l.contains("key=\"alice\"")),
         "{text}"
     );
-    for secret in ["sk-alice-secret-1", "sk-plain-secret-2", "sk-ops-secret-3", "sk-wrong"] {
+    for secret in [
+        "sk-alice-secret-1",
+        "sk-plain-secret-2",
+        "sk-ops-secret-3",
+        "sk-wrong",
+    ] {
         assert!(!text.contains(secret), "{secret} was logged:\n{text}");
     }
 }
-

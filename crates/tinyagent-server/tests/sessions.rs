@@ -416,7 +416,8 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
         expected.push(answer);
     }
     for server in [&a, &b] {
-        let (status, session) = get_as(server, Some("sk-alice"), &format!("/v1/sessions/{id}")).await;
+        let (status, session) =
+            get_as(server, Some("sk-alice"), &format!("/v1/sessions/{id}")).await;
         assert_eq!(status, 200);
         let texts: Vec<String> = session["messages"]
             .as_array()
@@ -450,12 +451,20 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
         assert_eq!(deleted.status(), 404);
         let (_, page) = get_as(server, Some("sk-bob"), "/v1/sessions?limit=200").await;
         assert!(
-            !page["data"].as_array().unwrap().iter().any(|s| s["id"] == id.as_str()),
+            !page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["id"] == id.as_str()),
             "{page}"
         );
         let (_, page) = get_as(server, Some("sk-alice"), "/v1/sessions?limit=200").await;
         assert!(
-            page["data"].as_array().unwrap().iter().any(|s| s["id"] == id.as_str()),
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["id"] == id.as_str()),
             "{page}"
         );
     }

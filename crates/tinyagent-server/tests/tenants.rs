@@ -34,9 +34,7 @@ async fn send(
     path: &str,
     body: Option<Value>,
 ) -> reqwest::Response {
-    let mut request = client()
-        .request(method, server.url(path))
-        .bearer_auth(key);
+    let mut request = client().request(method, server.url(path)).bearer_auth(key);
     if let Some(body) = body {
         request = request.json(&body);
     }
@@ -124,9 +122,7 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
 
     // Bob's answers are exactly those for a session that does not exist.
     let never = tinyagent::new_id("ses");
-    let same = |body: &Value, asked: &str| {
-        body.to_string().replace(asked, "ID")
-    };
+    let same = |body: &Value, asked: &str| body.to_string().replace(asked, "ID");
     let (status, body) = get(&server, "sk-bob", &format!("/v1/sessions/{id}")).await;
     let (never_status, never_body) = get(&server, "sk-bob", &format!("/v1/sessions/{never}")).await;
     assert_eq!((status, never_status), (404, 404));
@@ -282,7 +278,14 @@ async fn a_key_over_its_rate_gets_429_with_retry_after() {
     for _ in 0..2 {
         assert_eq!(get(&server, "sk-alice", "/v1/agents").await.0, 200);
     }
-    let response = send(&server, reqwest::Method::GET, "sk-alice", "/v1/agents", None).await;
+    let response = send(
+        &server,
+        reqwest::Method::GET,
+        "sk-alice",
+        "/v1/agents",
+        None,
+    )
+    .await;
     assert_eq!(response.status(), 429);
     let retry: u64 = response.headers()["retry-after"]
         .to_str()
@@ -318,7 +321,10 @@ async fn a_key_at_its_session_cap_gets_409_until_it_deletes_one() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "too_many_sessions");
     assert!(
-        body["error"]["message"].as_str().unwrap().contains("2 sessions"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 sessions"),
         "{body}"
     );
     assert_eq!(model.request_count(), 2, "the refused post ran nothing");
@@ -346,7 +352,10 @@ async fn a_session_at_its_history_cap_gets_413() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "history_too_long");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("holds 4 messages") && message.contains("at most 4"), "{message}");
+    assert!(
+        message.contains("holds 4 messages") && message.contains("at most 4"),
+        "{message}"
+    );
     assert_eq!(model.request_count(), 2);
     let (_, session) = get(&server, "sk-alice", "/v1/sessions/s").await;
     assert_eq!(session["message_count"], 4);
@@ -354,7 +363,13 @@ async fn a_session_at_its_history_cap_gets_413() {
     assert_eq!(posted(&server, "sk-alice", "t", "one").await, 200);
 }
 
-async fn post_once(server: &Running, key: &str, id: &str, input: &str, token: &str) -> reqwest::Response {
+async fn post_once(
+    server: &Running,
+    key: &str,
+    id: &str,
+    input: &str,
+    token: &str,
+) -> reqwest::Response {
     client()
         .post(server.url(&format!("/v1/sessions/{id}/messages")))
         .bearer_auth(key)
@@ -405,7 +420,12 @@ async fn a_retry_with_the_same_idempotency_key_gets_the_stored_outcome() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "idempotency_key_reused");
     // Another tenant's post with that key is a post to a session it cannot see.
-    assert_eq!(post_once(&server, "sk-bob", "s", "hello", "req-1").await.status(), 404);
+    assert_eq!(
+        post_once(&server, "sk-bob", "s", "hello", "req-1")
+            .await
+            .status(),
+        404
+    );
     // A new key runs a new turn.
     let next = post_once(&server, "sk-alice", "s", "hello", "req-2").await;
     assert!(next.text().await.unwrap().contains("answer 2"));
@@ -456,7 +476,10 @@ async fn a_disconnect_after_a_tool_ran_keeps_the_call_and_its_result() {
     assert_eq!(parts[2][0]["content"], "5");
     assert_eq!(parts[2][0]["is_error"], false);
     assert!(stored.messages[3].id.starts_with("interrupted"));
-    assert!(stored.state.is_empty(), "no idempotency record for a cut turn");
+    assert!(
+        stored.state.is_empty(),
+        "no idempotency record for a cut turn"
+    );
 
     // The retry runs, on the history that holds the tool's result.
     model.open(1);
@@ -464,7 +487,13 @@ async fn a_disconnect_after_a_tool_ran_keeps_the_call_and_its_result() {
     assert!(retry.headers().get("idempotent-replayed").is_none());
     assert!(retry.text().await.unwrap().contains("2 + 3 = 5"));
     let seen = model.script.requests();
-    let last: Vec<String> = seen.last().unwrap().messages.iter().map(|m| m.text()).collect();
+    let last: Vec<String> = seen
+        .last()
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
     assert!(last.len() >= 4, "{last:?}");
     // Once answered, the key replays.
     let again = post_once(&server, "sk-alice", "s", "2 + 3?", "req-1").await;

@@ -192,13 +192,13 @@ async fn a_file_of_schema_1_migrates_and_its_sessions_have_no_owner() {
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     let old = store.load("old").await.unwrap().expect("kept");
     assert_eq!(old.messages[0].text(), "from before");
-    assert_eq!(old.owner, "", "a session from before owners belongs to no tenant");
+    assert_eq!(
+        old.owner, "",
+        "a session from before owners belongs to no tenant"
+    );
     // Listed for no owner (and unscoped), never for a named one.
     let ids = |page: tinyagent::store::SessionPage| {
-        page.sessions
-            .into_iter()
-            .map(|s| s.id)
-            .collect::<Vec<_>>()
+        page.sessions.into_iter().map(|s| s.id).collect::<Vec<_>>()
     };
     let options = tinyagent::store::ListOptions::new();
     assert_eq!(ids(store.list(&options).await.unwrap()), ["old"]);
@@ -206,9 +206,7 @@ async fn a_file_of_schema_1_migrates_and_its_sessions_have_no_owner() {
         ids(store.list(&options.clone().owner("")).await.unwrap()),
         ["old"]
     );
-    assert!(
-        ids(store.list(&options.clone().owner("key-1")).await.unwrap()).is_empty()
-    );
+    assert!(ids(store.list(&options.clone().owner("key-1")).await.unwrap()).is_empty());
     // A named owner cannot write to it; an owner-less write can.
     let theirs = tinyagent::store::Changes::new()
         .append([Message::user("mine now?")])
