@@ -249,7 +249,7 @@ pub(crate) async fn post_message(
         .inspect(move |step| {
             if let Step::Event(Ok(Event::Usage { step, usage, .. })) = step {
                 let mut run = lock(&checks.run);
-                run.usage += usage.clone();
+                run.usage += *usage;
                 run.steps = run.steps.max(*step);
             }
         })
@@ -503,7 +503,7 @@ impl Scoped {
             .unwrap_or_default();
         let finished = Event::Finished {
             answer,
-            usage: run.usage.clone(),
+            usage: run.usage,
             steps: run.steps,
         };
         let record = json!({
