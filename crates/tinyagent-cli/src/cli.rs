@@ -50,6 +50,8 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the server's options does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Ask one question and print the answer (the question is read from standard input when
     /// none is given).
