@@ -242,6 +242,11 @@ pub struct ModelArgs {
     /// CPU threads for the embedded model [default: half the cores, 1 to 4].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: Option<u32>,
+    /// The embedded model's context window in tokens (prompt plus reply): raise it for many
+    /// tools or a long conversation [env: TINYAGENT_CONTEXT_SIZE; default: the model's own
+    /// trained context; each call allocates only what its prompt needs].
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(64..))]
+    pub context_size: Option<u32>,
     /// How long a model server may stay silent, in seconds: before it starts answering and
     /// between two pieces of a reply [env: TINYAGENT_TIMEOUT; default: 60].
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]

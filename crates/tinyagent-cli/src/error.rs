@@ -102,8 +102,18 @@ impl CliError {
     pub fn from_model(err: &ModelError, server: Option<&str>) -> Self {
         let message = err.message();
         let Some(url) = server else {
-            return Self::failure(err.kind().as_str(), format!("the model failed: {message}"));
+            let failure =
+                Self::failure(err.kind().as_str(), format!("the model failed: {message}"));
+            if err.kind() == ModelErrorKind::ContextLengthExceeded {
+                // The embedded model: its window is the command line's to set.
+                return failure.with_hint(
+                    "raise the context window with --context-size TOKENS (or \
+                     TINYAGENT_CONTEXT_SIZE), or offer fewer tools (--tools, fewer --mcp servers)",
+                );
+            }
+            return failure;
         };
+        let url = tinyagent::tools::redact_url(url);
         match err.kind() {
             ModelErrorKind::Authentication => Self::failure(
                 "authentication",

@@ -43,16 +43,9 @@ fn parse_store(text: &str) -> Result<StoreChoice, CliError> {
     }
 }
 
-/// A URL with its password, if any, left out, for messages.
+/// A URL with its credentials left out, for messages.
 fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
+    tinyagent::tools::redact_url(url)
 }
 
 async fn open_store(

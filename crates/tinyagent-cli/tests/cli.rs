@@ -921,6 +921,60 @@ fn an_unreachable_server_is_an_error_event_in_json() {
     assert_eq!(last["kind"], "unavailable");
 }
 
+#[test]
+fn credentials_in_urls_never_reach_the_output() {
+    let closed = closed_port();
+    // The same closed port, with a user and password, and a key in the query string.
+    let url = closed
+        .url
+        .replace("http://", "http://user:pa55w0rd@")
+        .replace("/v1", "/v1?api_key=k3y-s3cr3t");
+    let shown = closed
+        .url
+        .replace("http://", "http://user:[REDACTED]@")
+        .replace("/v1", "/v1?api_key=[REDACTED]");
+    for json in [false, true] {
+        let mut cmd = tinyagent();
+        cmd.args(["run", "--provider", "openai", "--base-url", url.as_str()]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg("北京天气怎么样？").output().unwrap();
+        let stderr = assert_one_error_line(&out, 1);
+        let stdout = text(&out.stdout);
+        for secret in ["pa55w0rd", "k3y-s3cr3t"] {
+            assert!(!stderr.contains(secret), "{secret} in {stderr}");
+            assert!(!stdout.contains(secret), "{secret} in {stdout}");
+        }
+        assert!(
+            stderr.starts_with(&format!("error: cannot reach the model server at {shown}")),
+            "{stderr}"
+        );
+        if json {
+            let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            assert_eq!(last["type"], "error");
+            assert!(
+                last["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("[REDACTED]"),
+                "{last}"
+            );
+        }
+    }
+    // An MCP server URL the command line refuses is quoted without its credentials too.
+    let out = tinyagent()
+        .args(["tools", "--mcp-url", "ftp://ann:pa55w0rd@127.0.0.1/mcp"])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 2);
+    assert!(!stderr.contains("pa55w0rd"), "{stderr}");
+    assert!(
+        stderr.contains("ftp://ann:[REDACTED]@127.0.0.1/mcp"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_key_is_one_error_line() {
     let server = MockServer::start().await;

@@ -170,6 +170,9 @@ pub trait Protocol: Send + Sync {
 pub struct Transport<P> {
     client: reqwest::Client,
     endpoint: String,
+    /// The endpoint as errors and logs show it (credentials redacted).
+    shown_endpoint: String,
+    /// The base URL as errors and logs show it (credentials redacted).
     base_url: String,
     model: String,
     limits: Limits,
@@ -179,7 +182,7 @@ pub struct Transport<P> {
 impl<P: fmt::Debug> fmt::Debug for Transport<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Transport")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.shown_endpoint)
             .field("model", &self.model)
             .field("limits", &self.limits)
             .field("protocol", &self.protocol)
@@ -189,7 +192,8 @@ impl<P: fmt::Debug> fmt::Debug for Transport<P> {
 
 impl<P: Protocol> Transport<P> {
     /// A transport posting to `endpoint` with `client` (which carries the provider's
-    /// headers); `base_url` and `model` are named in errors and logs.
+    /// headers); `base_url` and `model` are named in errors and logs, URLs always with their
+    /// credentials redacted ([`redact_url`](tinyagent::tools::redact_url)).
     pub fn new(
         client: reqwest::Client,
         endpoint: impl Into<String>,
@@ -198,10 +202,12 @@ impl<P: Protocol> Transport<P> {
         limits: Limits,
         protocol: P,
     ) -> Self {
+        let endpoint = endpoint.into();
         Self {
             client,
-            endpoint: endpoint.into(),
-            base_url: base_url.into(),
+            shown_endpoint: tinyagent::tools::redact_url(&endpoint),
+            endpoint,
+            base_url: tinyagent::tools::redact_url(&base_url.into()),
             model: model.into(),
             limits,
             protocol,
@@ -252,7 +258,7 @@ impl<P: Protocol> Transport<P> {
                         .unwrap_or_default();
                     (self.protocol.status_error(status, &body), wait)
                 }
-                Ok(Err(e)) => (transport_error(e, &self.endpoint), None),
+                Ok(Err(e)) => (transport_error(e, &self.shown_endpoint), None),
             };
             self.before_retry(err, wait, budget).await?;
         }
@@ -296,7 +302,7 @@ impl<P: Protocol> Transport<P> {
     /// The error of a wait that hit `limit`; `events` events had arrived.
     fn timeout_error(&self, limit: Limit, budget: &Budget, events: usize) -> ModelError {
         let limits = &self.limits;
-        let url = &self.endpoint;
+        let url = &self.shown_endpoint;
         let tries = match budget.attempt {
             0 => String::new(),
             n => format!("; attempt {} of {}", n + 1, limits.max_retries + 1),
@@ -383,7 +389,7 @@ impl<P: Protocol> Transport<P> {
                     );
                     return Ok(out);
                 }
-                Err(BodyError::Http(e)) => transport_error(e, &self.endpoint),
+                Err(BodyError::Http(e)) => transport_error(e, &self.shown_endpoint),
                 Err(BodyError::TooLarge(n)) => return Err(too_large(n, limits)),
                 Err(BodyError::TimedOut(limit)) => self.timeout_error(limit, &budget, 0),
             };
@@ -593,7 +599,7 @@ impl<P: Protocol> StreamState<'_, P> {
         let transport = self.transport;
         match err {
             BodyError::Http(e) => {
-                let cause = transport_error(e, &transport.endpoint);
+                let cause = transport_error(e, &transport.shown_endpoint);
                 self.decoder.truncation_error(&format!("failed ({cause})"))
             }
             BodyError::TooLarge(n) => too_large(n, &transport.limits),

@@ -91,7 +91,9 @@ pub fn transport_error(err: reqwest::Error, url: &str) -> ModelError {
         chain.push_str(&s.to_string());
         source = s.source();
     }
-    ModelError::new(kind, format!("{what} {url}{chain}")).with_source(err)
+    // Credentials in the URL never reach the message, also where a cause quotes the URL.
+    let text = tinyagent::tools::redact_url(&format!("{what} {url}{chain}"));
+    ModelError::new(kind, text).with_source(err.without_url())
 }
 
 /// The error for a 200 response whose body is not what was asked for (`expected`): an HTML
@@ -115,6 +117,7 @@ pub fn unexpected_body(
     } else {
         format!("{content_type} instead of {expected}: {}", snippet(body))
     };
+    let base_url = tinyagent::tools::redact_url(base_url);
     ModelError::invalid_response(format!(
         "HTTP {status} from {base_url} with {what}; check the base URL: {hint}"
     ))

@@ -142,6 +142,8 @@ pub async fn dripping_server(
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             counter.fetch_add(1, Ordering::SeqCst);
+            // Each chunk goes out when written, not when the client's delayed ACK comes.
+            let _ = socket.set_nodelay(true);
             let chunk = chunk.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];

@@ -3,7 +3,9 @@
 /// How a [`LlamaModel`](crate::LlamaModel) runs: threads, sampling and limits.
 ///
 /// The defaults are deterministic: greedy decoding (temperature 0), at most 256 new tokens per
-/// reply, a 2048-token context, and half the machine's cores (at least 1, at most 4).
+/// reply, a context window as large as the model was trained on (each call allocates only what
+/// its prompt needs, at least 2048 tokens), and half the machine's cores (at least 1, at
+/// most 4).
 /// A request's own `temperature` and `max_tokens` take precedence over these.
 ///
 /// ```
@@ -25,7 +27,11 @@ pub struct LlamaConfig {
     pub temperature: f32,
     /// The most tokens one reply may generate (default 256); a request's `max_tokens` overrides it.
     pub max_tokens: u32,
-    /// The context window in tokens (prompt plus reply; default 2048), capped by the model's own.
+    /// The context window in tokens (prompt plus reply), capped by the context the model was
+    /// trained on; `0` (the default) is that trained context. Each call allocates only what
+    /// its prompt and reply need (at least 2048 tokens), so a large window costs memory only
+    /// when a prompt is long (many tools, a long history). The command line's
+    /// `--context-size` (or `TINYAGENT_CONTEXT_SIZE`) sets it.
     pub context_size: u32,
     /// How many tool-call rounds in a row (since the user's last message) the model may make
     /// before it must answer in text (default 1). Very small models tend to call tools forever;
@@ -133,7 +139,7 @@ impl Default for LlamaConfig {
             seed: 0,
             temperature: 0.0,
             max_tokens: 256,
-            context_size: 2048,
+            context_size: 0,
             max_tool_rounds: 1,
             tool_prompt: ToolPrompt::Auto,
             tool_format: ToolFormat::Json,
@@ -178,10 +184,15 @@ impl LlamaConfig {
         self
     }
 
-    /// Sets the context window in tokens (values below 64 become 64).
+    /// Sets the context window in tokens: `0` is the model's trained context, other values
+    /// below 64 become 64, values above the trained context are capped by it.
     #[must_use]
     pub fn context_size(mut self, context_size: u32) -> Self {
-        self.context_size = context_size.max(64);
+        self.context_size = if context_size == 0 {
+            0
+        } else {
+            context_size.max(64)
+        };
         self
     }
 

@@ -46,6 +46,18 @@ pub(crate) enum Stop {
     Repetition,
 }
 
+/// The context to allocate for a prompt of `prompt_tokens` and a reply of up to `max_tokens`
+/// in a `window`: what they need with room to spare (scoring reads a few more tokens), at least
+/// 2048 tokens, rounded up to 512, never more than the window. Allocating the whole window
+/// would cost its full KV cache (hundreds of megabytes for a 32k context) on every call.
+fn context_to_allocate(window: u32, prompt_tokens: usize, max_tokens: u32) -> u32 {
+    let need = u32::try_from(prompt_tokens)
+        .unwrap_or(u32::MAX)
+        .saturating_add(max_tokens)
+        .saturating_add(1024);
+    need.div_ceil(512).saturating_mul(512).max(2048).min(window)
+}
+
 fn other(message: String) -> ModelError {
     ModelError::other(message).retryable(false)
 }
@@ -69,7 +81,13 @@ impl<'m> Decoder<'m> {
     /// Creates a context for `job` and reads `job.prompt` into it.
     pub fn new(model: &'m RawModel, job: &Job) -> Result<Self, ModelError> {
         let backend = backend()?;
-        let n_ctx = job.context_size.min(model.n_ctx_train().max(64)).max(64);
+        let trained = model.n_ctx_train().max(64);
+        // The window: the configured size (0: the model's own trained context), never more
+        // than the model was trained on.
+        let window = match job.context_size {
+            0 => trained,
+            n => n.clamp(64, trained),
+        };
         let tokens = model.vocab().tokenize(job.prompt.as_bytes(), true, true);
         if tokens.is_empty() {
             return Err(ModelError::new(
@@ -77,16 +95,26 @@ impl<'m> Decoder<'m> {
                 "the prompt is empty",
             ));
         }
-        if tokens.len() + 1 >= n_ctx as usize {
+        if tokens.len() + 1 >= window as usize {
+            let raise = if window < trained {
+                format!(
+                    "raise the context size, up to the model's {trained} tokens \
+                     (--context-size on the command line, LlamaConfig::context_size in code), \
+                     or shorten the history or the tool list"
+                )
+            } else {
+                "the model cannot read more; shorten the history or the tool list".to_owned()
+            };
             return Err(ModelError::new(
                 ModelErrorKind::ContextLengthExceeded,
                 format!(
-                    "the prompt has {} tokens, more than the context window of {n_ctx} \
-                     tokens allows (raise LlamaConfig::context_size or shorten the history)",
+                    "the prompt has {} tokens, more than the context window of {window} \
+                     tokens allows ({raise})",
                     tokens.len()
                 ),
             ));
         }
+        let n_ctx = context_to_allocate(window, tokens.len(), job.max_tokens);
         let threads = i32::try_from(job.threads.max(1)).unwrap_or(1);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
@@ -471,6 +499,25 @@ fn argmax(values: impl Iterator<Item = (usize, f32)>) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_context_allocated_fits_the_prompt_within_the_window() {
+        // Short prompts: the 2048 tokens every call had before.
+        assert_eq!(context_to_allocate(32_768, 300, 256), 2048);
+        // A long prompt (500 tools): what it needs, rounded up, within the window.
+        let n = context_to_allocate(32_768, 22_960, 256);
+        assert!(
+            n >= 22_960 + 256 && n.is_multiple_of(512) && n <= 32_768,
+            "{n}"
+        );
+        // Never more than the window, however long the prompt.
+        assert_eq!(context_to_allocate(4096, 30_000, 256), 4096);
+        assert_eq!(context_to_allocate(1024, 10, 256), 1024);
+        assert_eq!(
+            context_to_allocate(u32::MAX, usize::MAX, u32::MAX),
+            u32::MAX
+        );
+    }
 
     #[test]
     fn utf8_split_across_tokens_waits_for_the_rest() {

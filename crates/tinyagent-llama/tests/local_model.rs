@@ -349,3 +349,29 @@ async fn a_typed_answer_is_json_of_the_asked_shape_with_the_tools_values() {
         "the answer is JSON: {last}"
     );
 }
+
+/// A prompt longer than 2,048 tokens (many tools, a long history) fits the default window, the
+/// model's own trained context; a smaller configured window refuses it at once, saying how to
+/// raise it.
+#[tokio::test]
+async fn a_long_prompt_fits_the_default_window_and_a_small_one_says_how_to_raise_it() {
+    // A little over 2,048 tokens of text the model has to read before it answers.
+    let long = "The quick brown fox jumps over the lazy dog. ".repeat(210);
+    let req = ModelRequest::new(vec![Message::user(format!(
+        "{long}\nHow many foxes were there? Answer in one word."
+    ))]);
+    let small = model().with_config(LlamaConfig::default().threads(1).context_size(2048));
+    let err = small.generate(&req).await.unwrap_err();
+    assert_eq!(err.kind(), ModelErrorKind::ContextLengthExceeded, "{err}");
+    assert!(err.message().contains("context window of 2048"), "{err}");
+    assert!(err.message().contains("--context-size"), "{err}");
+
+    let default = model().with_config(LlamaConfig::default().threads(2).max_tokens(4));
+    let reply = default.generate(&req).await.unwrap();
+    assert!(
+        reply.usage.input_tokens.is_some_and(|n| n > 2048),
+        "{:?}",
+        reply.usage
+    );
+    assert!(!reply.message.text().trim().is_empty());
+}

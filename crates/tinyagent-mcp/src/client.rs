@@ -261,7 +261,8 @@ impl McpToolset {
     /// ```
     pub fn http(url: impl Into<String>) -> Self {
         let url = url.into();
-        Self::with_endpoint(url.clone(), Endpoint::Http { url })
+        // The label names the server in errors and logs: never with its credentials.
+        Self::with_endpoint(tinyagent::tools::redact_url(&url), Endpoint::Http { url })
     }
 
     fn with_endpoint(label: String, endpoint: Endpoint) -> Self {

@@ -31,7 +31,8 @@ pub(crate) fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
         }
         current = e.source();
     }
-    parts.join(": ")
+    // A cause may quote the server's URL (reqwest's errors do): never with its credentials.
+    tinyagent::tools::redact_url(&parts.join(": "))
 }
 
 /// Whether an error (or one of its sources) is an HTTP 401 or 403.

@@ -320,6 +320,8 @@ async fn receive_callback(listener: TcpListener) -> std::io::Result<String> {
     let port = listener.local_addr()?.port();
     loop {
         let (mut stream, _) = listener.accept().await?;
+        // One small answer per connection; no write should wait on Nagle's algorithm.
+        let _ = stream.set_nodelay(true);
         let mut buf = Vec::with_capacity(2048);
         let mut chunk = [0u8; 1024];
         // The request line is all that is needed; stop at the end of the headers or at 16 KiB.

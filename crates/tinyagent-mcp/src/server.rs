@@ -401,6 +401,13 @@ impl McpServer {
         let router =
             axum::Router::new().nest_service(MCP_HTTP_PATH, self.http_service_with(config));
         let shutdown = cancel.clone();
+        // Answers go out in small writes (SSE events): without TCP_NODELAY, Nagle's algorithm
+        // meets the client's delayed ACK and every call after the first waits about 40 ms.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let task = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })

@@ -198,6 +198,11 @@ pub fn tool_input(data: &[u8]) {
         Ok(_) => {
             let raw = f.got.lock().unwrap().take().expect("the tool ran");
             let value = tools::parse_arguments(&raw).expect("the tool got strict JSON");
+            // … which the tool's own `serde_json` reads too: one definition of JSON.
+            assert!(
+                serde_json::from_str::<Value>(&raw).is_ok(),
+                "{raw:?} passed validation but serde_json refuses it"
+            );
             assert!(f.manual_validator.is_valid(&value), "{raw:?} passed");
             // Exactly the arguments, or the arguments without `null`s the schema refuses.
             let strict = strict.as_ref().expect("the tool got strict JSON");
@@ -210,12 +215,8 @@ pub fn tool_input(data: &[u8]) {
         Err(err) => check_message("validated hand-written tool", err.message()),
     }
 
-    // Exact cache keys agree with the strict reader on text JSON itself calls whitespace-
-    // trimmed (strict parsing also trims other Unicode whitespace).
-    let json_whitespace = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
-    if let Ok(value) = &strict
-        && input.trim() == input.trim_matches(json_whitespace)
-    {
+    // Exact cache keys agree with the strict reader (both trim JSON's whitespace only).
+    if let Ok(value) = &strict {
         let canonical = tools::canonical_json(input).expect("strict JSON has a canonical form");
         let again: Value = serde_json::from_str(&canonical).expect("canonical text is JSON");
         assert!(same_json(value, &again), "{input:?} -> {canonical}");

@@ -189,19 +189,16 @@ async fn typed_tools_decode_the_value_that_passed_the_schema() {
     let runs = Arc::new(AtomicUsize::new(0));
     let tool = tools::wrap_tool(counting_weather(runs.clone()), [tools::with_validation()]);
     let ctx = ToolContext::default();
-    // Whitespace the schema check trims (U+000B is not JSON whitespace) is not forwarded.
+    // JSON whitespace around the arguments is trimmed and not forwarded.
     let out = tool
-        .handle(&ctx, "{\"city\":\"北京\",\"unit\":\"celsius\"}\u{0b}")
+        .handle(&ctx, "{\"city\":\"北京\",\"unit\":\"celsius\"}\r\n\t ")
         .await
         .unwrap();
     assert_eq!(
         out, r#"北京 Some("celsius")"#,
         "text results are not JSON-quoted"
     );
-    let out = tool
-        .handle(&ctx, "\u{0b} {\"city\":\"上海\"}\n")
-        .await
-        .unwrap();
+    let out = tool.handle(&ctx, " {\"city\":\"上海\"}\n").await.unwrap();
     assert_eq!(out, "上海 None");
     for bad in [
         r#"{"city":"x","unit":"kelvin","junk":"\ud800"}"#,
@@ -212,7 +209,8 @@ async fn typed_tools_decode_the_value_that_passed_the_schema() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 
-    // A hand-written tool behind validation gets the text that was checked, trimmed.
+    // A hand-written tool behind validation gets the text that was checked, trimmed of JSON
+    // whitespace.
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     let echo = tools::new_tool(
@@ -225,7 +223,7 @@ async fn typed_tools_decode_the_value_that_passed_the_schema() {
         },
     );
     let echo = tools::wrap_tool(echo, [tools::with_validation()]);
-    echo.handle(&ctx, "  {\"a\":1}\u{0b}\t").await.unwrap();
+    echo.handle(&ctx, "  {\"a\":1}\r\n\t").await.unwrap();
     echo.handle(&ctx, "   ").await.unwrap();
     assert_eq!(*seen.lock().unwrap(), [r#"{"a":1}"#, "{}"]);
 }
@@ -1001,4 +999,177 @@ async fn a_null_the_schema_refuses_counts_as_left_out_and_the_tool_gets_valid_ar
         *got.lock().unwrap(),
         [r#"{"city":"x"}"#, r#"{"city":"x","note":null}"#]
     );
+}
+
+/// Validation and the tool agree on what JSON is: whitespace JSON does not allow (`\v`, `\f`,
+/// U+2028, U+3000, U+00A0) around the arguments is refused by the schema check, as the tool's
+/// own `serde_json` parse refuses it, never passed on for the tool to fail on.
+#[tokio::test]
+async fn validation_and_the_tool_share_one_definition_of_json_whitespace() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let manual = tools::new_tool(
+        "add",
+        "adds",
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}),
+        move |_ctx: ToolContext, input: String| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let value: Value = serde_json::from_str(&input).map_err(|e| {
+                    ToolError::invalid_input(format!("the tool could not parse {input:?}: {e}"))
+                })?;
+                Ok::<_, ToolError>(format!("{}", value["a"].as_i64().unwrap_or(0) + 1))
+            }
+        },
+    );
+    let checked = tools::wrap_tool(manual.clone(), [tools::with_validation()]);
+    let typed = tools::wrap_tool(
+        counting_weather(Arc::new(AtomicUsize::new(0))),
+        [tools::with_validation()],
+    );
+    let ctx = ToolContext::default();
+    for ws in [
+        '\u{0b}', '\u{0c}', '\u{2028}', '\u{3000}', '\u{a0}', '\u{feff}',
+    ] {
+        for input in [format!("{ws}{{\"a\":1}}"), format!("{{\"a\":1}}{ws}")] {
+            // Unchecked, the tool's own parse refuses it …
+            let direct = manual.handle(&ctx, &input).await.unwrap_err();
+            assert_eq!(
+                direct.kind(),
+                ToolErrorKind::InvalidInput,
+                "{input:?}: {direct}"
+            );
+            // … and checked, validation refuses it first, saying it is not JSON.
+            let before = runs.load(Ordering::SeqCst);
+            let err = checked.handle(&ctx, &input).await.unwrap_err();
+            assert_eq!(err.kind(), ToolErrorKind::InvalidInput, "{input:?}: {err}");
+            assert!(err.message().contains("not valid JSON"), "{input:?}: {err}");
+            assert_eq!(
+                runs.load(Ordering::SeqCst),
+                before,
+                "{input:?}: the tool ran"
+            );
+            assert!(tools::parse_arguments(&input).is_err(), "{input:?}");
+            assert!(tools::canonical_json(&input).is_none(), "{input:?}");
+        }
+        let blank = ws.to_string();
+        let err = checked.handle(&ctx, &blank).await.unwrap_err();
+        assert!(err.message().contains("not valid JSON"), "{blank:?}: {err}");
+        let typed_input = format!("{{\"city\":\"北京\"}}{ws}");
+        let err = typed.handle(&ctx, &typed_input).await.unwrap_err();
+        assert_eq!(
+            err.kind(),
+            ToolErrorKind::InvalidInput,
+            "{typed_input:?}: {err}"
+        );
+    }
+    // JSON's own whitespace passes both, and the tool gets the trimmed text.
+    for ws in [' ', '\t', '\n', '\r'] {
+        let input = format!("{ws}{{\"a\":41}}{ws}");
+        assert_eq!(
+            checked.handle(&ctx, &input).await.unwrap(),
+            "42",
+            "{input:?}"
+        );
+        assert_eq!(
+            manual.handle(&ctx, &input).await.unwrap(),
+            "42",
+            "{input:?}"
+        );
+    }
+}
+
+/// Field names are compared after Unicode compatibility normalisation and case folding, `key`
+/// on its own is a secret's name, and token-shaped strings are masked in plain-text results
+/// too; default logging records neither arguments nor results.
+#[tokio::test]
+async fn recorded_text_masks_keys_full_width_names_and_token_shapes() {
+    let captured = Captured::default();
+    let _guard = captured.install();
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbm4ifQ.c2lnbmF0dXJlLVMzQ1IzVC0x";
+    let arguments = [
+        r#"{"key":"S3CR3T-A1","city":"北京"}"#.to_owned(),
+        r#"{"ｐａｓｓｗｏｒｄ":"S3CR3T-A2"}"#.to_owned(),
+        r#"{"ＡＰＩ＿ＫＥＹ":"S3CR3T-A3"}"#.to_owned(),
+        r#"{"Key":{"id":"S3CR3T-A4"}}"#.to_owned(),
+        "ｐａｓｓｗｏｒｄ：S3CR3T-A5 for ann".to_owned(),
+    ];
+    let results = [
+        "your key is sk-proj-S3CR3TB1abcdefghijklmnop, keep it safe".to_owned(),
+        "use Authorization: Bearer S3CR3TB2xyz to call".to_owned(),
+        format!("session {jwt} issued"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nS3CR3TB4\n-----END OPENSSH PRIVATE KEY-----"
+            .to_owned(),
+        "stripe sk_live_S3CR3TB5abcdefghijkl ok".to_owned(),
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nS3CR3TB6\n-----END PGP PRIVATE KEY BLOCK-----"
+            .to_owned(),
+        "gitlab glpat-S3CR3TB7abcdefghijklmn".to_owned(),
+    ];
+    let replies = Arc::new(Mutex::new(results.to_vec()));
+    let source = replies.clone();
+    let tool = tools::new_tool(
+        "echo",
+        "echo",
+        json!({"type": "object"}),
+        move |_ctx: ToolContext, _input: String| {
+            let next = source.lock().unwrap().pop().unwrap_or_default();
+            async move { Ok::<_, ToolError>(next) }
+        },
+    );
+    let recorded = tools::wrap_tool(
+        tool.clone(),
+        [tools::LoggingLayer::new()
+            .record_arguments(true)
+            .record_results(true)
+            .into()],
+    );
+    let ctx = ToolContext::default();
+    for input in &arguments {
+        recorded.handle(&ctx, input).await.unwrap();
+    }
+    for _ in 0..results.len() - arguments.len() {
+        recorded.handle(&ctx, "{}").await.unwrap();
+    }
+    assert!(
+        replies.lock().unwrap().is_empty(),
+        "every result was returned"
+    );
+    let logs = captured.text();
+    for secret in [
+        "S3CR3T-A1",
+        "S3CR3T-A2",
+        "S3CR3T-A3",
+        "S3CR3T-A4",
+        "S3CR3T-A5",
+        "S3CR3TB1",
+        "S3CR3TB2",
+        "c2lnbmF0dXJl",
+        "S3CR3TB4",
+        "S3CR3TB5",
+        "S3CR3TB6",
+        "S3CR3TB7",
+    ] {
+        assert!(!logs.contains(secret), "{secret} leaked: {logs}");
+    }
+    assert!(logs.contains("北京"), "other values stay: {logs}");
+    assert!(
+        logs.contains("keep it safe"),
+        "the text around a token stays: {logs}"
+    );
+    assert!(logs.contains("for ann"), "{logs}");
+    // Names that only contain the word stay readable.
+    for harmless in [
+        r#"{"keyword":"rust","monkey":"george","keys_pressed":3}"#,
+        "keyboard: qwerty, turkey=roast",
+    ] {
+        assert_eq!(tools::redact_text(harmless), harmless);
+    }
+
+    // Default logging records no arguments or results at all.
+    let before = captured.text().len();
+    let quiet = tools::wrap_tool(tool, [tools::LoggingLayer::new().into()]);
+    quiet.handle(&ctx, r#"{"key":"S3CR3T-C1"}"#).await.unwrap();
+    let logs = captured.text();
+    assert!(logs.len() > before, "the call was logged: {logs}");
+    assert!(!logs.contains("S3CR3T-C1"), "{logs}");
 }

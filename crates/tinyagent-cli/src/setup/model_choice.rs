@@ -17,6 +17,10 @@ pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
 /// The environment variable giving `--provider`'s default.
 pub const ENV_PROVIDER: &str = "TINYAGENT_PROVIDER";
 
+/// The environment variable giving `--context-size`'s default (the embedded model's context
+/// window in tokens; `0` is the model's own trained context).
+pub const ENV_CONTEXT_SIZE: &str = "TINYAGENT_CONTEXT_SIZE";
+
 /// Which model answers, decided from the options and the environment.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelChoice {
@@ -27,6 +31,9 @@ pub enum ModelChoice {
         file: Option<PathBuf>,
         /// The threads given with `--threads`.
         threads: Option<u32>,
+        /// The context window given with `--context-size` or `TINYAGENT_CONTEXT_SIZE` (`None`:
+        /// the default, the model's trained context).
+        context_size: Option<u32>,
     },
     /// A model behind an HTTP API.
     Server {
@@ -96,12 +103,28 @@ pub fn choose_model(
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     };
-    let local = ModelChoice::Local {
-        file: args.model_file.clone(),
-        threads: args.threads,
+    let local = || -> Result<ModelChoice, CliError> {
+        let context_size = match (args.context_size, env(ENV_CONTEXT_SIZE)) {
+            (Some(n), _) => Some(n),
+            (None, Some(text)) => Some(text.parse::<u32>().map_err(|_| {
+                CliError::usage(format!(
+                    "{ENV_CONTEXT_SIZE}={text:?} is not a number of tokens"
+                ))
+                .with_hint(format!(
+                    "set {ENV_CONTEXT_SIZE} to a whole number such as 8192 (0: the model's own \
+                     trained context)"
+                ))
+            })?),
+            (None, None) => None,
+        };
+        Ok(ModelChoice::Local {
+            file: args.model_file.clone(),
+            threads: args.threads,
+            context_size,
+        })
     };
     if args.local || args.model_file.is_some() {
-        return Ok(local);
+        return local();
     }
     let from_env = match env(ENV_PROVIDER) {
         None => None,
@@ -128,7 +151,7 @@ pub fn choose_model(
         }
     };
     let provider = match args.provider.or(from_env).or_else(guessed) {
-        Some(Provider::Local) => return Ok(local),
+        Some(Provider::Local) => return local(),
         Some(provider) => provider,
         None => {
             if let Some(model) = &args.model {
@@ -141,7 +164,7 @@ pub fn choose_model(
                      server; for the embedded model use --model-file PATH",
                 ));
             }
-            return Ok(local);
+            return local();
         }
     };
     let v = vendor(provider);
@@ -182,10 +205,17 @@ pub fn choose_model(
 /// Makes the chosen model; loading the embedded one reads its file.
 pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
     match choice {
-        ModelChoice::Local { file, threads } => {
+        ModelChoice::Local {
+            file,
+            threads,
+            context_size,
+        } => {
             let mut config = LlamaConfig::default();
             if let Some(threads) = threads {
                 config = config.threads(*threads);
+            }
+            if let Some(context_size) = context_size {
+                config = config.context_size(*context_size);
             }
             let loaded = match file {
                 Some(file) => LlamaModel::load(file, config),

@@ -24,7 +24,10 @@ impl fmt::Debug for Endpoint {
                 .field("program", program)
                 .field("args", args)
                 .finish_non_exhaustive(),
-            Self::Http { url } => f.debug_struct("Http").field("url", url).finish(),
+            Self::Http { url } => f
+                .debug_struct("Http")
+                .field("url", &tinyagent::tools::redact_url(url))
+                .finish(),
         }
     }
 }

@@ -203,7 +203,8 @@ fn decode_value<I: DeserializeOwned>(value: &serde_json::Value, raw: &str) -> Re
 }
 
 /// The arguments a tool is called with, made whole: blank input (what many models send for a
-/// tool without parameters) means `{}`; anything else is returned unchanged.
+/// tool without parameters) means `{}` — blank in JSON's sense: spaces, tabs, line feeds and
+/// carriage returns only; anything else is returned unchanged.
 ///
 /// ```
 /// use tinyagent::tools::normalize_arguments;
@@ -213,7 +214,11 @@ fn decode_value<I: DeserializeOwned>(value: &serde_json::Value, raw: &str) -> Re
 /// assert_eq!(normalize_arguments(r#"{"city":"北京"}"#), r#"{"city":"北京"}"#);
 /// ```
 pub fn normalize_arguments(raw: &str) -> &str {
-    if raw.trim().is_empty() { "{}" } else { raw }
+    if super::arguments::trim_json_whitespace(raw).is_empty() {
+        "{}"
+    } else {
+        raw
+    }
 }
 
 /// Decodes a tool's raw JSON input into `I`, with an error a model can act on.
@@ -255,7 +260,11 @@ fn describe_decode_error<I: DeserializeOwned>(
         format!(" at `{}`", cut(&path, MAX_PROBLEM_CHARS))
     };
     // Tool arguments are a JSON object; say so plainly when other valid JSON came.
-    let got = match src.trim_start().as_bytes().first() {
+    let got = match src
+        .trim_start_matches(super::arguments::is_json_whitespace)
+        .as_bytes()
+        .first()
+    {
         Some(b'[') => "an array",
         Some(b'"') => "a string",
         Some(b'-' | b'0'..=b'9') => "a number",

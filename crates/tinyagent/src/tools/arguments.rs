@@ -26,7 +26,9 @@ pub(crate) const MAX_PROBLEM_CHARS: usize = 300;
 ///   (`1e999`), anywhere, also in keys a typed tool would ignore;
 /// - nesting deeper than 128 levels.
 ///
-/// Empty (or all-whitespace) input is `{}`, which models send for tools without arguments.
+/// Empty input (or only JSON whitespace: space, tab, line feed, carriage return) is `{}`, which
+/// models send for tools without arguments. Other whitespace (`\u{0B}`, `\u{0C}`, U+2028,
+/// U+3000 …) is not JSON and is refused, as `serde_json` refuses it in the tool.
 /// Errors are [`ToolErrorKind::InvalidInput`](crate::ToolErrorKind::InvalidInput), name the
 /// problem with its position, and quote at most 200 characters of the input.
 ///
@@ -42,7 +44,7 @@ pub(crate) const MAX_PROBLEM_CHARS: usize = 300;
 /// assert!(err.message().contains("duplicate key \"a\""), "{err}");
 /// ```
 pub fn parse_arguments(raw: &str) -> Result<Value, ToolError> {
-    let src = raw.trim();
+    let src = trim_json_whitespace(raw);
     if src.is_empty() {
         return Ok(Value::Object(Map::new()));
     }
@@ -63,6 +65,18 @@ pub fn parse_arguments(raw: &str) -> Result<Value, ToolError> {
         ))
         .with_source(e)
     })
+}
+
+/// `text` without the whitespace JSON allows around a value (RFC 8259: space, tab, line feed,
+/// carriage return) at either end. Every reader of tool arguments trims with this and nothing
+/// else, so that validation and the tool agree on what is JSON.
+pub(crate) fn trim_json_whitespace(text: &str) -> &str {
+    text.trim_matches(is_json_whitespace)
+}
+
+/// Whether `c` is whitespace in JSON's sense (RFC 8259 `ws`).
+pub(crate) fn is_json_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
 }
 
 /// Builds a [`Value`], refusing duplicate keys; serde_json refuses the rest (surrogates,

@@ -53,7 +53,7 @@ pub use middleware::{
     Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, CacheLayer, ConcurrencyLimitLayer,
     LoggingLayer, OutputBudgetLayer, RateLimitLayer, RetryLayer, SpawnBlockingLayer, TimeoutLayer,
     ToolLayer, ToolMiddleware, ValidationLayer, WrappedTool, canonical_json, layer_fn, redact_json,
-    redact_text, with_approval, with_cache, with_concurrency_limit, with_logging,
+    redact_text, redact_url, with_approval, with_cache, with_concurrency_limit, with_logging,
     with_output_budget, with_rate_limit, with_retry, with_spawn_blocking, with_timeout,
     with_validation, wrap_tool,
 };

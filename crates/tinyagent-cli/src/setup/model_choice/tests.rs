@@ -26,7 +26,8 @@ fn nothing_set_means_the_embedded_model() {
         choice,
         ModelChoice::Local {
             file: None,
-            threads: None
+            threads: None,
+            context_size: None
         }
     );
 }
@@ -118,7 +119,8 @@ fn local_wins_over_the_environment() {
         choice,
         ModelChoice::Local {
             file: None,
-            threads: Some(1)
+            threads: Some(1),
+            context_size: None
         }
     );
 }
@@ -200,4 +202,45 @@ fn a_provider_without_a_key_or_a_bad_provider_variable_is_a_usage_error() {
         choice,
         ModelChoice::Server { provider: Provider::Anthropic, ref model, .. } if model == "claude-haiku-4-5"
     ));
+}
+
+#[test]
+fn the_context_size_comes_from_the_flag_or_the_environment() {
+    let local =
+        |flags: &[&str], vars: &[(&str, &str)]| match choose_model(&model_args(flags), env(vars)) {
+            Ok(ModelChoice::Local { context_size, .. }) => Ok(context_size),
+            Ok(other) => panic!("{other:?}"),
+            Err(err) => Err(err),
+        };
+    assert_eq!(local(&["--local"], &[]).unwrap(), None);
+    assert_eq!(
+        local(
+            &["--context-size", "8192"],
+            &[("TINYAGENT_CONTEXT_SIZE", "4096")]
+        )
+        .unwrap(),
+        Some(8192),
+        "the flag wins"
+    );
+    assert_eq!(
+        local(&[], &[("TINYAGENT_CONTEXT_SIZE", "4096")]).unwrap(),
+        Some(4096)
+    );
+    assert_eq!(
+        local(&[], &[("TINYAGENT_CONTEXT_SIZE", "0")]).unwrap(),
+        Some(0),
+        "0 is the model's own"
+    );
+    let err = local(&[], &[("TINYAGENT_CONTEXT_SIZE", "big")]).unwrap_err();
+    assert_eq!(err.code, 2);
+    assert!(err.message.contains("TINYAGENT_CONTEXT_SIZE"), "{err:?}");
+    // Not read at all when a server answers.
+    let server = choose_model(
+        &model_args(&["--base-url", "http://a/v1"]),
+        env(&[("TINYAGENT_CONTEXT_SIZE", "big")]),
+    )
+    .unwrap();
+    assert!(matches!(server, ModelChoice::Server { .. }));
+    let too_small = ["tinyagent", "run", "--context-size", "10", "q"];
+    assert!(<crate::cli::Cli as clap::Parser>::try_parse_from(too_small).is_err());
 }

@@ -27,7 +27,7 @@ const MAX_DEPTH: usize = 128;
 /// assert!(canonical_json("{oops").is_none());
 /// ```
 pub fn canonical_json(text: &str) -> Option<String> {
-    if text.trim().is_empty() {
+    if crate::tools::arguments::trim_json_whitespace(text).is_empty() {
         return Some("{}".to_owned());
     }
     let mut reader = Reader {

@@ -38,14 +38,16 @@ use crate::util::BoxFuture;
 ///   `passphrase`, `passcode`, `secret`, `api_key`, `access_key`, `private_key`,
 ///   `secret_key`, `signing_key`, `encryption_key`, `ssh_key`, `authorization`, `credential`,
 ///   `cookie`, `session_id`, `connection_string`, `credit_card` or `card_number` (compared
-///   case-insensitively, ignoring punctuation, so `aws_access_key_id` and `X-Api-Key` count),
-///   keys ending in `token` (`access_token`, `refreshToken`; not `max_tokens`), keys with one
-///   of the words `pwd`, `pass`, `pin`, `otp`, `totp`, `auth`, `bearer`, `jwt`, `cvv`, `cvc`,
-///   `ssn` (`db_pass`, `pin_code`; not `bypass` or `shipping`), and any added with
-///   [`redact_key`](Self::redact_key);
-/// - credentials inside any value are replaced too: authorization schemes (`Bearer …`,
-///   `Basic …`), the password of `scheme://user:password@host`, and tokens whose shape gives
-///   them away (`sk-…`, `ghp_…`, `xoxb-…`, `AKIA…`, `AIza…`, JWTs, PEM private keys).
+///   after Unicode compatibility normalisation (NFKC), case-insensitively, ignoring
+///   punctuation, so `aws_access_key_id`, `X-Api-Key` and a full-width `ｐａｓｓｗｏｒｄ`
+///   count), keys ending in `token` (`access_token`, `refreshToken`; not `max_tokens`), keys
+///   with one of the words `key`, `pwd`, `pass`, `pin`, `otp`, `totp`, `auth`, `bearer`, `jwt`,
+///   `cvv`, `cvc`, `ssn` (`key`, `db_pass`, `pin_code`; not `keyword`, `bypass` or
+///   `shipping`), and any added with [`redact_key`](Self::redact_key);
+/// - credentials inside any value, JSON or plain text, are replaced too: authorization
+///   schemes (`Bearer …`, `Basic …`), the password of `scheme://user:password@host`, and
+///   tokens whose shape gives them away (`sk-…`, `sk_live_…`, `ghp_…`, `glpat-…`, `hf_…`,
+///   `npm_…`, `xoxb-…`, `AKIA…`, `AIza…`, `ya29.…`, JWTs, PEM and PGP private keys).
 ///
 /// Recorded text is cut to [`max_recorded_len`](Self::max_recorded_len) characters, error text
 /// to the same length. Redaction cannot know every secret: a tool that returns secrets in a

@@ -54,7 +54,7 @@ pub use cache::{CacheLayer, with_cache};
 pub use canonical::canonical_json;
 pub use limit::{ConcurrencyLimitLayer, RateLimitLayer, with_concurrency_limit, with_rate_limit};
 pub use logging::{LoggingLayer, with_logging};
-pub use redact::{redact_json, redact_text};
+pub use redact::{redact_json, redact_text, redact_url};
 pub use retry::{RetryLayer, with_retry};
 pub use timeout::{TimeoutLayer, with_timeout};
 #[cfg(feature = "tower")]

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 use serde_json::Value;
+use unicode_normalization::UnicodeNormalization;
 
 /// What replaces a redacted value.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -36,24 +37,26 @@ const SENSITIVE_FRAGMENTS: &[&str] = &[
 /// Words (parts of a key split at punctuation and camelCase) whose values are redacted: too
 /// short to look for inside other words (`pin` but not `shipping`, `pass` but not `bypass`).
 const SENSITIVE_WORDS: &[&str] = &[
-    "pwd", "pass", "pin", "otp", "totp", "auth", "bearer", "jwt", "cvv", "cvc", "ssn",
+    "pwd", "pass", "pin", "otp", "totp", "auth", "bearer", "jwt", "cvv", "cvc", "ssn", "key",
 ];
 
-/// Lower-case, letters and digits only: `X-Api-Key` and `api_key` both become `apikey`.
+/// Compatibility-normalized (NFKC), lower-case, letters and digits only: `X-Api-Key`,
+/// `api_key` and the full-width `ａｐｉ＿ｋｅｙ` all become `apikey`.
 pub(crate) fn normalize_key(key: &str) -> String {
-    key.chars()
+    key.nfkc()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
 }
 
-/// The words of a key: split at anything not a letter or digit and where a lower-case letter
-/// or digit is followed by an upper-case one (`refreshToken`, `DB_PASS`).
+/// The words of a key (compatibility-normalized first, so full-width letters count as
+/// theirs): split at anything not a letter or digit and where a lower-case letter or digit is
+/// followed by an upper-case one (`refreshToken`, `DB_PASS`).
 fn words(key: &str) -> impl Iterator<Item = String> + '_ {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut prev_lower = false;
-    for c in key.chars() {
+    for c in key.nfkc() {
         if !c.is_alphanumeric() {
             if !word.is_empty() {
                 out.push(std::mem::take(&mut word));
@@ -126,14 +129,19 @@ static KNOWN_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
         r"|AKIA[0-9A-Z]{16}",           // AWS access key ids
         r"|AIza[0-9A-Za-z_\-]{30,}",    // Google API keys
         r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", // JWTs
+        r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", // Stripe secret and restricted keys
+        r"|glpat-[A-Za-z0-9_\-]{20,}",  // GitLab personal access tokens
+        r"|hf_[A-Za-z0-9]{30,}",        // Hugging Face tokens
+        r"|npm_[A-Za-z0-9]{36}",        // npm tokens
+        r"|ya29\.[A-Za-z0-9_\-]{20,}",  // Google OAuth access tokens
         r")",
     ))
     .expect("a valid pattern")
 });
 
-/// PEM blocks of private keys.
+/// PEM blocks of private keys (and PGP private key blocks).
 static PEM_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)")
+    Regex::new(r"-----BEGIN ([A-Z ]*)PRIVATE KEY( BLOCK)?-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|$)")
         .expect("a valid pattern")
 });
 
@@ -141,8 +149,7 @@ static PEM_KEY: LazyLock<Regex> = LazyLock::new(|| {
 /// (`\"key\":\"value\"`, as a quoted input inside an error message has them); the value is
 /// read by [`value_end`].
 static KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?:\\?["'])?([A-Za-z0-9_][A-Za-z0-9_.\-]*)(?:\\?["'])?\s*[:=]\s*"#)
-        .expect("a valid pattern")
+    Regex::new(r#"(?:\\?["'])?([\w][\w.\-]*)(?:\\?["'])?\s*[:=：＝]\s*"#).expect("a valid pattern")
 });
 
 /// Where the value starting at the beginning of `rest` ends, and how it is quoted.
@@ -324,9 +331,165 @@ pub fn redact_json(text: &str) -> String {
     redact_with(text, &[])
 }
 
+/// A URL anywhere in a text: a scheme, `://`, and everything up to whitespace, a quote or a
+/// bracket that cannot be part of it.
+static URL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>`()\[\]{}]+"#).expect("a valid pattern")
+});
+
+/// Query parameters that carry credentials in URLs beyond the sensitive keys (signed URLs).
+const SENSITIVE_QUERY: &[&str] = &[
+    "sig",
+    "signature",
+    "xamzsignature",
+    "xamzcredential",
+    "xamzsecuritytoken",
+    "xgoogsignature",
+    "xgoogcredential",
+];
+
+fn redact_one_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let mut out = String::with_capacity(url.len() + REDACTED.len());
+    out.push_str(scheme);
+    out.push_str("://");
+    match authority.rsplit_once('@') {
+        // `user:password@`: the user stays readable, the password goes.
+        Some((userinfo, host)) => {
+            match userinfo.split_once(':') {
+                Some((user, _)) if !user.is_empty() => {
+                    out.push_str(user);
+                    out.push(':');
+                }
+                // A user alone is often a token (`https://TOKEN@host`).
+                _ => {}
+            }
+            out.push_str(REDACTED);
+            out.push('@');
+            out.push_str(host);
+        }
+        None => out.push_str(authority),
+    }
+    let Some((path, query)) = tail.split_once('?') else {
+        out.push_str(tail);
+        return out;
+    };
+    out.push_str(path);
+    out.push('?');
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match pair.split_once('=') {
+            Some((key, value))
+                if !value.is_empty()
+                    && (is_sensitive(key, &[])
+                        || SENSITIVE_QUERY.contains(&normalize_key(key).as_str())) =>
+            {
+                out.push_str(key);
+                out.push('=');
+                out.push_str(REDACTED);
+            }
+            _ => out.push_str(pair),
+        }
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
+/// Redacts the credentials of every URL in `text`, for display: the password of
+/// `scheme://user:password@host` (a user name alone, often a token, goes too) and the values of
+/// query parameters that carry keys (`?key=…`, `api_key=…`, `access_token=…`, signed-URL
+/// signatures). Everything else, the text around the URLs included, is kept as it is.
+///
+/// Every place this project shows a URL it was given (error messages, logs, events, the
+/// command line's `--json` output, the server's pages) shows it through this function.
+///
+/// ```
+/// use tinyagent::tools::redact_url;
+///
+/// assert_eq!(
+///     redact_url("could not connect to http://ann:hunter2@127.0.0.1:1/v1"),
+///     "could not connect to http://ann:[REDACTED]@127.0.0.1:1/v1"
+/// );
+/// assert_eq!(
+///     redact_url("https://g.example/v1beta/models?key=AIzaK3Y&alt=sse"),
+///     "https://g.example/v1beta/models?key=[REDACTED]&alt=sse"
+/// );
+/// assert_eq!(redact_url("https://ghp_T0K3N@git.example/x"), "https://[REDACTED]@git.example/x");
+/// assert_eq!(redact_url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
+/// ```
+pub fn redact_url(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_owned();
+    }
+    URL.replace_all(text, |c: &Captures| redact_one_url(&c[0]))
+        .into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_credentials_and_nothing_else() {
+        for (text, secret, kept) in [
+            (
+                "postgres://app:pa55@db:5432/x",
+                "pa55",
+                "postgres://app:[REDACTED]@db:5432/x",
+            ),
+            (
+                "redis://:pa55@127.0.0.1:6379/0",
+                "pa55",
+                "redis://[REDACTED]@127.0.0.1:6379/0",
+            ),
+            (
+                "error sending request for url (http://u:pa55@h/v1/chat?x=1)",
+                "pa55",
+                "(http://u:[REDACTED]@h/v1/chat?x=1)",
+            ),
+            (
+                "https://s3.example/o?X-Amz-Signature=abc123&X-Amz-Date=1",
+                "abc123",
+                "X-Amz-Date=1",
+            ),
+            (
+                "GET https://api.example/x?access_token=t0k&page=2#top and more",
+                "t0k",
+                "page=2#top and more",
+            ),
+            (
+                "\"http://user:pa55@h:1\"",
+                "pa55",
+                "\"http://user:[REDACTED]@h:1\"",
+            ),
+        ] {
+            let out = redact_url(text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+            assert!(out.contains(kept), "{text} -> {out}");
+        }
+        for plain in [
+            "http://127.0.0.1:8080/v1",
+            "https://example.com/a@b",
+            "mailto ann@example.com",
+            "https://api.example/search?q=key&page=2",
+            "no url here: a=b",
+        ] {
+            assert_eq!(redact_url(plain), plain);
+        }
+    }
 
     #[test]
     fn sensitive_keys() {

@@ -100,7 +100,7 @@ impl ValidationHandler {
     /// The text to forward and its checked value, or `None` when the input goes on as plain
     /// text.
     fn check<'a>(&self, input: &'a str) -> Result<Option<(Cow<'a, str>, Value)>, ToolError> {
-        let trimmed = input.trim();
+        let trimmed = crate::tools::arguments::trim_json_whitespace(input);
         if trimmed.is_empty() {
             let value = Value::Object(Map::new());
             self.check_value(&value)?;
