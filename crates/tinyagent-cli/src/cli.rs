@@ -50,6 +50,8 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the server's options does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Ask one question and print the answer (the question is read from standard input when
     /// none is given).
@@ -123,6 +125,9 @@ GET /v1/agents, GET /healthz, GET /readyz, and the page at /.
 Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
 TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
 addresses, unless --allow-unauthenticated. (--api-key is the model provider's key.)
+Each session belongs to the key that created it: other keys get 404 for it and never see it
+listed; --admin-key sees them all. Name keys (--server-key alice=KEY) to keep their sessions
+when the secret changes; logs show names, never keys.
 
 Other sites' pages cannot drive it through a browser: API bodies must be application/json
 (415), a foreign Origin gets 403, and a Host other than the address connected to (or
@@ -153,10 +158,32 @@ pub struct ServeArgs {
     /// Where sessions are kept: memory, sqlite:PATH, postgres://… or redis://….
     #[arg(long, value_name = "STORE", default_value = "memory")]
     pub store: String,
-    /// An API key clients must send as `Authorization: Bearer KEY` (repeatable) [env:
-    /// TINYAGENT_API_KEYS, comma-separated].
-    #[arg(long = "server-key", value_name = "KEY")]
+    /// An API key clients must send as `Authorization: Bearer KEY` (repeatable), as NAME=KEY
+    /// to name it (logs and the page show the name; the name owns the key's sessions) or as
+    /// KEY alone (named key-N, N its place among the keys) [env: TINYAGENT_API_KEYS,
+    /// comma-separated].
+    #[arg(long = "server-key", value_name = "[NAME=]KEY")]
     pub server_keys: Vec<String>,
+    /// An admin key, which sees and may use every session, whoever created it (named admin
+    /// unless given as NAME=KEY) [env: TINYAGENT_ADMIN_KEY].
+    #[arg(long = "admin-key", value_name = "[NAME=]KEY")]
+    pub admin_key: Option<String>,
+    /// How long a session is kept after its last message, such as 3600, 90m, 12h or 30d
+    /// [default: kept until deleted].
+    #[arg(long, value_name = "DURATION", value_parser = parse_ttl)]
+    pub session_ttl: Option<std::time::Duration>,
+    /// How many sessions one API key may keep; a message that would start one more gets 409
+    /// [default: no limit].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions_per_key: Option<u32>,
+    /// How many messages one session may hold; a message to a fuller session gets 413
+    /// [default: no limit].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_history: Option<u32>,
+    /// How many requests one API key may send, as N/s, N/min or N/h (a burst of N, then
+    /// one every 1/N of the period); beyond it 429 with Retry-After [default: no limit].
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub rate_limit: Option<tinyagent_server::RateLimit>,
     /// Serve without API keys on an address other than loopback: anyone who reaches it may
     /// use the agent.
     #[arg(long)]
@@ -324,6 +351,42 @@ pub fn parse_secs(text: &str) -> Result<std::time::Duration, String> {
         ));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// A duration: seconds, or a number with `s`, `m`, `h` or `d`.
+pub fn parse_ttl(text: &str) -> Result<std::time::Duration, String> {
+    let trimmed = text.trim();
+    let (number, unit) = match trimmed.char_indices().last() {
+        Some((at, c)) if c.is_ascii_alphabetic() => (&trimmed[..at], c),
+        _ => (trimmed, 's'),
+    };
+    let scale = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86_400.0,
+        _ => {
+            return Err(format!(
+                "{text:?}: give seconds, or a number with s, m, h or d"
+            ));
+        }
+    };
+    let n: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration, such as 3600, 90m, 12h or 30d"))?;
+    let secs = n * scale;
+    if !(1.0..=366.0 * 86_400.0 * 10.0).contains(&secs) {
+        return Err(format!(
+            "{text:?} is out of range: give between 1 second and 10 years"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// A request rate: `N/s`, `N/min` or `N/h`.
+pub fn parse_rate(text: &str) -> Result<tinyagent_server::RateLimit, String> {
+    text.parse()
 }
 
 /// Which tools the agent gets.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tinyagent::agent::OnBusy;
 use tinyagent::{MemoryStore, SessionStore};
-use tinyagent_server::{ENV_API_KEYS, Server};
+use tinyagent_server::{DEFAULT_ADMIN_KEY_NAME, ENV_API_KEYS, Server};
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
 
 use crate::cli::{AgentArgs, ServeArgs};
@@ -51,6 +51,7 @@ fn redacted(url: &str) -> String {
 async fn open_store(
     choice: &StoreChoice,
     lease: Duration,
+    ttl: Option<Duration>,
 ) -> Result<Arc<dyn SessionStore>, CliError> {
     let failed = |what: String, err: tinyagent::store::StoreError| {
         CliError::failure(
@@ -58,42 +59,96 @@ async fn open_store(
             format!("cannot open the session store {what}: {err}"),
         )
     };
+    // Each store's TTL: a session not written for this long vanishes.
+    fn with_ttl<S>(store: S, ttl: Option<Duration>, set: fn(S, Duration) -> S) -> S {
+        match ttl {
+            Some(ttl) => set(store, ttl),
+            None => store,
+        }
+    }
     Ok(match choice {
-        StoreChoice::Memory => Arc::new(MemoryStore::new()),
-        StoreChoice::Sqlite(path) => Arc::new(
+        StoreChoice::Memory => Arc::new(with_ttl(MemoryStore::new(), ttl, MemoryStore::ttl)),
+        StoreChoice::Sqlite(path) => Arc::new(with_ttl(
             SqliteStore::open(path)
                 .await
                 .map_err(|e| failed(format!("sqlite:{path}"), e))?
                 .lease(lease),
-        ),
-        StoreChoice::Postgres(url) => Arc::new(
+            ttl,
+            SqliteStore::ttl,
+        )),
+        StoreChoice::Postgres(url) => Arc::new(with_ttl(
             PostgresStore::connect(url)
                 .await
                 .map_err(|e| failed(redacted(url), e))?
                 .lease(lease),
-        ),
-        StoreChoice::Redis(url) => Arc::new(
+            ttl,
+            PostgresStore::ttl,
+        )),
+        StoreChoice::Redis(url) => Arc::new(with_ttl(
             RedisStore::connect(url)
                 .await
                 .map_err(|e| failed(redacted(url), e))?
                 .lease(lease),
-        ),
+            ttl,
+            RedisStore::ttl,
+        )),
     })
 }
 
-/// The keys of `--server-key` and of `TINYAGENT_API_KEYS` (comma-separated), blanks left out.
-fn keys(args: &ServeArgs, env: Option<String>) -> Vec<String> {
-    let mut keys: Vec<String> = args
+/// The environment variable `tinyagent serve` reads its admin key from.
+const ENV_ADMIN_KEY: &str = "TINYAGENT_ADMIN_KEY";
+
+/// A key as given: `NAME=SECRET`, or the secret alone (`None` for its name). Only a name of
+/// letters, digits, `-`, `_` and `.` (at most 64) before a non-empty secret makes a name, so
+/// a secret that merely holds `=` (base64 padding, say) is taken whole.
+fn split_key(text: &str) -> (Option<&str>, &str) {
+    if let Some((name, secret)) = text.split_once('=') {
+        let is_name = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if is_name && !secret.is_empty() && !secret.starts_with('=') {
+            return (Some(name), secret);
+        }
+    }
+    (None, text)
+}
+
+/// The keys of `--server-key` and of `TINYAGENT_API_KEYS` (comma-separated), blanks left
+/// out, as (name, secret): a key given without a name is `key-N`, N its place among the keys.
+fn keys(args: &ServeArgs, env: Option<String>) -> Vec<(String, String)> {
+    let mut given: Vec<String> = args
         .server_keys
         .iter()
         .map(|k| k.trim().to_owned())
         .collect();
     if let Some(env) = env {
-        keys.extend(env.split(',').map(|k| k.trim().to_owned()));
+        given.extend(env.split(',').map(|k| k.trim().to_owned()));
     }
-    keys.retain(|k| !k.is_empty());
-    keys.dedup();
-    keys
+    given.retain(|k| !k.is_empty());
+    given.dedup();
+    given
+        .iter()
+        .enumerate()
+        .map(|(n, text)| match split_key(text) {
+            (Some(name), secret) => (name.to_owned(), secret.to_owned()),
+            (None, secret) => (format!("key-{}", n + 1), secret.to_owned()),
+        })
+        .collect()
+}
+
+/// The admin key of `--admin-key` or `TINYAGENT_ADMIN_KEY`, as (name, secret).
+fn admin_key(args: &ServeArgs, env: Option<String>) -> Option<(String, String)> {
+    let text = args.admin_key.clone().or(env)?;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(match split_key(text) {
+        (Some(name), secret) => (name.to_owned(), secret.to_owned()),
+        (None, secret) => (DEFAULT_ADMIN_KEY_NAME.to_owned(), secret.to_owned()),
+    })
 }
 
 /// Waits for Ctrl-C or, on Unix, SIGTERM.
@@ -120,9 +175,9 @@ async fn stop_signal() {
 }
 
 /// Without keys, only loopback addresses, unless `--allow-unauthenticated`.
-fn refuse_open(
+fn refuse_open<K>(
     args: &ServeArgs,
-    keys: &[String],
+    keys: &[K],
     addr: std::net::SocketAddr,
 ) -> Result<(), CliError> {
     if keys.is_empty() && !args.allow_unauthenticated && !addr.ip().is_loopback() {
@@ -139,15 +194,18 @@ fn refuse_open(
 /// `tinyagent serve`.
 pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliError> {
     let store_choice = parse_store(&args.store)?;
-    let keys = keys(args, std::env::var(ENV_API_KEYS).ok());
+    let mut keys = keys(args, std::env::var(ENV_API_KEYS).ok());
+    let admin = admin_key(args, std::env::var(ENV_ADMIN_KEY).ok());
+    let key_count = keys.len();
     let name = args.agent_name.trim();
     if name.is_empty() {
         return Err(CliError::usage("--agent-name is empty"));
     }
     // Checked before binding when the address is literal, and again once bound (a host name
     // may resolve to anything).
+    let all_keys: Vec<&(String, String)> = keys.iter().chain(admin.as_ref()).collect();
     if let Ok(addr) = args.listen.parse::<std::net::SocketAddr>() {
-        refuse_open(args, &keys, addr)?;
+        refuse_open(args, &all_keys, addr)?;
     }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -158,7 +216,8 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     let addr = listener.local_addr().map_err(|e| {
         CliError::failure("listen", format!("cannot read the listening address: {e}"))
     })?;
-    refuse_open(args, &keys, addr)?;
+    refuse_open(args, &all_keys, addr)?;
+    drop(all_keys);
     if !(0.0..=86_400.0).contains(&args.session_wait) {
         return Err(CliError::usage(format!(
             "--session-wait {} is out of range: give between 0 and 86400 seconds",
@@ -170,12 +229,21 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     } else {
         OnBusy::Wait(Duration::from_secs_f64(args.session_wait))
     };
-    let store = open_store(&store_choice, args.session_lease).await?;
+    let store = open_store(&store_choice, args.session_lease, args.session_ttl).await?;
     let assembled = setup::assemble_named(agent_args, name).await?;
-    let server = Server::new()
+    let mut server = Server::new();
+    for (key_name, secret) in keys.drain(..) {
+        server = server.named_api_key(key_name, secret);
+    }
+    if let Some((admin_name, secret)) = admin.clone() {
+        server = server.named_admin_key(admin_name, secret);
+    }
+    let server = server
         .agent(assembled.agent)
         .shared_store(store)
-        .api_keys(keys.iter().cloned())
+        .max_sessions_per_key(args.max_sessions_per_key.map(|n| n as usize))
+        .max_history(args.max_history.map(|n| n as usize))
+        .rate_limit(args.rate_limit)
         .allow_unauthenticated(args.allow_unauthenticated)
         .max_body_bytes(usize::try_from(args.max_body_bytes).unwrap_or(usize::MAX))
         .request_timeout(args.request_timeout)
@@ -202,10 +270,10 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     };
     eprintln!(
         "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {})",
-        if keys.is_empty() {
-            "no API keys".to_owned()
-        } else {
-            format!("{} API key(s)", keys.len())
+        match (key_count, &admin) {
+            (0, None) => "no API keys".to_owned(),
+            (n, None) => format!("{n} API key(s)"),
+            (n, Some((admin_name, _))) => format!("{n} API key(s) and admin key {admin_name:?}"),
         }
     );
     server
@@ -257,6 +325,11 @@ mod tests {
             listen: "127.0.0.1:0".into(),
             store: "memory".into(),
             server_keys: vec!["a".into(), " ".into()],
+            admin_key: None,
+            session_ttl: None,
+            max_sessions_per_key: None,
+            max_history: None,
+            rate_limit: None,
             allow_unauthenticated: false,
             agent_name: "x".into(),
             max_body_bytes: 1,
@@ -274,7 +347,64 @@ mod tests {
             client_instructions: Default::default(),
             allow_client_tool_results: false,
         };
-        assert_eq!(keys(&args, Some("b, c,,".into())), ["a", "b", "c"]);
-        assert_eq!(keys(&args, None), ["a"]);
+        let pair = |n: &str, k: &str| (n.to_owned(), k.to_owned());
+        assert_eq!(
+            keys(&args, Some("b, c,,".into())),
+            [pair("key-1", "a"), pair("key-2", "b"), pair("key-3", "c")]
+        );
+        assert_eq!(keys(&args, None), [pair("key-1", "a")]);
+    }
+
+    #[test]
+    fn keys_may_be_named() {
+        let mut args = ServeArgs {
+            listen: "127.0.0.1:0".into(),
+            store: "memory".into(),
+            server_keys: vec!["alice=sk-a".into(), "sk-plain".into()],
+            admin_key: None,
+            session_ttl: None,
+            max_sessions_per_key: None,
+            max_history: None,
+            rate_limit: None,
+            allow_unauthenticated: false,
+            agent_name: "x".into(),
+            max_body_bytes: 1,
+            request_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(1),
+            max_concurrent_per_key: 1,
+            session_lease: Duration::from_secs(1),
+            session_wait: 1.0,
+            drain_timeout: Duration::from_secs(1),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            max_connections: 1,
+            client_instructions: Default::default(),
+            allow_client_tool_results: false,
+        };
+        let pair = |n: &str, k: &str| (n.to_owned(), k.to_owned());
+        assert_eq!(
+            keys(&args, Some("bob=sk-b,c2VjcmV0==,=x,a b=c".into())),
+            [
+                pair("alice", "sk-a"),
+                pair("key-2", "sk-plain"),
+                pair("bob", "sk-b"),
+                // Base64 padding is no name; nor is an empty one or one with a space.
+                pair("key-4", "c2VjcmV0=="),
+                pair("key-5", "=x"),
+                pair("key-6", "a b=c"),
+            ]
+        );
+        assert_eq!(admin_key(&args, None), None);
+        assert_eq!(
+            admin_key(&args, Some("sk-root".into())),
+            Some(pair("admin", "sk-root"))
+        );
+        args.admin_key = Some("ops=sk-ops".into());
+        assert_eq!(
+            admin_key(&args, Some("sk-root".into())),
+            Some(pair("ops", "sk-ops"))
+        );
     }
 }

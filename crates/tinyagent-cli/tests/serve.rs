@@ -359,6 +359,8 @@ async fn two_processes_share_a_conversation(store: &str) {
         store,
         "--server-key",
         "sk-replicas",
+        "--server-key",
+        "other=sk-other",
         "--session-lease",
         "1",
         "--base-url",
@@ -442,6 +444,44 @@ async fn two_processes_share_a_conversation(store: &str) {
             "turn 1", "answer 1", "turn 2", "answer 2", "turn 4", "answer 4"
         ]
     );
+    // The conversation is key-1's: the other key gets 404 for it and does not see it listed.
+    let url = format!("{}/v1/sessions/{session}", b.base);
+    let theirs = http.get(&url).bearer_auth("sk-other").send().await.unwrap();
+    assert_eq!(theirs.status(), 404);
+    let theirs = http
+        .post(format!("{url}/messages"))
+        .bearer_auth("sk-other")
+        .json(&json!({"input": "let me in"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 404);
+    let theirs = http
+        .delete(&url)
+        .bearer_auth("sk-other")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 404);
+    for (key, listed) in [("sk-other", false), ("sk-replicas", true)] {
+        let page: Value = http
+            .get(format!("{}/v1/sessions?limit=200", b.base))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let ids: Vec<&str> = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.contains(&session.as_str()), listed, "{key}: {page}");
+    }
+    assert_eq!(model.received_requests().await.unwrap().len(), 4);
     let deleted = http
         .delete(format!("{}/v1/sessions/{session}", b.base))
         .bearer_auth("sk-replicas")

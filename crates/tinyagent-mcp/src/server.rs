@@ -450,7 +450,9 @@ impl McpServer {
         }
         let listener = tokio::net::TcpListener::bind(&addrs[..]).await?;
         let local_addr = listener.local_addr()?;
-        if self.inner.access.bearer_token.is_none() {
+        // Without a token on loopback is the usual local setup (the Host and Origin checks
+        // keep browsers' pages out); on any other address it was asked for, and worth a warning.
+        if self.inner.access.bearer_token.is_none() && !local_addr.ip().is_loopback() {
             tracing::warn!(%local_addr, "serving MCP without a bearer token: anyone who can reach the address may call the tools");
         }
         let cancel = CancellationToken::new();

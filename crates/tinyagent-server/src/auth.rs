@@ -50,11 +50,13 @@ impl KeyRing {
     }
 }
 
-/// Checks the bearer token, takes one of the key's concurrency slots for as long as the
-/// response (its body included) lasts, and logs the request.
+/// Checks the bearer token and the key's request rate, takes one of the key's concurrency
+/// slots for as long as the response (its body included) lasts, tells the handlers who the
+/// request is for (a [`Caller`](crate::tenancy::Caller) extension) and logs the request under
+/// the key's name, never its secret.
 pub(crate) async fn guard(
     State(state): State<Arc<AppState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let started = Instant::now();
@@ -68,6 +70,27 @@ pub(crate) async fn guard(
             return response;
         }
     };
+    if let Some(limit) = state.tenancy.rate_limit {
+        if let Err(wait) = state.tenancy.limiter.take(&caller, limit) {
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            let response = ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!(
+                    "too many requests for this API key (at most {limit}); retry in {} s",
+                    seconds.max(1)
+                ),
+            )
+            .code("rate_limit_exceeded")
+            .retry_after(seconds.max(1))
+            .into_response();
+            log(&method, &path, &response, started, &caller);
+            return response;
+        }
+    }
+    request
+        .extensions_mut()
+        .insert(state.tenancy.caller(&caller, state.keys.is_empty()));
     let slots = state
         .slots
         .get(caller.as_str())

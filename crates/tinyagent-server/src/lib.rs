@@ -15,7 +15,14 @@
 //! | `GET /` | a page to chat with the agents in a browser |
 //!
 //! Every route but the health checks and the page needs `Authorization: Bearer <key>` when
-//! keys are configured (compared in constant time). Errors are OpenAI's error objects,
+//! keys are configured (compared in constant time). Each session belongs to the key that
+//! created it: another key gets `404` for it and never sees it listed; an
+//! [admin key](Server::admin_key) sees every session; a server without keys is one tenant.
+//! Per key, [`Server::rate_limit`], [`Server::max_sessions_per_key`] and
+//! [`Server::max_history`] bound what it sends and keeps, and a session post may carry an
+//! `Idempotency-Key` whose retry gets the stored outcome instead of a second run.
+//!
+//! Errors are OpenAI's error objects,
 //! `{"error":{"message","type","param","code","request_id"}}`, so OpenAI's SDKs raise their
 //! usual exceptions; every answer carries its request id as `x-request-id`, and what went
 //! wrong inside (the model provider's URL and answer, the store's error) is only logged.
@@ -67,6 +74,7 @@ mod routes;
 mod server;
 mod sessions;
 mod sse;
+mod tenancy;
 
 pub use chat::ClientInstructions;
 pub use error::ApiError;
@@ -75,3 +83,4 @@ pub use server::{
     DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, ServeError, Server,
 };
+pub use tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};

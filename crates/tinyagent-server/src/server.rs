@@ -72,7 +72,7 @@ pub const ENV_API_KEYS: &str = "TINYAGENT_API_KEYS";
 pub struct Server {
     agents: Vec<Arc<dyn Agent>>,
     store: Arc<dyn SessionStore>,
-    keys: Vec<(String, String)>,
+    pub(crate) keys: Vec<(String, String)>,
     allow_unauthenticated: bool,
     limits: Limits,
     on_busy: OnBusy,
@@ -80,6 +80,7 @@ pub struct Server {
     site: SitePolicy,
     client_instructions: ClientInstructions,
     client_tool_results: bool,
+    pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 
 /// The limits a [`Server`] enforces.
@@ -143,6 +144,7 @@ impl Server {
             site: SitePolicy::default(),
             client_instructions: ClientInstructions::default(),
             client_tool_results: false,
+            tenancy: Default::default(),
         }
     }
 
@@ -194,12 +196,20 @@ impl Server {
     }
 
     /// Accepts this API key under a name of your choosing, which logs show instead of the key
-    /// (and by which its concurrency is counted).
+    /// (and by which its concurrency is counted). The name is the tenant: the sessions the key
+    /// creates belong to it, so keep it when the key's secret changes. An empty name is
+    /// replaced by `key-N`.
     #[must_use]
     pub fn named_api_key(mut self, id: impl Into<String>, key: impl Into<String>) -> Self {
         let key = key.into();
+        let id = id.into();
+        let id = if id.trim().is_empty() {
+            format!("key-{}", self.keys.len() + 1)
+        } else {
+            id
+        };
         if !key.is_empty() {
-            self.keys.push((id.into(), key));
+            self.keys.push((id, key));
         }
         self
     }
@@ -391,6 +401,7 @@ impl Server {
             site: self.site,
             client_instructions: self.client_instructions,
             client_tool_results: self.client_tool_results,
+            tenancy: self.tenancy,
         };
         (crate::routes::router(Arc::new(state)), limits)
     }
@@ -497,6 +508,7 @@ pub(crate) struct AppState {
     pub(crate) site: SitePolicy,
     pub(crate) client_instructions: ClientInstructions,
     pub(crate) client_tool_results: bool,
+    pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 
 impl AppState {

@@ -7,25 +7,47 @@
 //!   stored before the `finished` event is sent.
 //! - `GET /v1/sessions/{id}`: the history and state; `DELETE` removes the session.
 //! - `GET /v1/sessions?limit=&cursor=`: the sessions, most recently written first, paged.
+//!
+//! Every session belongs to the key that created it (see [`crate::tenancy`]): the routes see
+//! the store through a [`Scoped`] view, in which another key's session does not exist — `404`,
+//! the same answer as for an id never used, and absent from lists.
+//!
+//! A post may carry an `Idempotency-Key` header: the run's outcome (its `finished` event) is
+//! stored in the same commit as its messages, and a post with the same key to the same
+//! session by the same tenant gets that outcome again, as a stream of one `finished` event
+//! with the header `Idempotent-Replayed: true`, instead of a second run.
 
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tinyagent::Event;
-use tinyagent::store::{ListOptions, SessionInfo, check_session_id};
+use tinyagent::store::{
+    Changes, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError,
+    StoredSession, check_session_id,
+};
+use tinyagent::{AgentError, BoxFuture, Event, Role, Usage};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
 use crate::routes::ApiJson;
 use crate::server::AppState;
 use crate::sse::{self, Step};
+use crate::tenancy::Caller;
+
+/// The state keys under which idempotency records are kept (hidden from `GET`).
+const IDEMPOTENCY_PREFIX: &str = "tinyagent.idempotency.";
+/// How many idempotency records a session keeps: the oldest go first.
+const MAX_IDEMPOTENCY_RECORDS: usize = 32;
+/// The longest `Idempotency-Key` accepted, in bytes.
+const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 
 /// The largest page `GET /v1/sessions` returns.
 const MAX_PAGE: usize = 200;
@@ -61,18 +83,37 @@ fn checked(id: &str) -> Result<(), ApiError> {
     check_session_id(id).map_err(|err| ApiError::from(err).param("id"))
 }
 
+/// The one answer for a session this caller cannot see, whether it never existed or is
+/// another key's.
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("session {id:?} does not exist")).code("session_not_found")
+}
+
+fn not_found_as_404(id: &str, err: StoreError) -> ApiError {
+    match err {
+        StoreError::NotFound { .. } => not_found(id),
+        other => other.into(),
+    }
+}
+
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     checked(&id)?;
-    let Some(stored) = state.store.load(&id).await? else {
-        return Err(
-            ApiError::not_found(format!("session {id:?} does not exist")).code("session_not_found"),
-        );
+    let store = Scoped::view(&state, &caller);
+    let Some(stored) = store
+        .load(&id)
+        .await
+        .map_err(|e| not_found_as_404(&id, e))?
+    else {
+        return Err(not_found(&id));
     };
     let mut body = info_json(&stored.info());
-    body["state"] = Value::Object(stored.state.clone());
+    let mut shown = stored.state.clone();
+    shown.retain(|key, _| !key.starts_with(IDEMPOTENCY_PREFIX));
+    body["state"] = Value::Object(shown);
     body["messages"] = serde_json::to_value(&stored.messages).map_err(|err| {
         ApiError::internal(format!("the history cannot be written as JSON: {err}"))
     })?;
@@ -81,13 +122,19 @@ pub(crate) async fn show(
 
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     checked(&id)?;
-    if state.store.delete(&id).await? {
+    let store = Scoped::view(&state, &caller);
+    if store
+        .delete(&id)
+        .await
+        .map_err(|e| not_found_as_404(&id, e))?
+    {
         Ok(axum::Json(json!({"id": id, "object": "session", "deleted": true})).into_response())
     } else {
-        Err(ApiError::not_found(format!("session {id:?} does not exist")).code("session_not_found"))
+        Err(not_found(&id))
     }
 }
 
@@ -102,6 +149,7 @@ pub(crate) struct ListQuery {
 
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|err| ApiError::bad_request(err.body_text()))?;
@@ -109,25 +157,29 @@ pub(crate) async fn list(
     if let Some(cursor) = query.cursor {
         options = options.cursor(cursor);
     }
-    let page = state
-        .store
+    let page = Scoped::view(&state, &caller)
         .list(&options)
         .await
         .map_err(|err| ApiError::from(err).param("cursor"))?;
     let data: Vec<Value> = page.sessions.iter().map(info_json).collect();
+    // Whose sessions these are: the key's name (never its secret), for the page.
+    let key = json!({"name": caller.name, "admin": caller.is_admin()});
     Ok(
-        axum::Json(json!({"object": "list", "data": data, "next_cursor": page.next}))
+        axum::Json(json!({"object": "list", "data": data, "next_cursor": page.next, "key": key}))
             .into_response(),
     )
 }
 
 pub(crate) async fn post_message(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<PostMessage>,
 ) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
     checked(&id)?;
+    let idempotency_key = idempotency_key(&headers)?;
     let name = match body.agent {
         Some(name) => name,
         None if state.agents.len() == 1 => state.agents[0].name().to_owned(),
@@ -147,12 +199,42 @@ pub(crate) async fn post_message(
         .param("agent")
         .code("agent_not_found"));
     };
-    let mut steps = sse::until(runner.run(id, body.input), deadline);
+    let checks = Arc::new(PostChecks {
+        max_history: state.tenancy.max_history,
+        max_sessions: state.tenancy.max_sessions_per_key,
+        idempotency: idempotency_key.map(|key| Idempotency {
+            fingerprint: fingerprint(&name, &body.input),
+            key,
+        }),
+        stop: Mutex::new(None),
+        run: Mutex::new(RunSoFar::default()),
+    });
+    let store = Scoped::view(&state, &caller).posting(checks.clone());
+    // A run cancelled after its tools started (the client left, the time ran out) keeps what
+    // they did, marked interrupted.
+    let runner = runner.with_store(Arc::new(store)).keep_interrupted(true);
+    let mut steps = sse::until(runner.run(id.clone(), body.input), deadline);
     // The first step comes once the session is held and loaded and the model has answered:
     // an error found within the grace (a busy session that is not waited for, an unreachable
-    // store) is an HTTP error; past it, the headers go out and a later error is an event.
+    // store, a limit) is an HTTP error; past it, the headers go out and a later error is an
+    // event.
     let first = match tokio::time::timeout(sse::HEADERS_GRACE, steps.next()).await {
-        Ok(Some(Step::Event(Err(err)))) => return Err(err.into()),
+        Ok(Some(Step::Event(Err(err)))) => {
+            let stop = lock(&checks.stop).take();
+            return match (stop, err) {
+                (Some(stop), _) => stop.answer(&id),
+                (None, AgentError::Store(StoreError::NotFound { .. })) => Err(not_found(&id)),
+                (None, AgentError::Store(busy @ StoreError::Busy { .. })) => {
+                    // Busy says the session exists: only its owner may hear so.
+                    let view = Scoped::view(&state, &caller);
+                    match view.load(&id).await {
+                        Err(StoreError::NotFound { .. }) => Err(not_found(&id)),
+                        _ => Err(busy.into()),
+                    }
+                }
+                (None, err) => Err(err.into()),
+            };
+        }
         Ok(Some(Step::TimedOut)) => {
             return Err(ApiError::new(
                 axum::http::StatusCode::GATEWAY_TIMEOUT,
@@ -168,8 +250,369 @@ pub(crate) async fn post_message(
     let request_id = crate::guard::current_request_id();
     let frames = stream::iter(first)
         .chain(steps)
+        .inspect(move |step| {
+            if let Step::Event(Ok(Event::Usage { step, usage, .. })) = step {
+                let mut run = lock(&checks.run);
+                run.usage += *usage;
+                run.steps = run.steps.max(*step);
+            }
+        })
         .map(move |step| crate::guard::in_request(&request_id, || step_frame(&state, step)));
     Ok(sse::response(sse::with_heartbeat(frames, sse::HEARTBEAT)))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The `Idempotency-Key` header: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| {
+            !k.is_empty()
+                && k.len() <= MAX_IDEMPOTENCY_KEY_LEN
+                && k.bytes().all(|b| b.is_ascii_graphic())
+        })
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
+            ))
+            .param("Idempotency-Key")
+            .code("invalid_idempotency_key")
+        })?;
+    Ok(Some(key.to_owned()))
+}
+
+/// What identifies a post's request, so that a key sent again with another request is
+/// caught: FNV-1a (64 bits) of the agent's name and the input.
+fn fingerprint(agent: &str, input: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in agent.bytes().chain([0]).chain(input.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// What a post checks when its run loads the session (under the session's lock), and what
+/// its run has reported so far.
+struct PostChecks {
+    max_history: Option<usize>,
+    max_sessions: Option<usize>,
+    idempotency: Option<Idempotency>,
+    /// Why the run was stopped before it started, if it was.
+    stop: Mutex<Option<Stop>>,
+    run: Mutex<RunSoFar>,
+}
+
+struct Idempotency {
+    key: String,
+    fingerprint: String,
+}
+
+#[derive(Default)]
+struct RunSoFar {
+    usage: Usage,
+    steps: usize,
+    /// The session's idempotency records when it was loaded: key and when written.
+    records: Vec<(String, u64)>,
+}
+
+/// Why a post does not run.
+enum Stop {
+    HistoryFull {
+        count: usize,
+        max: usize,
+    },
+    TooManySessions {
+        max: usize,
+    },
+    /// The outcome stored under the post's idempotency key: its `finished` event.
+    Replay(Value),
+    /// The idempotency key was used for another request.
+    KeyReused,
+}
+
+impl Stop {
+    fn answer(self, id: &str) -> Result<Response, ApiError> {
+        match self {
+            Self::HistoryFull { count, max } => Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                format!(
+                    "session {id:?} holds {count} messages, and this server keeps at most {max}                      in one session: start a new session (or delete this one)"
+                ),
+            )
+            .code("history_too_long")),
+            Self::TooManySessions { max } => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "invalid_request_error",
+                format!(
+                    "this API key has {max} sessions, the most this server keeps for one key:                      delete one (DELETE /v1/sessions/ID) before starting another"
+                ),
+            )
+            .code("too_many_sessions")),
+            Self::KeyReused => Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request_error",
+                "this Idempotency-Key was already used on this session for another request;                  use a new key for a new message",
+            )
+            .param("Idempotency-Key")
+            .code("idempotency_key_reused")),
+            Self::Replay(finished) => {
+                let kind = finished
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("finished")
+                    .to_owned();
+                let frame = sse::frame(Some(&kind), &finished.to_string());
+                let mut response = sse::response(stream::once(async move { frame }));
+                response
+                    .headers_mut()
+                    .insert("idempotent-replayed", HeaderValue::from_static("true"));
+                Ok(response)
+            }
+        }
+    }
+}
+
+fn now_seconds() -> u64 {
+    seconds(SystemTime::now())
+}
+
+/// The server's store as one caller sees it: for a key, only its own sessions (another key's
+/// session does not exist: `load` and `commit` answer [`StoreError::NotFound`], lists leave it
+/// out, `delete` does nothing), and the sessions it creates are its own; for an admin key,
+/// every session. A post's view also checks the limits and the idempotency key when its run
+/// loads the session.
+pub(crate) struct Scoped {
+    inner: Arc<dyn SessionStore>,
+    owner: Option<String>,
+    post: Option<Arc<PostChecks>>,
+}
+
+impl Scoped {
+    pub(crate) fn view(state: &AppState, caller: &Caller) -> Self {
+        Self {
+            inner: state.store.clone(),
+            owner: caller.owner.clone(),
+            post: None,
+        }
+    }
+
+    fn posting(mut self, checks: Arc<PostChecks>) -> Self {
+        self.post = Some(checks);
+        self
+    }
+
+    fn mine(&self, session: &StoredSession) -> bool {
+        self.owner.as_deref().is_none_or(|o| o == session.owner)
+    }
+
+    fn stop(&self, id: &str, stop: Stop) -> StoreError {
+        if let Some(post) = &self.post {
+            *lock(&post.stop) = Some(stop);
+        }
+        StoreError::InvalidInput {
+            what: "session",
+            reason: format!("the message to session {id:?} was refused"),
+        }
+    }
+
+    async fn load_checked(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let Some(session) = self.inner.load(id).await? else {
+            if let (Some(post), Some(owner)) = (&self.post, &self.owner) {
+                if let Some(max) = post.max_sessions {
+                    let options = ListOptions::new().limit(max).owner(owner.as_str());
+                    if self.inner.list(&options).await?.sessions.len() >= max {
+                        return Err(self.stop(id, Stop::TooManySessions { max }));
+                    }
+                }
+            }
+            return Ok(None);
+        };
+        if !self.mine(&session) {
+            return Err(StoreError::NotFound {
+                session: id.to_owned(),
+            });
+        }
+        let Some(post) = &self.post else {
+            return Ok(Some(session));
+        };
+        if let Some(idempotency) = &post.idempotency {
+            let key = format!("{IDEMPOTENCY_PREFIX}{}", idempotency.key);
+            if let Some(record) = session.state.get(&key) {
+                let stop = if record.get("fingerprint").and_then(Value::as_str)
+                    == Some(idempotency.fingerprint.as_str())
+                {
+                    Stop::Replay(record.get("finished").cloned().unwrap_or(Value::Null))
+                } else {
+                    Stop::KeyReused
+                };
+                return Err(self.stop(id, stop));
+            }
+            lock(&post.run).records = session
+                .state
+                .iter()
+                .filter(|(key, _)| key.starts_with(IDEMPOTENCY_PREFIX))
+                .map(|(key, record)| {
+                    let at = record.get("at").and_then(Value::as_u64).unwrap_or(0);
+                    (key.clone(), at)
+                })
+                .collect();
+        }
+        if let Some(max) = post.max_history {
+            let count = session.messages.len();
+            if count >= max {
+                return Err(self.stop(id, Stop::HistoryFull { count, max }));
+            }
+        }
+        Ok(Some(session))
+    }
+
+    /// The changes as this caller writes them: for its owner, with the idempotency record of
+    /// a post's run.
+    fn scoped_changes(&self, changes: &Changes) -> Changes {
+        let mut changes = changes.clone();
+        if let Some(owner) = &self.owner {
+            changes.owner = Some(owner.clone());
+        }
+        let Some(post) = &self.post else {
+            return changes;
+        };
+        let (Some(idempotency), false) = (&post.idempotency, changes.messages.is_empty()) else {
+            return changes;
+        };
+        // An interrupted turn is no outcome: a retry runs again.
+        let interrupted = changes
+            .messages
+            .last()
+            .is_some_and(|m| m.id.starts_with(tinyagent::agent::INTERRUPTED_PREFIX));
+        if interrupted {
+            return changes;
+        }
+        let run = lock(&post.run);
+        let answer = changes
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| m.text())
+            .unwrap_or_default();
+        let finished = Event::Finished {
+            answer,
+            usage: run.usage,
+            steps: run.steps,
+        };
+        let record = json!({
+            "fingerprint": idempotency.fingerprint,
+            "at": now_seconds(),
+            "finished": serde_json::to_value(&finished).unwrap_or(Value::Null),
+        });
+        // Room for the new record: the oldest go.
+        let mut records = run.records.clone();
+        drop(run);
+        records.sort_by_key(|(key, at)| (*at, key.clone()));
+        let excess = (records.len() + 1).saturating_sub(MAX_IDEMPOTENCY_RECORDS);
+        for (key, _) in records.into_iter().take(excess) {
+            changes = changes.remove(key);
+        }
+        changes.set(format!("{IDEMPOTENCY_PREFIX}{}", idempotency.key), record)
+    }
+}
+
+impl SessionStore for Scoped {
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredSession>, StoreError>> {
+        Box::pin(self.load_checked(id))
+    }
+
+    fn create<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionInfo, StoreError>> {
+        Box::pin(async move {
+            if self.owner.is_none() {
+                return self.inner.create(id).await;
+            }
+            if self.inner.load(id).await?.is_some() {
+                return Err(StoreError::AlreadyExists {
+                    session: id.to_owned(),
+                });
+            }
+            let changes = self.scoped_changes(&Changes::new());
+            self.inner.commit(id, Some(0), &changes).await?;
+            let session = self.inner.load(id).await?.ok_or(StoreError::NotFound {
+                session: id.to_owned(),
+            })?;
+            Ok(session.info())
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        id: &'a str,
+        expected: Option<u64>,
+        changes: &'a Changes,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let changes = self.scoped_changes(changes);
+            self.inner.commit(id, expected, &changes).await
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        options: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<SessionPage, StoreError>> {
+        Box::pin(async move {
+            match &self.owner {
+                Some(owner) => {
+                    self.inner
+                        .list(&options.clone().owner(owner.as_str()))
+                        .await
+                }
+                None => self.inner.list(options).await,
+            }
+        })
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            if self.owner.is_some() {
+                match self.inner.load(id).await? {
+                    Some(session) if self.mine(&session) => {}
+                    _ => return Ok(false),
+                }
+            }
+            self.inner.delete(id).await
+        })
+    }
+
+    fn set_ttl<'a>(
+        &'a self,
+        id: &'a str,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            match self.inner.load(id).await? {
+                Some(session) if self.mine(&session) => self.inner.set_ttl(id, ttl).await,
+                _ => Err(StoreError::NotFound {
+                    session: id.to_owned(),
+                }),
+            }
+        })
+    }
+
+    fn lock<'a>(
+        &'a self,
+        id: &'a str,
+        wait: Option<Duration>,
+    ) -> BoxFuture<'a, Result<SessionLock, StoreError>> {
+        self.inner.lock(id, wait)
+    }
 }
 
 fn error_frame(err: ApiError) -> Bytes {
@@ -192,7 +635,8 @@ fn step_frame(state: &AppState, step: Step) -> Bytes {
                     "timeout_error",
                     format!(
                         "the answer took longer than this server allows ({limit}) and was \
-                         cancelled; nothing of it was stored"
+                         cancelled; of it, only the tool calls that ran were stored, marked \
+                         interrupted"
                     ),
                 )
                 .code("request_timeout"),

@@ -233,7 +233,8 @@ async fn an_answer_past_the_time_limit_is_504_or_a_cut_stream() {
 }
 
 #[tokio::test]
-async fn a_session_stream_past_the_time_limit_ends_with_an_error_event_and_stores_nothing() {
+async fn a_session_stream_past_the_time_limit_ends_with_an_error_event_and_keeps_the_tool_call_interrupted()
+ {
     let dropped = Dropped::default();
     let model = ScriptedModel::new([reply::tool_call("c1", "wait", "{}")]);
     let slow = LlmAgent::builder("slow")
@@ -269,7 +270,13 @@ async fn a_session_stream_past_the_time_limit_ends_with_an_error_event_and_store
     assert_eq!(error["type"], "error");
     assert_eq!(error["error"]["code"], "request_timeout");
     dropped.wait("the cut run's tool call is cancelled").await;
-    assert!(store.load("s1").await.unwrap().is_none());
+    // What the run did is kept: the call, an error result saying it was interrupted, and a
+    // closing message.
+    let stored = common::stored_when(&store, "s1", |s| s.version == 1).await;
+    let roles: Vec<_> = stored.messages.iter().map(|m| m.role).collect();
+    use tinyagent::Role::{Assistant, Tool, User};
+    assert_eq!(roles, [User, Assistant, Tool, Assistant]);
+    assert!(stored.messages[3].id.starts_with("interrupted"));
 }
 
 #[tokio::test]
@@ -308,14 +315,16 @@ async fn a_client_that_disconnects_cancels_the_run_and_the_session_stays_consist
         .wait("the run's tool call is cancelled when its client goes")
         .await;
 
-    // Only the finished run is stored, and the session is free for the next one.
-    let stored = store.load("s1").await.unwrap().unwrap();
-    assert_eq!(stored.version, 1);
+    // The finished run is stored, and of the cut one the tool call, marked interrupted; the
+    // session is free for the next one.
+    let stored = common::stored_when(&store, "s1", |s| s.version == 2).await;
     let texts: Vec<String> = stored.messages.iter().map(|m| m.text()).collect();
-    assert_eq!(texts, ["hi", "Hello!"]);
+    assert_eq!(texts[..3], ["hi", "Hello!", "wait for it"]);
+    assert_eq!(stored.messages.len(), 6);
+    assert!(stored.messages[5].id.starts_with("interrupted"));
     let third = post("still there?").await.unwrap().text().await.unwrap();
     assert!(third.contains("Still here."), "{third}");
-    assert_eq!(store.load("s1").await.unwrap().unwrap().messages.len(), 4);
+    assert_eq!(store.load("s1").await.unwrap().unwrap().messages.len(), 8);
 }
 
 #[tokio::test]

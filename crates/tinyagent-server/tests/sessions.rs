@@ -25,12 +25,22 @@ fn model() -> ScriptedModel {
 }
 
 async fn post(server: &Running, session: &str, input: &str) -> Vec<common::Frame> {
-    let response = client()
+    post_as(server, None, session, input).await
+}
+
+async fn post_as(
+    server: &Running,
+    key: Option<&str>,
+    session: &str,
+    input: &str,
+) -> Vec<common::Frame> {
+    let mut request = client()
         .post(server.url(&format!("/v1/sessions/{session}/messages")))
-        .json(&json!({"agent": "calc", "input": input}))
-        .send()
-        .await
-        .unwrap();
+        .json(&json!({"agent": "calc", "input": input}));
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     frames(&response.text().await.unwrap())
@@ -47,7 +57,15 @@ fn query_escape(text: &str) -> String {
 }
 
 async fn get(server: &Running, path: &str) -> (u16, Value) {
-    let response = client().get(server.url(path)).send().await.unwrap();
+    get_as(server, None, path).await
+}
+
+async fn get_as(server: &Running, key: Option<&str>, path: &str) -> (u16, Value) {
+    let mut request = client().get(server.url(path));
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
@@ -341,25 +359,31 @@ async fn a_second_message_to_a_busy_session_is_409_when_runs_do_not_wait() {
 }
 
 /// Two servers on one shared store answer one conversation in turns: each turn sees the whole
-/// history, and the stored history is every turn, in order.
+/// history, and the stored history is every turn, in order. The conversation is key `alice`'s:
+/// on either replica, key `bob` gets 404 for it and does not see it listed.
 async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn SessionStore>) {
+    let keys = |server: Server| {
+        server
+            .named_api_key("alice", "sk-alice")
+            .named_api_key("bob", "sk-bob")
+    };
     let turns: u64 = 6;
     let replies = |who: &'static str| {
         ScriptedModel::new((1..=turns).map(move |n| reply::text(format!("{who} answers turn {n}"))))
     };
     let model_a = Arc::new(replies("a"));
     let model_b = Arc::new(replies("b"));
-    let a = Running::start(
+    let a = Running::start(keys(
         Server::new()
             .agent(agent("calc", model_a.clone()))
             .shared_store(store_a),
-    )
+    ))
     .await;
-    let b = Running::start(
+    let b = Running::start(keys(
         Server::new()
             .agent(agent("calc", model_b.clone()))
             .shared_store(store_b.clone()),
-    )
+    ))
     .await;
     let id = tinyagent::new_id("ses");
     let mut expected: Vec<String> = Vec::new();
@@ -370,7 +394,7 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
             (&b, "b", &model_b)
         };
         let question = format!("turn {n}");
-        let events = post(server, &id, &question).await;
+        let events = post_as(server, Some("sk-alice"), &id, &question).await;
         let answer = events.last().unwrap().json()["answer"]
             .as_str()
             .unwrap()
@@ -392,7 +416,8 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
         expected.push(answer);
     }
     for server in [&a, &b] {
-        let (status, session) = get(server, &format!("/v1/sessions/{id}")).await;
+        let (status, session) =
+            get_as(server, Some("sk-alice"), &format!("/v1/sessions/{id}")).await;
         assert_eq!(status, 200);
         let texts: Vec<String> = session["messages"]
             .as_array()
@@ -403,6 +428,51 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
         assert_eq!(texts, expected);
         assert_eq!(session["version"], turns);
     }
+    // Ownership holds on both replicas: bob can neither read, post to, delete nor list it.
+    let requests_before = (model_a.request_count(), model_b.request_count());
+    for server in [&a, &b] {
+        let path = format!("/v1/sessions/{id}");
+        let (status, body) = get_as(server, Some("sk-bob"), &path).await;
+        assert_eq!(status, 404, "{body}");
+        let posted = client()
+            .post(server.url(&format!("{path}/messages")))
+            .bearer_auth("sk-bob")
+            .json(&json!({"input": "let me in"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(posted.status(), 404);
+        let deleted = client()
+            .delete(server.url(&path))
+            .bearer_auth("sk-bob")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), 404);
+        let (_, page) = get_as(server, Some("sk-bob"), "/v1/sessions?limit=200").await;
+        assert!(
+            !page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["id"] == id.as_str()),
+            "{page}"
+        );
+        let (_, page) = get_as(server, Some("sk-alice"), "/v1/sessions?limit=200").await;
+        assert!(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["id"] == id.as_str()),
+            "{page}"
+        );
+    }
+    assert_eq!(
+        (model_a.request_count(), model_b.request_count()),
+        requests_before
+    );
+    assert_eq!(store_b.load(&id).await.unwrap().unwrap().owner, "alice");
     store_b.delete(&id).await.unwrap();
 }
 

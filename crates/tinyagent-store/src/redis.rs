@@ -18,10 +18,12 @@ use crate::redis_scripts::scripts;
 /// Redis's own key TTLs.
 ///
 /// Keys, under a prefix (`tinyagent` by default): `PREFIX:meta:ID` (a hash: version, count,
-/// created, updated, expires, ttl; times in milliseconds since the epoch), `PREFIX:msgs:ID`
-/// (a list of messages as JSON text in their serde shape), `PREFIX:state:ID` (a hash of JSON
-/// texts), `PREFIX:index` (a sorted set of ids by last write, for lists) and
-/// `PREFIX:lock:ID`. Every operation is one Lua script, so it is atomic; a session's keys
+/// created, updated, expires, ttl, owner; times in milliseconds since the epoch),
+/// `PREFIX:msgs:ID` (a list of messages as JSON text in their serde shape), `PREFIX:state:ID`
+/// (a hash of JSON texts), `PREFIX:index` (a sorted set of ids by last write, for lists),
+/// `PREFIX:index:OWNER` (the same for one owner's sessions) and `PREFIX:lock:ID`. Sessions
+/// written before owners were kept have no `owner` field: they belong to no tenant (the
+/// empty owner) and are listed from `PREFIX:index`. Every operation is one Lua script, so it is atomic; a session's keys
 /// expire together (`PEXPIREAT`). One Redis server (or a primary with replicas), not Redis
 /// Cluster: a commit touches the index and the session's keys at once.
 ///
@@ -85,6 +87,7 @@ fn info(id: &str, meta: &[String]) -> Result<SessionInfo, StoreError> {
         None | Some("") => None,
         Some(_) => Some(ms(4, "expiry time")?),
     };
+    stored.owner = meta.get(5).cloned().unwrap_or_default();
     let mut info = stored.info();
     info.message_count = count(1, "message count")?;
     Ok(info)
@@ -193,17 +196,18 @@ impl RedisStore {
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(db_err)?;
-        if out.len() < 6 {
+        if out.len() < 7 {
             return Ok(None);
         }
-        let info = info(id, &out[..5])?;
+        let info = info(id, &out[..6])?;
         let mut stored = StoredSession::empty(id);
         stored.version = info.version;
         stored.created_at = info.created_at;
         stored.updated_at = info.updated_at;
         stored.expires_at = info.expires_at;
+        stored.owner = info.owner;
         // The script returns the list's length, then the list: both from one atomic read.
-        let n: usize = out[5].parse().map_err(|_| {
+        let n: usize = out[6].parse().map_err(|_| {
             StoreError::corrupt(id, "the length of its message list is not a number")
         })?;
         if n as u64 != info.message_count {
@@ -216,12 +220,12 @@ impl RedisStore {
             ));
         }
         let bodies = out
-            .get(6..6 + n)
+            .get(7..7 + n)
             .ok_or_else(|| StoreError::corrupt(id, "its message list is cut short"))?;
         for (k, body) in bodies.iter().enumerate() {
             stored.messages.push(decode_message(id, k as u64, body)?);
         }
-        for pair in out[6 + n..].chunks(2) {
+        for pair in out[7 + n..].chunks(2) {
             if let [key, value] = pair {
                 stored
                     .state
@@ -253,6 +257,10 @@ impl RedisStore {
                 Some(v) => v.to_string(),
                 None if create => String::new(),
                 None => "existing".to_owned(),
+            })
+            .arg(match &changes.owner {
+                Some(owner) => format!("={owner}"),
+                None => "*".to_owned(),
             })
             .arg(changes.messages.len());
         for message in &changes.messages {
@@ -368,20 +376,30 @@ impl SessionStore for RedisStore {
                 Some(c) => ((c.updated_micros / 1000).to_string(), c.id.clone()),
                 None => ("+inf".to_owned(), String::new()),
             };
+            // An owner's sessions have an index of their own; those of no owner are found
+            // in the index of all sessions.
+            let index = match options.owner.as_deref() {
+                Some(owner) if !owner.is_empty() => format!("{}:index:{owner}", self.prefix),
+                _ => format!("{}:index", self.prefix),
+            };
             let out: Vec<String> = scripts()
                 .list
-                .key(format!("{}:index", self.prefix))
+                .key(index)
                 .arg(score)
                 .arg(after_id)
                 .arg(limit + 1)
                 .arg(format!("{}:meta:", self.prefix))
+                .arg(match &options.owner {
+                    Some(owner) => format!("={owner}"),
+                    None => "*".to_owned(),
+                })
                 .invoke_async(&mut self.conn.clone())
                 .await
                 .map_err(db_err)?;
-            let more = out.len() / 7 > limit;
+            let more = out.len() / 8 > limit;
             let mut sessions = Vec::with_capacity(limit);
             let mut last = None;
-            for row in out.chunks(7).take(limit) {
+            for row in out.chunks(8).take(limit) {
                 let [id, score, meta @ ..] = row else {
                     continue;
                 };

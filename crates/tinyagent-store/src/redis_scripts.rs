@@ -5,14 +5,14 @@
 use redis::Script;
 
 /// Loads a session: `[]` when it does not exist, else version, count, created, updated,
-/// expires, the number of messages, the messages, then state keys and values.
+/// expires, owner, the number of messages, the messages, then state keys and values.
 const LOAD: &str = r"
-local meta = redis.call('HMGET', KEYS[1], 'version', 'count', 'created', 'updated', 'expires')
+local meta = redis.call('HMGET', KEYS[1], 'version', 'count', 'created', 'updated', 'expires', 'owner')
 if not meta[1] then return {} end
 local out = {}
-for i = 1, 5 do out[i] = meta[i] or '' end
+for i = 1, 6 do out[i] = meta[i] or '' end
 local msgs = redis.call('LRANGE', KEYS[2], 0, -1)
-out[6] = tostring(#msgs)
+out[7] = tostring(#msgs)
 for i = 1, #msgs do out[#out + 1] = msgs[i] end
 local state = redis.call('HGETALL', KEYS[3])
 for i = 1, #state do out[#out + 1] = state[i] end
@@ -21,7 +21,8 @@ return out
 
 /// Shared by the writing scripts: sets the expiry of a session's keys from its own TTL or the
 /// store's (ARGV[2] now, ARGV[3] the store's TTL or ''), records the write time and indexes
-/// the session. KEYS: meta, msgs, state, index; ARGV[1]: id.
+/// the session, in the index of all sessions and in its owner's (`<index>:<owner>`; sessions
+/// without an owner are only in the first). KEYS: meta, msgs, state, index; ARGV[1]: id.
 const TOUCH: &str = r"
 local function touch()
   local now = tonumber(ARGV[2])
@@ -35,28 +36,35 @@ local function touch()
     else redis.call('PEXPIREAT', KEYS[i], expires) end
   end
   redis.call('ZADD', KEYS[4], now, ARGV[1])
+  local owner = redis.call('HGET', KEYS[1], 'owner')
+  if owner and owner ~= '' then redis.call('ZADD', KEYS[4] .. ':' .. owner, now, ARGV[1]) end
 end
 local function fresh()
   redis.call('DEL', KEYS[2], KEYS[3])
-  redis.call('HSET', KEYS[1], 'version', 0, 'count', 0, 'created', ARGV[2], 'ttl', '')
+  redis.call('HSET', KEYS[1], 'version', 0, 'count', 0, 'created', ARGV[2], 'ttl', '', 'owner', '')
 end
 ";
 
 /// ARGV: id, now, store TTL, expected version ('' for any, 'existing' for any of a session
-/// that exists), message count, messages, then state changes as ('s', key, value) or
-/// ('d', key).
+/// that exists), owner ('*' for any, else '=' and the owner the session must have or gets),
+/// message count, messages, then state changes as ('s', key, value) or ('d', key).
 const COMMIT: &str = r"
 local expected = tonumber(ARGV[4])
+local owner = nil
+if ARGV[5] ~= '*' then owner = string.sub(ARGV[5], 2) end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if ARGV[4] == 'existing' or (expected and expected > 0) then return {'notfound'} end
   fresh()
+  if owner then redis.call('HSET', KEYS[1], 'owner', owner) end
+elseif owner and (redis.call('HGET', KEYS[1], 'owner') or '') ~= owner then
+  return {'notfound'}
 end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version'))
 if not version then return {'corrupt', 'its version is not a number'} end
 if expected and expected ~= version then return {'conflict', tostring(version)} end
-local n = tonumber(ARGV[5])
-for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[5 + i]) end
-local i = 6 + n
+local n = tonumber(ARGV[6])
+for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[6 + i]) end
+local i = 7 + n
 while i <= #ARGV do
   if ARGV[i] == 's' then
     redis.call('HSET', KEYS[3], ARGV[i + 1], ARGV[i + 2])
@@ -91,6 +99,8 @@ return {'ok'}
 /// KEYS: meta, msgs, state, index, lock; ARGV: id.
 const DELETE: &str = r"
 local existed = redis.call('EXISTS', KEYS[1])
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= '' then redis.call('ZREM', KEYS[4] .. ':' .. owner, ARGV[1]) end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[1])
 return existed
@@ -98,13 +108,17 @@ return existed
 
 /// A page of sessions by last write, newest first (ties: greater id first), after the cursor
 /// (ARGV[1] its score or '+inf', ARGV[2] its id or ''), unindexing sessions that expired.
-/// ARGV[3]: how many; ARGV[4]: the meta key prefix. Returns, per session: id, score,
-/// version, count, created, updated, expires.
+/// ARGV[3]: how many; ARGV[4]: the meta key prefix; ARGV[5]: '*' for every session, else '='
+/// and the owner whose sessions are listed (KEYS[1] is then that owner's index, or for the
+/// empty owner the index of all sessions). Returns, per session: id, score, version, count,
+/// created, updated, expires, owner.
 const LIST: &str = r"
 local want = tonumber(ARGV[3])
+local owner = nil
+if ARGV[5] ~= '*' then owner = string.sub(ARGV[5], 2) end
 local out = {}
 local offset = 0
-while #out < 7 * want do
+while #out < 8 * want do
   local batch = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', offset, 200)
   if #batch == 0 then break end
   offset = offset + #batch / 2
@@ -112,13 +126,15 @@ while #out < 7 * want do
     local id, score = batch[i], batch[i + 1]
     local seen = ARGV[2] ~= '' and score == ARGV[1] and id >= ARGV[2]
     if not seen then
-      local meta = redis.call('HMGET', ARGV[4] .. id, 'version', 'count', 'created', 'updated', 'expires')
-      if meta[1] then
+      local meta = redis.call('HMGET', ARGV[4] .. id, 'version', 'count', 'created', 'updated', 'expires', 'owner')
+      local mine = owner == nil or (meta[6] or '') == owner
+      if meta[1] and mine then
         out[#out + 1] = id
         out[#out + 1] = score
-        for k = 1, 5 do out[#out + 1] = meta[k] or '' end
-        if #out >= 7 * want then break end
-      else
+        for k = 1, 6 do out[#out + 1] = meta[k] or '' end
+        if #out >= 8 * want then break end
+      elseif not meta[1] or owner ~= '' then
+        -- Gone (expired or deleted), or no longer this owner's: out of this index.
         redis.call('ZREM', KEYS[1], id)
       end
     end

@@ -6,7 +6,8 @@
 //!
 //! - `tinyagent_schema (version)`: the schema version, one row;
 //! - `tinyagent_sessions (id, version, message_count, created_at, updated_at, expires_at,
-//!   ttl_us)`: `ttl_us` is the session's own TTL (`NULL`: the store's; `-1`: never);
+//!   ttl_us, owner)`: `ttl_us` is the session's own TTL (`NULL`: the store's; `-1`: never);
+//!   `owner` the tenant the session belongs to (`''`: none; schema version 2);
 //! - `tinyagent_messages (session_id, seq, body)`: `body` is a [`Message`](tinyagent::Message)
 //!   as JSON text in its serde shape, `seq` counts from 0;
 //! - `tinyagent_state (session_id, key, value)`: `value` is JSON text;
@@ -16,8 +17,9 @@
 /// from version *n − 1* to *n*. Applied in order on connect, each in the transaction that
 /// records its version, so connecting again (or from several processes at once) applies
 /// nothing twice. Migrations are only ever added, never edited.
-pub(crate) const MIGRATIONS: &[&[&str]] = &[&[
-    "CREATE TABLE tinyagent_sessions (
+pub(crate) const MIGRATIONS: &[&[&str]] = &[
+    &[
+        "CREATE TABLE tinyagent_sessions (
         id TEXT PRIMARY KEY,
         version BIGINT NOT NULL,
         message_count BIGINT NOT NULL,
@@ -26,25 +28,33 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[&[
         expires_at BIGINT,
         ttl_us BIGINT
     )",
-    "CREATE INDEX tinyagent_sessions_recency ON tinyagent_sessions (updated_at DESC, id)",
-    "CREATE TABLE tinyagent_messages (
+        "CREATE INDEX tinyagent_sessions_recency ON tinyagent_sessions (updated_at DESC, id)",
+        "CREATE TABLE tinyagent_messages (
         session_id TEXT NOT NULL,
         seq BIGINT NOT NULL,
         body TEXT NOT NULL,
         PRIMARY KEY (session_id, seq)
     )",
-    "CREATE TABLE tinyagent_state (
+        "CREATE TABLE tinyagent_state (
         session_id TEXT NOT NULL,
         key TEXT NOT NULL,
         value TEXT NOT NULL,
         PRIMARY KEY (session_id, key)
     )",
-    "CREATE TABLE tinyagent_locks (
+        "CREATE TABLE tinyagent_locks (
         id TEXT PRIMARY KEY,
         token TEXT NOT NULL,
         until_us BIGINT NOT NULL
     )",
-]];
+    ],
+    &[
+        // Sessions belong to the tenant that created them. Rows written before this migration
+        // get the empty owner: no tenant's, so only an unscoped reader (an admin, or a server
+        // without keys) sees them.
+        "ALTER TABLE tinyagent_sessions ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX tinyagent_sessions_owner ON tinyagent_sessions (owner, updated_at DESC, id)",
+    ],
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -34,8 +34,8 @@ macro_rules! sql_store {
         }
 
         /// The columns of a session row: version, message_count, created_at, updated_at,
-        /// expires_at, ttl_us.
-        type Row = (i64, i64, i64, i64, Option<i64>, Option<i64>);
+        /// expires_at, ttl_us, owner.
+        type Row = (i64, i64, i64, i64, Option<i64>, Option<i64>, String);
 
         fn live(row: &Row, now: i64) -> bool {
             row.4.is_none_or(|at| at > now)
@@ -53,6 +53,7 @@ macro_rules! sql_store {
             stored.created_at = from_micros(row.2);
             stored.updated_at = from_micros(row.3);
             stored.expires_at = row.4.map(from_micros);
+            stored.owner = row.6.clone();
             let mut info = stored.info();
             info.message_count = count(id, "message count", row.1)?;
             Ok(info)
@@ -119,8 +120,8 @@ macro_rules! sql_store {
                 check_session_id(id)?;
                 let mut tx = self.pool.begin_with($begin_read).await.map_err(db_err)?;
                 let row: Option<Row> = sqlx::query_as(
-                    "SELECT version, message_count, created_at, updated_at, expires_at, ttl_us \
-                     FROM tinyagent_sessions WHERE id = $1",
+                    "SELECT version, message_count, created_at, updated_at, expires_at, ttl_us, \
+                     owner FROM tinyagent_sessions WHERE id = $1",
                 )
                 .bind(id)
                 .fetch_optional(&mut *tx)
@@ -179,6 +180,7 @@ macro_rules! sql_store {
                 stored.created_at = info.created_at;
                 stored.updated_at = info.updated_at;
                 stored.expires_at = info.expires_at;
+                stored.owner = info.owner;
                 Ok(Some(stored))
             }
 
@@ -205,8 +207,8 @@ macro_rules! sql_store {
                 let now = now_micros();
                 let mut tx = self.pool.begin_with($begin_write).await.map_err(db_err)?;
                 const SELECT: &str = concat!(
-                    "SELECT version, message_count, created_at, updated_at, expires_at, ttl_us \
-                     FROM tinyagent_sessions WHERE id = $1",
+                    "SELECT version, message_count, created_at, updated_at, expires_at, ttl_us, \
+                     owner FROM tinyagent_sessions WHERE id = $1",
                     $for_update
                 );
                 let mut row: Option<Row> = sqlx::query_as(SELECT)
@@ -219,6 +221,11 @@ macro_rules! sql_store {
                     row = None;
                 }
                 let row = match row {
+                    Some(row) if !changes.may_write(&row.6) => {
+                        return Err(StoreError::NotFound {
+                            session: id.to_owned(),
+                        });
+                    }
                     Some(row) => row,
                     None => {
                         if !create || expected.is_some_and(|v| v > 0) {
@@ -228,19 +235,26 @@ macro_rules! sql_store {
                         }
                         sqlx::query(
                             "INSERT INTO tinyagent_sessions (id, version, message_count, \
-                             created_at, updated_at, expires_at, ttl_us) \
-                             VALUES ($1, 0, 0, $2, $2, NULL, NULL) ON CONFLICT (id) DO NOTHING",
+                             created_at, updated_at, expires_at, ttl_us, owner) \
+                             VALUES ($1, 0, 0, $2, $2, NULL, NULL, $3) ON CONFLICT (id) DO NOTHING",
                         )
                         .bind(id)
                         .bind(now)
+                        .bind(changes.owner.as_deref().unwrap_or(""))
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                        sqlx::query_as(SELECT)
+                        let row: Row = sqlx::query_as(SELECT)
                             .bind(id)
                             .fetch_one(&mut *tx)
                             .await
-                            .map_err(db_err)?
+                            .map_err(db_err)?;
+                        if !changes.may_write(&row.6) {
+                            return Err(StoreError::NotFound {
+                                session: id.to_owned(),
+                            });
+                        }
+                        row
                     }
                 };
                 let version = count(id, "version", row.0)?;
@@ -332,7 +346,7 @@ macro_rules! sql_store {
                     let mut tx = self.pool.begin_with($begin_write).await.map_err(db_err)?;
                     const SELECT: &str = concat!(
                         "SELECT version, message_count, created_at, updated_at, expires_at, \
-                         ttl_us FROM tinyagent_sessions WHERE id = $1",
+                         ttl_us, owner FROM tinyagent_sessions WHERE id = $1",
                         $for_update
                     );
                     let row: Option<Row> = sqlx::query_as(SELECT)
@@ -349,7 +363,7 @@ macro_rules! sql_store {
                         Some(_) => delete_rows(&mut tx, id).await?,
                         None => {}
                     }
-                    let row: Row = (0, 0, now, now, expiry(now, None, self.ttl), None);
+                    let row: Row = (0, 0, now, now, expiry(now, None, self.ttl), None, String::new());
                     let inserted = sqlx::query(
                         "INSERT INTO tinyagent_sessions (id, version, message_count, created_at, \
                          updated_at, expires_at, ttl_us) VALUES ($1, 0, 0, $2, $2, $3, NULL) \
@@ -403,40 +417,36 @@ macro_rules! sql_store {
                     let limit = options.limit.max(1);
                     let fetch = i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1;
                     let now = now_micros();
-                    type ListRow = (String, i64, i64, i64, i64, Option<i64>, Option<i64>);
-                    let rows: Vec<ListRow> = match &after {
-                        None => sqlx::query_as(
-                            "SELECT id, version, message_count, created_at, updated_at, \
-                             expires_at, ttl_us FROM tinyagent_sessions \
-                             WHERE expires_at IS NULL OR expires_at > $1 \
-                             ORDER BY updated_at DESC, id ASC LIMIT $2",
-                        )
-                        .bind(now)
-                        .bind(fetch)
-                        .fetch_all(&self.pool)
-                        .await,
-                        Some(after) => sqlx::query_as(
-                            "SELECT id, version, message_count, created_at, updated_at, \
-                             expires_at, ttl_us FROM tinyagent_sessions \
-                             WHERE (expires_at IS NULL OR expires_at > $1) \
-                             AND (updated_at < $3 OR (updated_at = $3 AND id > $4)) \
-                             ORDER BY updated_at DESC, id ASC LIMIT $2",
-                        )
-                        .bind(now)
-                        .bind(fetch)
-                        .bind(after.updated_micros)
-                        .bind(after.id.as_str())
-                        .fetch_all(&self.pool)
-                        .await,
+                    type ListRow = (String, i64, i64, i64, i64, Option<i64>, Option<i64>, String);
+                    // The owner's own condition comes first so that the index on
+                    // (owner, updated_at, id) serves a tenant's list.
+                    let (owner_sql, after_sql) = match (&options.owner, &after) {
+                        (Some(_), Some(_)) => ("owner = $5 AND ", "AND (updated_at < $3 OR (updated_at = $3 AND id > $4)) "),
+                        (Some(_), None) => ("owner = $3 AND ", ""),
+                        (None, Some(_)) => ("", "AND (updated_at < $3 OR (updated_at = $3 AND id > $4)) "),
+                        (None, None) => ("", ""),
+                    };
+                    let sql = format!(
+                        "SELECT id, version, message_count, created_at, updated_at, \
+                         expires_at, ttl_us, owner FROM tinyagent_sessions \
+                         WHERE {owner_sql}(expires_at IS NULL OR expires_at > $1) {after_sql}\
+                         ORDER BY updated_at DESC, id ASC LIMIT $2"
+                    );
+                    let mut query = sqlx::query_as::<_, ListRow>(&sql).bind(now).bind(fetch);
+                    if let Some(after) = &after {
+                        query = query.bind(after.updated_micros).bind(after.id.as_str());
                     }
-                    .map_err(db_err)?;
+                    if let Some(owner) = &options.owner {
+                        query = query.bind(owner.as_str());
+                    }
+                    let rows: Vec<ListRow> = query.fetch_all(&self.pool).await.map_err(db_err)?;
                     let more = rows.len() > limit;
                     let mut sessions = Vec::with_capacity(limit);
                     let mut last = None;
-                    for (id, v, n, created, updated, expires, ttl) in rows.into_iter().take(limit) {
+                    for (id, v, n, created, updated, expires, ttl, owner) in rows.into_iter().take(limit) {
                         // One unreadable row must not hide every other session: it is left
                         // out of the list (and logged); loading it reports what is wrong.
-                        match info(&id, &(v, n, created, updated, expires, ttl)) {
+                        match info(&id, &(v, n, created, updated, expires, ttl, owner)) {
                             Ok(info) => sessions.push(info),
                             Err(err) => tracing::warn!(store = $name, "session left out of a list: {err}"),
                         }

@@ -155,3 +155,68 @@ async fn a_lease_whose_process_died_expires() {
     // Not a timing assertion: the lease cannot have been taken before it expired.
     assert!(started.elapsed() >= Duration::from_millis(10));
 }
+
+#[tokio::test]
+async fn a_file_of_schema_1_migrates_and_its_sessions_have_no_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    // A file as schema 1 (before owners) left it, with one session in it.
+    {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        for statement in [
+            "CREATE TABLE tinyagent_schema (version BIGINT NOT NULL)",
+            "INSERT INTO tinyagent_schema (version) VALUES (1)",
+            "CREATE TABLE tinyagent_sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, \
+             message_count BIGINT NOT NULL, created_at BIGINT NOT NULL, \
+             updated_at BIGINT NOT NULL, expires_at BIGINT, ttl_us BIGINT)",
+            "CREATE INDEX tinyagent_sessions_recency ON tinyagent_sessions (updated_at DESC, id)",
+            "CREATE TABLE tinyagent_messages (session_id TEXT NOT NULL, seq BIGINT NOT NULL, \
+             body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
+            "CREATE TABLE tinyagent_state (session_id TEXT NOT NULL, key TEXT NOT NULL, \
+             value TEXT NOT NULL, PRIMARY KEY (session_id, key))",
+            "CREATE TABLE tinyagent_locks (id TEXT PRIMARY KEY, token TEXT NOT NULL, \
+             until_us BIGINT NOT NULL)",
+            "INSERT INTO tinyagent_sessions VALUES ('old', 1, 1, 1700000000000000, \
+             1700000000000000, NULL, NULL)",
+            "INSERT INTO tinyagent_messages VALUES ('old', 0, \
+             '{\"id\":\"m1\",\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"from before\"}]}')",
+        ] {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let old = store.load("old").await.unwrap().expect("kept");
+    assert_eq!(old.messages[0].text(), "from before");
+    assert_eq!(
+        old.owner, "",
+        "a session from before owners belongs to no tenant"
+    );
+    // Listed for no owner (and unscoped), never for a named one.
+    let ids = |page: tinyagent::store::SessionPage| {
+        page.sessions.into_iter().map(|s| s.id).collect::<Vec<_>>()
+    };
+    let options = tinyagent::store::ListOptions::new();
+    assert_eq!(ids(store.list(&options).await.unwrap()), ["old"]);
+    assert_eq!(
+        ids(store.list(&options.clone().owner("")).await.unwrap()),
+        ["old"]
+    );
+    assert!(ids(store.list(&options.clone().owner("key-1")).await.unwrap()).is_empty());
+    // A named owner cannot write to it; an owner-less write can.
+    let theirs = tinyagent::store::Changes::new()
+        .append([Message::user("mine now?")])
+        .owner("key-1");
+    assert!(matches!(
+        store.commit("old", Some(1), &theirs).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let unowned = tinyagent::store::Changes::new()
+        .append([Message::user("still here")])
+        .owner("");
+    assert_eq!(store.commit("old", Some(1), &unowned).await.unwrap(), 2);
+}

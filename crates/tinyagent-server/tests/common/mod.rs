@@ -264,3 +264,25 @@ pub fn service_url(var: &str, server: &str) -> Option<String> {
         ),
     }
 }
+
+/// The session once `ready` holds for it (a write in the background may still be on its way),
+/// failing the test after [`PATIENCE`].
+pub async fn stored_when(
+    store: &dyn tinyagent::SessionStore,
+    id: &str,
+    ready: impl Fn(&tinyagent::store::StoredSession) -> bool,
+) -> tinyagent::store::StoredSession {
+    let until = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(session) = store.load(id).await.unwrap() {
+            if ready(&session) {
+                return session;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "session {id} never got there"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -563,6 +563,110 @@ where
     assert_eq!(stored.version, 2);
 }
 
+/// Sessions belong to the owner whose commit created them: another owner's commit is refused
+/// as if the session did not exist, and an owner's list holds only its own sessions.
+pub async fn ownership(store: &dyn SessionStore) {
+    let alice = fresh("owner-a");
+    let bob = fresh("owner-b");
+    let (a, b) = (format!("a-{alice}"), format!("b-{alice}"));
+    let mine = Changes::new()
+        .append([Message::user("mine")])
+        .owner(alice.as_str());
+    assert_eq!(store.commit(&a, Some(0), &mine).await.unwrap(), 1);
+    let stored = store.load(&a).await.unwrap().unwrap();
+    assert_eq!(stored.owner, alice);
+    assert_eq!(stored.info().owner, alice);
+
+    // Another owner can neither append to it nor set its state, whatever version it gives.
+    for expected in [Some(0), Some(1), None] {
+        let theirs = Changes::new()
+            .append([Message::user("theirs")])
+            .set("k", json!(1))
+            .owner(bob.as_str());
+        let err = store.commit(&a, expected, &theirs).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+    }
+    let stored = store.load(&a).await.unwrap().unwrap();
+    assert_eq!((stored.version, stored.messages.len()), (1, 1));
+    assert!(stored.state.is_empty());
+
+    // Its owner can; so can an unscoped writer, which leaves the owner as it was.
+    store.commit(&a, Some(1), &mine).await.unwrap();
+    store
+        .commit(&a, None, &Changes::new().set("k", json!(2)))
+        .await
+        .unwrap();
+    let stored = store.load(&a).await.unwrap().unwrap();
+    assert_eq!((stored.version, stored.owner.as_str()), (2, alice.as_str()));
+
+    // An unscoped commit creates a session of no owner.
+    store
+        .commit(&b, Some(0), &Changes::new().append([Message::user("x")]))
+        .await
+        .unwrap();
+    assert_eq!(store.load(&b).await.unwrap().unwrap().owner, "");
+
+    // Lists: an owner's holds its own sessions only; an unscoped one holds them all.
+    let theirs = Changes::new()
+        .append([Message::user("theirs")])
+        .owner(bob.as_str());
+    let c = format!("c-{alice}");
+    store.commit(&c, Some(0), &theirs).await.unwrap();
+    let listed = |owner: Option<&str>| {
+        let mut options = ListOptions::new().limit(200);
+        if let Some(owner) = owner {
+            options = options.owner(owner);
+        }
+        let suffix = alice.clone();
+        async move {
+            let mut found = HashSet::new();
+            loop {
+                let page = store.list(&options).await.unwrap();
+                found.extend(
+                    page.sessions
+                        .into_iter()
+                        .filter(|s| s.id.ends_with(suffix.as_str()))
+                        .map(|s| (s.id, s.owner)),
+                );
+                match page.next {
+                    Some(next) => options = options.cursor(next),
+                    None => return found,
+                }
+            }
+        }
+    };
+    assert_eq!(
+        listed(Some(&alice)).await,
+        HashSet::from([(a.clone(), alice.clone())])
+    );
+    assert_eq!(
+        listed(Some(&bob)).await,
+        HashSet::from([(c.clone(), bob.clone())])
+    );
+    assert!(listed(Some("")).await.contains(&(b.clone(), String::new())));
+    assert_eq!(listed(None).await.len(), 3);
+    // One owner's list pages like any other.
+    let first = store
+        .list(&ListOptions::new().limit(1).owner(bob.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(first.sessions.len(), 1);
+    if let Some(next) = first.next {
+        let rest = store
+            .list(&ListOptions::new().limit(1).owner(bob.as_str()).cursor(next))
+            .await
+            .unwrap();
+        assert!(rest.sessions.iter().all(|s| s.owner == bob));
+    }
+
+    // A deleted session's id may be taken by another owner, whose list then holds it.
+    assert!(store.delete(&a).await.unwrap());
+    store.commit(&a, Some(0), &theirs).await.unwrap();
+    assert_eq!(store.load(&a).await.unwrap().unwrap().owner, bob);
+    assert!(listed(Some(&alice)).await.is_empty());
+    assert_eq!(listed(Some(&bob)).await.len(), 2);
+}
+
 /// Writes the tests of the suite for a store made by `$make` (an async expression).
 #[macro_export]
 macro_rules! conformance_tests {
@@ -610,6 +714,11 @@ macro_rules! conformance_tests {
         #[tokio::test]
         async fn bad_ids_are_refused() {
             conformance::bad_ids(&$make).await;
+        }
+
+        #[tokio::test]
+        async fn sessions_belong_to_their_owner() {
+            conformance::ownership(&$make).await;
         }
     };
 }

@@ -28,7 +28,7 @@ pub use builder::{
 };
 pub use error::{AgentError, ConfigProblem, ToolSource};
 pub use events::Event;
-pub use stored::{DEFAULT_SESSION_WAIT, OnBusy, SessionRunner};
+pub use stored::{DEFAULT_SESSION_WAIT, INTERRUPTED_PREFIX, OnBusy, SessionRunner};
 
 use crate::context::Session;
 use crate::message::Message;

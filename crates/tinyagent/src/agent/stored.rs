@@ -9,7 +9,11 @@ use futures::stream::{self, BoxStream};
 
 use super::{Agent, AgentError, Event, Invocation};
 use crate::context::{Changes, Session, SessionLock, SessionStore, StoreError, StoredSession};
-use crate::message::Message;
+use crate::message::{Message, ToolResult, new_id};
+
+/// The prefix of the id of the message that closes an interrupted turn (see
+/// [`SessionRunner::keep_interrupted`]).
+pub const INTERRUPTED_PREFIX: &str = "interrupted";
 
 /// How long a run waits for its session by default when another run holds it.
 pub const DEFAULT_SESSION_WAIT: Duration = Duration::from_secs(60);
@@ -72,6 +76,7 @@ pub struct SessionRunner {
     agent: Arc<dyn Agent>,
     store: Arc<dyn SessionStore>,
     on_busy: OnBusy,
+    keep_interrupted: bool,
 }
 
 impl fmt::Debug for SessionRunner {
@@ -79,6 +84,7 @@ impl fmt::Debug for SessionRunner {
         f.debug_struct("SessionRunner")
             .field("agent", &self.agent.name())
             .field("on_busy", &self.on_busy)
+            .field("keep_interrupted", &self.keep_interrupted)
             .finish_non_exhaustive()
     }
 }
@@ -91,7 +97,22 @@ impl SessionRunner {
             agent: Arc::new(agent),
             store: Arc::new(store),
             on_busy: OnBusy::default(),
+            keep_interrupted: false,
         }
+    }
+
+    /// Whether a run cancelled (its stream dropped) after its tools started keeps what they
+    /// did (off by default: a cancelled run writes nothing). When on, such a run commits, in
+    /// the background and still holding the session, the user's message, the model's
+    /// messages with their tool calls, the results of the calls that finished, an error
+    /// result (`"interrupted"`) for each call cut short, and a closing assistant message
+    /// whose id starts with [`INTERRUPTED_PREFIX`] saying the turn was interrupted. The next
+    /// run on the session then sees what the tools did. A run cancelled before any tool
+    /// started still writes nothing.
+    #[must_use]
+    pub fn keep_interrupted(mut self, keep: bool) -> Self {
+        self.keep_interrupted = keep;
+        self
     }
 
     /// Sets what a run does when another run holds its session.
@@ -99,6 +120,18 @@ impl SessionRunner {
     pub fn on_busy(mut self, on_busy: OnBusy) -> Self {
         self.on_busy = on_busy;
         self
+    }
+
+    /// A runner of the same agent, with the same settings, on another store (a view of the
+    /// same sessions scoped to one tenant, say).
+    #[must_use]
+    pub fn with_store(&self, store: Arc<dyn SessionStore>) -> Self {
+        Self {
+            agent: self.agent.clone(),
+            store,
+            on_busy: self.on_busy,
+            keep_interrupted: self.keep_interrupted,
+        }
     }
 
     /// The agent.
@@ -133,6 +166,7 @@ impl SessionRunner {
                 None => StoredSession::empty(id.as_str()),
             };
             let session = loaded.to_session();
+            let partial = this.keep_interrupted.then(|| Partial::new(message.clone()));
             let events = this.agent.run(Invocation::new(session.clone(), message));
             Ok::<_, AgentError>(Run {
                 store: this.store,
@@ -140,6 +174,8 @@ impl SessionRunner {
                 loaded,
                 session,
                 events,
+                partial,
+                done: false,
             })
         };
         stream::once(start)
@@ -176,6 +212,101 @@ struct Run {
     loaded: StoredSession,
     session: Session,
     events: BoxStream<'static, Result<Event, AgentError>>,
+    /// What the run did so far, kept when it is cancelled (see
+    /// [`SessionRunner::keep_interrupted`]).
+    partial: Option<Partial>,
+    /// Whether the run ended (answered or failed): then nothing is kept on drop.
+    done: bool,
+}
+
+/// The messages of a run so far, from its events.
+struct Partial {
+    user: Message,
+    /// The model's messages that made tool calls, in order.
+    steps: Vec<Message>,
+    /// The results of the calls that finished.
+    results: Vec<ToolResult>,
+    /// Whether a tool started (so something may have been done).
+    acted: bool,
+}
+
+impl Partial {
+    fn new(user: Message) -> Self {
+        Self {
+            user,
+            steps: Vec::new(),
+            results: Vec::new(),
+            acted: false,
+        }
+    }
+
+    fn see(&mut self, event: &Event) {
+        match event {
+            Event::Message(message) if message.has_tool_calls() => {
+                self.steps.push(message.clone());
+            }
+            Event::ToolCallStarted { .. } => self.acted = true,
+            Event::ToolCallFinished { result, .. } => self.results.push(result.clone()),
+            _ => {}
+        }
+    }
+
+    /// The messages to keep: each step's message and its calls' results (an error result for
+    /// a call that did not finish), then the closing message.
+    fn messages(mut self) -> Vec<Message> {
+        let mut out = vec![self.user];
+        for step in self.steps {
+            let results: Vec<ToolResult> = step
+                .tool_calls()
+                .map(|call| {
+                    match self.results.iter().position(|r| r.call_id == call.id) {
+                        Some(at) => self.results.remove(at),
+                        None => ToolResult::error(
+                            call.id.clone(),
+                            call.name.clone(),
+                            "interrupted: the run was cancelled before this call finished;                              it may have been done in part",
+                        ),
+                    }
+                })
+                .collect();
+            out.push(step);
+            out.push(Message::from_tool_results(results));
+        }
+        out.push(
+            Message::assistant(
+                "(interrupted: this turn was cancelled before it was answered; the tool calls \
+                 above ran and their results are kept)",
+            )
+            .with_id(new_id(INTERRUPTED_PREFIX)),
+        );
+        out
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let Some(partial) = self.partial.take().filter(|p| p.acted) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.store.clone();
+        let lock = self.lock.take();
+        let id = self.loaded.id.clone();
+        let version = self.loaded.version;
+        let changes = Changes::new().append(partial.messages());
+        runtime.spawn(async move {
+            if let Err(error) = store.commit(&id, Some(version), &changes).await {
+                tracing::warn!(session = %id, %error, "the interrupted turn could not be kept");
+            }
+            // The session stays held until the turn is kept.
+            drop(lock);
+        });
+    }
 }
 
 type Item = Result<Event, AgentError>;
@@ -184,21 +315,23 @@ async fn next(run: Option<Run>) -> Option<(Item, Option<Run>)> {
     let mut run = run?;
     match run.events.next().await? {
         Ok(finished @ Event::Finished { .. }) => {
-            let Run {
-                store,
-                lock,
-                loaded,
-                session,
-                events,
-            } = run;
-            drop(events);
-            let stored = save(store.as_ref(), &loaded, &session).await;
+            run.done = true;
+            drop(std::mem::replace(&mut run.events, stream::empty().boxed()));
+            let stored = save(run.store.as_ref(), &run.loaded, &run.session).await;
             // Let the next run in before the caller reads the answer.
-            drop(lock);
+            drop(run.lock.take());
             Some((stored.map(|()| finished), None))
         }
-        Ok(event) => Some((Ok(event), Some(run))),
-        Err(err) => Some((Err(err), None)),
+        Ok(event) => {
+            if let Some(partial) = &mut run.partial {
+                partial.see(&event);
+            }
+            Some((Ok(event), Some(run)))
+        }
+        Err(err) => {
+            run.done = true;
+            Some((Err(err), None))
+        }
     }
 }
 

@@ -194,6 +194,11 @@ impl MemoryStore {
         let now = SystemTime::now();
         let mut map = lock(&self.sessions);
         let entry = match Self::live(&mut map, id, now) {
+            Some(entry) if !changes.may_write(&entry.session.owner) => {
+                return Err(StoreError::NotFound {
+                    session: id.to_owned(),
+                });
+            }
             Some(entry) => entry,
             None => {
                 if !create || expected.is_some_and(|v| v > 0) {
@@ -201,8 +206,11 @@ impl MemoryStore {
                         session: id.to_owned(),
                     });
                 }
-                map.entry(id.to_owned())
-                    .or_insert_with(|| Entry::new(id, now))
+                let entry = map
+                    .entry(id.to_owned())
+                    .or_insert_with(|| Entry::new(id, now));
+                entry.session.owner = changes.owner.clone().unwrap_or_default();
+                entry
             }
         };
         if let Some(expected) = expected {
@@ -293,6 +301,7 @@ impl SessionStore for MemoryStore {
             map.retain(|_, e| !e.expired(now));
             let mut all: Vec<(Cursor, SessionInfo)> = map
                 .values()
+                .filter(|e| options.includes(&e.session.owner))
                 .map(|e| (Cursor::of(&e.session), e.session.info()))
                 .collect();
             drop(map);

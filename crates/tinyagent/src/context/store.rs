@@ -43,6 +43,10 @@ pub struct StoredSession {
     pub updated_at: SystemTime,
     /// When the session vanishes unless written again; `None` when it never expires.
     pub expires_at: Option<SystemTime>,
+    /// Who the session belongs to: the name of the tenant (a server's API key) whose commit
+    /// created it; empty for a session created without an owner, and for sessions stored
+    /// before stores kept owners. See [`Changes::owner`].
+    pub owner: String,
 }
 
 impl StoredSession {
@@ -57,6 +61,7 @@ impl StoredSession {
             created_at: now,
             updated_at: now,
             expires_at: None,
+            owner: String::new(),
         }
     }
 
@@ -69,6 +74,7 @@ impl StoredSession {
             created_at: self.created_at,
             updated_at: self.updated_at,
             expires_at: self.expires_at,
+            owner: self.owner.clone(),
         }
     }
 
@@ -97,6 +103,8 @@ pub struct SessionInfo {
     pub updated_at: SystemTime,
     /// When it vanishes unless written again; `None` when it never expires.
     pub expires_at: Option<SystemTime>,
+    /// Who it belongs to (see [`StoredSession::owner`]); empty for no owner.
+    pub owner: String,
 }
 
 /// One write to a session: messages to append to its history and state keys to set or
@@ -121,6 +129,12 @@ pub struct Changes {
     pub messages: Vec<Message>,
     /// State changes in order: `Some(value)` sets the key, `None` removes it.
     pub state: Vec<(String, Option<Value>)>,
+    /// The tenant the write is made for. With `Some(owner)`, the commit only applies to a
+    /// session of that owner: a session that exists with another owner is
+    /// [`StoreError::NotFound`] (nothing written), and a session the commit creates belongs to
+    /// `owner`. With `None` (the default) ownership is neither checked nor set: a session the
+    /// commit creates has no owner (the empty string).
+    pub owner: Option<String>,
 }
 
 impl Changes {
@@ -148,6 +162,19 @@ impl Changes {
     pub fn remove(mut self, key: impl Into<String>) -> Self {
         self.state.push((key.into(), None));
         self
+    }
+
+    /// Makes the write one for this tenant (see [`Changes::owner`]).
+    #[must_use]
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// Whether the commit may touch a session of `owner`: always without an owner of its
+    /// own, else only when the owners are the same.
+    pub fn may_write(&self, owner: &str) -> bool {
+        self.owner.as_deref().is_none_or(|o| o == owner)
     }
 
     /// Whether there is nothing to write.
@@ -182,6 +209,9 @@ pub struct ListOptions {
     pub limit: usize,
     /// The [`SessionPage::next`] cursor of the previous page; `None` for the first page.
     pub cursor: Option<String>,
+    /// Only the sessions of this owner (the empty string: the sessions without one);
+    /// `None` (the default) lists every session.
+    pub owner: Option<String>,
 }
 
 impl Default for ListOptions {
@@ -189,6 +219,7 @@ impl Default for ListOptions {
         Self {
             limit: DEFAULT_LIST_LIMIT,
             cursor: None,
+            owner: None,
         }
     }
 }
@@ -211,6 +242,18 @@ impl ListOptions {
     pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
         self.cursor = Some(cursor.into());
         self
+    }
+
+    /// Lists only the sessions of this owner (see [`StoredSession::owner`]).
+    #[must_use]
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// Whether a session of `owner` belongs on the page.
+    pub fn includes(&self, owner: &str) -> bool {
+        self.owner.as_deref().is_none_or(|o| o == owner)
     }
 }
 

@@ -1,0 +1,276 @@
+//! Tenants: who a request is for (the name of its API key), what it may see, and what one key
+//! may keep and send — sessions, history and requests per unit of time.
+//!
+//! Every session belongs to the key that created it: its name is the session's
+//! [owner](tinyagent::store::StoredSession::owner) in the store. A server without keys is one
+//! tenant, whose sessions have no owner (the empty string), like the sessions stored before
+//! stores kept owners. An admin key sees and may use every session; a session it creates has
+//! no owner.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::server::Server;
+
+/// The name of the admin key given by [`Server::admin_key`].
+pub const DEFAULT_ADMIN_KEY_NAME: &str = "admin";
+
+/// Who a request is for: set by the auth middleware on every API request.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// The key's name (`anonymous` without keys), for logs and the page.
+    pub(crate) name: String,
+    /// The owner of the sessions it sees and creates; `None` for an admin key, which sees
+    /// every session.
+    pub(crate) owner: Option<String>,
+}
+
+impl Caller {
+    pub(crate) fn is_admin(&self) -> bool {
+        self.owner.is_none()
+    }
+}
+
+/// How many requests one key may make per unit of time: `N/s`, `N/min` or `N/h`.
+///
+/// Counted with a token bucket: a key may send a burst of up to `N` requests, then one more
+/// each `1/N` of the period. A request beyond it gets `429` with `Retry-After`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagent_server::RateLimit;
+///
+/// let limit: RateLimit = "600/min".parse().unwrap();
+/// assert_eq!(limit, RateLimit::new(600, Duration::from_secs(60)));
+/// assert!("ten/s".parse::<RateLimit>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    requests: u32,
+    per: Duration,
+}
+
+impl RateLimit {
+    /// `requests` per `per` (at least 1 request, and a period of at least 1 ms).
+    pub fn new(requests: u32, per: Duration) -> Self {
+        Self {
+            requests: requests.max(1),
+            per: per.max(Duration::from_millis(1)),
+        }
+    }
+
+    /// `requests` per second.
+    pub fn per_second(requests: u32) -> Self {
+        Self::new(requests, Duration::from_secs(1))
+    }
+
+    /// `requests` per minute.
+    pub fn per_minute(requests: u32) -> Self {
+        Self::new(requests, Duration::from_secs(60))
+    }
+
+    /// How long one request's token takes to come back.
+    fn interval(&self) -> Duration {
+        self.per / self.requests
+    }
+}
+
+impl fmt::Display for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.per.as_secs() {
+            1 if self.per.subsec_nanos() == 0 => write!(f, "{}/s", self.requests),
+            60 if self.per.subsec_nanos() == 0 => write!(f, "{}/min", self.requests),
+            3600 if self.per.subsec_nanos() == 0 => write!(f, "{}/h", self.requests),
+            _ => write!(f, "{} per {:?}", self.requests, self.per),
+        }
+    }
+}
+
+impl FromStr for RateLimit {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("{text:?} is not a rate: give N/s, N/min or N/h, such as 10/s");
+        let (n, unit) = text.trim().split_once('/').ok_or_else(bad)?;
+        let n: u32 = n.trim().parse().map_err(|_| bad())?;
+        if n == 0 {
+            return Err(format!("{text:?}: the rate must be at least 1 request"));
+        }
+        let per = match unit.trim() {
+            "s" | "sec" | "second" => Duration::from_secs(1),
+            "m" | "min" | "minute" => Duration::from_secs(60),
+            "h" | "hour" => Duration::from_secs(3600),
+            _ => return Err(bad()),
+        };
+        Ok(Self::new(n, per))
+    }
+}
+
+/// Per-key token buckets.
+#[derive(Debug, Default)]
+pub(crate) struct Limiter {
+    /// Per key name: when its bucket is full again (the "theoretical arrival time" of GCRA:
+    /// a request is allowed when it is at most a burst's worth of intervals ahead of now).
+    full_at: Mutex<HashMap<String, Instant>>,
+}
+
+impl Limiter {
+    /// Takes a token of `key`'s bucket, or says how long until one is there.
+    pub(crate) fn take(&self, key: &str, limit: RateLimit) -> Result<(), Duration> {
+        let now = Instant::now();
+        let interval = limit.interval();
+        let burst = limit.per;
+        let mut map = self.full_at.lock().unwrap_or_else(|e| e.into_inner());
+        let full_at = map.get(key).copied().unwrap_or(now).max(now);
+        let next = full_at + interval;
+        if next > now + burst {
+            return Err(next - (now + burst));
+        }
+        map.insert(key.to_owned(), next);
+        Ok(())
+    }
+}
+
+/// What [`Server`] enforces per tenant.
+#[derive(Debug, Default)]
+pub(crate) struct Tenancy {
+    /// The names of the admin keys.
+    pub(crate) admins: HashSet<String>,
+    pub(crate) max_sessions_per_key: Option<usize>,
+    pub(crate) max_history: Option<usize>,
+    pub(crate) rate_limit: Option<RateLimit>,
+    pub(crate) limiter: Limiter,
+}
+
+impl Tenancy {
+    /// Who a request authenticated as `name` is for; `keyless` when the server has no keys.
+    pub(crate) fn caller(&self, name: &str, keyless: bool) -> Caller {
+        let owner = if keyless {
+            Some(String::new())
+        } else if self.admins.contains(name) {
+            None
+        } else {
+            Some(name.to_owned())
+        };
+        Caller {
+            name: name.to_owned(),
+            owner,
+        }
+    }
+}
+
+/// Tenants and their limits.
+impl Server {
+    /// Accepts an admin key, named [`DEFAULT_ADMIN_KEY_NAME`]: a request with it lists, reads,
+    /// posts to and deletes every session, whoever owns it. A session an admin key creates has
+    /// no owner, so only admin keys see it.
+    #[must_use]
+    pub fn admin_key(self, key: impl Into<String>) -> Self {
+        self.named_admin_key(DEFAULT_ADMIN_KEY_NAME, key)
+    }
+
+    /// Accepts an admin key under a name of your choosing (see [`admin_key`](Self::admin_key)).
+    #[must_use]
+    pub fn named_admin_key(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
+        let name = name.into();
+        let before = self.keys.len();
+        self = self.named_api_key(name, key);
+        if let Some((name, _)) = self.keys.get(before) {
+            self.tenancy.admins.insert(name.clone());
+        }
+        self
+    }
+
+    /// How many sessions one key may keep (`None`, the default: no limit). A message that
+    /// would create one more gets `409` with code `too_many_sessions`; deleting a session (or
+    /// its expiry) makes room. Admin keys have no limit. Checked when the message arrives, so
+    /// messages to new sessions sent at once may pass it by as many as are in flight.
+    #[must_use]
+    pub fn max_sessions_per_key(mut self, max: impl Into<Option<usize>>) -> Self {
+        self.tenancy.max_sessions_per_key = max.into().map(|m| m.max(1));
+        self
+    }
+
+    /// How many messages a session may hold (`None`, the default: no limit). A message to a
+    /// session that holds this many already gets `413` with code `history_too_long`, and
+    /// nothing runs; the run of an accepted message may take the history past the limit by
+    /// the messages that run adds.
+    #[must_use]
+    pub fn max_history(mut self, max: impl Into<Option<usize>>) -> Self {
+        self.tenancy.max_history = max.into().map(|m| m.max(1));
+        self
+    }
+
+    /// How many requests one key (without keys: all clients together) may send per unit of
+    /// time (`None`, the default: no limit). One more gets `429` with code
+    /// `rate_limit_exceeded` and a `Retry-After` in seconds.
+    #[must_use]
+    pub fn rate_limit(mut self, limit: impl Into<Option<RateLimit>>) -> Self {
+        self.tenancy.rate_limit = limit.into();
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_and_print() {
+        assert_eq!(
+            "10/s".parse::<RateLimit>().unwrap(),
+            RateLimit::per_second(10)
+        );
+        assert_eq!(
+            " 600 / min ".parse::<RateLimit>().unwrap(),
+            RateLimit::per_minute(600)
+        );
+        assert_eq!(
+            "5/h".parse::<RateLimit>().unwrap().to_string(),
+            "5/h".to_owned()
+        );
+        for bad in ["", "10", "0/s", "-1/s", "10/day", "x/s"] {
+            assert!(bad.parse::<RateLimit>().is_err(), "{bad}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_gets_a_burst_then_one_request_per_interval() {
+        let limiter = Limiter::default();
+        let limit = RateLimit::per_second(4);
+        for _ in 0..4 {
+            limiter.take("a", limit).unwrap();
+        }
+        let wait = limiter.take("a", limit).unwrap_err();
+        assert_eq!(wait, Duration::from_millis(250));
+        // Another key has a bucket of its own.
+        limiter.take("b", limit).unwrap();
+        tokio::time::advance(Duration::from_millis(250)).await;
+        limiter.take("a", limit).unwrap();
+        assert!(limiter.take("a", limit).is_err());
+        // A key idle for a whole period has its full burst again, no more.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        for _ in 0..4 {
+            limiter.take("a", limit).unwrap();
+        }
+        assert!(limiter.take("a", limit).is_err());
+    }
+
+    #[test]
+    fn callers_own_what_their_key_names() {
+        let mut tenancy = Tenancy::default();
+        tenancy.admins.insert("root".into());
+        let keyless = tenancy.caller("anonymous", true);
+        assert_eq!(keyless.owner.as_deref(), Some(""));
+        assert_eq!(
+            tenancy.caller("alice", false).owner.as_deref(),
+            Some("alice")
+        );
+        assert!(tenancy.caller("root", false).is_admin());
+    }
+}
