@@ -11,8 +11,13 @@
 //! ```
 //!
 //! Options: `--model PATH` (repeatable; default: the default model), `--style NAME`
-//! (repeatable; default: all of them), `--threads N` (default 1), `-v` (each question's result),
-//! `--trace` (the scores of each tool choice, on standard error).
+//! (repeatable; default: all of them), `--set tuning|reporting|all` (which questions: the
+//! tuning part the defaults were chosen on, the reporting part they never saw, or both;
+//! default all), `--threads N` (default 1), `-v` (each question's result), `--trace` (the
+//! scores of each tool choice, on standard error).
+//!
+//! "No-tool precision" is the share of the questions answered without a tool that needed
+//! none; "no-tool recall" the share of the questions that need none answered without one.
 
 use std::time::Instant;
 
@@ -107,8 +112,9 @@ fn translate(question: &'static str, text: &'static str) -> Case {
     )
 }
 
-/// The questions: weather for many cities and both units, every calculator operation, time
-/// zones by city name, the translator, and questions that need no tool.
+/// The tuning part (the defaults were chosen on it): weather for many cities and both units,
+/// every calculator operation, time zones by city name, the translator, and questions that
+/// need no tool.
 fn cases() -> Vec<Case> {
     vec![
         weather("北京天气怎么样？", &["北京"], None),
@@ -183,6 +189,48 @@ fn cases() -> Vec<Case> {
         none("Hello! How are you?"),
         none("Tell me a short joke."),
         none("Write one sentence about spring."),
+    ]
+}
+
+/// The reporting part: questions no default was tuned on (the tuning part is [`cases`]), new
+/// wordings, cities and operations, and more that need no tool (greetings, thanks, small talk,
+/// questions about the assistant, requests no offered tool serves).
+fn reporting_cases() -> Vec<Case> {
+    vec![
+        weather("深圳现在多少度？", &["深圳"], None),
+        weather("广州天气如何？", &["广州"], None),
+        weather("伦敦今天天气怎么样？", &["伦敦", "London"], None),
+        weather("Is it cold in Beijing today?", &["Beijing", "北京"], None),
+        weather(
+            "How warm is it in Shanghai, in Fahrenheit?",
+            &["Shanghai", "上海"],
+            Some("fahrenheit"),
+        ),
+        weather("Sydney weather right now?", &["Sydney", "悉尼"], None),
+        calc("What is 15 divided by 3?", "divide", 15.0, Some(3.0)),
+        calc("帮我算 25 加 17", "add", 25.0, Some(17.0)),
+        calc("9 乘以 12 是多少？", "multiply", 9.0, Some(12.0)),
+        calc("What is 2 to the power of 8?", "power", 2.0, Some(8.0)),
+        calc("64 的平方根？", "sqrt", 64.0, None),
+        time("首尔现在几点？", &["Asia/Seoul"]),
+        time("What's the time in Berlin right now?", &["Europe/Berlin"]),
+        translate("把“早上好”翻译成英文", "早上好"),
+        none("早上好！"),
+        none("谢谢！"),
+        none("Thanks, that's all."),
+        none("你能做什么？"),
+        none("What's your name?"),
+        none("晚安"),
+        none("好的，明白了。"),
+        none("Good morning!"),
+        none("给我讲个笑话吧。"),
+        none("用一句话介绍一下你自己。"),
+        none("Can you write a haiku about the sea?"),
+        none("不用了，谢谢。"),
+        none("Bye!"),
+        none("What is the capital of France?"),
+        none("推荐一本好书。"),
+        none("How are you today?"),
     ]
 }
 
@@ -322,6 +370,8 @@ struct Tally {
     right_args: usize,
     none_questions: usize,
     right_none: usize,
+    /// Questions answered without a tool, needed or not.
+    answered_without: usize,
     errors: usize,
     seconds: Vec<f64>,
 }
@@ -353,6 +403,8 @@ struct Options {
     threads: u32,
     verbose: bool,
     trace: bool,
+    /// `tuning`, `reporting` or `all`.
+    set: String,
 }
 
 fn options() -> Result<Options, Box<dyn std::error::Error>> {
@@ -362,6 +414,7 @@ fn options() -> Result<Options, Box<dyn std::error::Error>> {
         threads: 1,
         verbose: false,
         trace: false,
+        set: "all".to_owned(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -383,6 +436,12 @@ fn options() -> Result<Options, Box<dyn std::error::Error>> {
             "--threads" => out.threads = args.next().ok_or("--threads needs a number")?.parse()?,
             "-v" | "--verbose" => out.verbose = true,
             "--trace" => out.trace = true,
+            "--set" => {
+                out.set = args.next().ok_or("--set needs tuning, reporting or all")?;
+                if !["tuning", "reporting", "all"].contains(&out.set.as_str()) {
+                    return Err(format!("unknown set {:?}: tuning, reporting or all", out.set).into());
+                }
+            }
             other => {
                 return Err(format!("unknown option {other:?} (see the example's docs)").into());
             }
@@ -411,7 +470,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|t| ToolDefinition::from_tool(t.as_ref()))
         .collect();
-    let cases = cases();
+    let cases: Vec<Case> = match options.set.as_str() {
+        "tuning" => cases(),
+        "reporting" => reporting_cases(),
+        _ => cases().into_iter().chain(reporting_cases()).collect(),
+    };
     let tool_cases = cases.iter().filter(|c| c.tool.is_some()).count();
     println!(
         "{} questions ({tool_cases} need a tool, {} need none), tools: {}; {} thread(s), greedy\n",
@@ -467,6 +530,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 };
                 let tool_ok = name.as_deref() == case.tool;
+                tally.answered_without += usize::from(name.is_none());
                 let args_ok = tool_ok
                     && case
                         .args
@@ -505,10 +569,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             speed.output_tokens -= before.output_tokens;
             speed.generation_time = speed.generation_time.saturating_sub(before.generation_time);
             let row = format!(
-                "| {file} | {} | {:.0}% | {:.0}% | {:.0}% | {:.2} | {:.0} | {:.0} |{}",
+                "| {file} | {} | {} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.2} | {:.0} | {:.0} |{}",
                 style.name,
+                options.set,
                 percent(tally.right_tool, tally.tool_questions),
                 percent(tally.right_args, tally.tool_questions),
+                percent(tally.right_none, tally.answered_without),
                 percent(tally.right_none, tally.none_questions),
                 median(&mut tally.seconds),
                 speed.prompt_tokens_per_second(),
@@ -524,9 +590,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "\n| model | prompt style | right tool | fully right arguments | no tool when none needed | median s/question | prompt tokens/s | generation tokens/s |"
+        "\n| model | prompt style | questions | right tool | fully right arguments | no-tool precision | no-tool recall | median s/question | prompt tokens/s | generation tokens/s |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         println!("{row}");
     }

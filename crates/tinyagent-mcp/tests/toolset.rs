@@ -265,10 +265,18 @@ async fn a_server_that_never_answers_times_out() {
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::TimedOut, "{err}");
     assert!(err.message().contains("did not answer within"), "{err}");
-    // The connection is still usable.
-    let out = call(&find(&tools, "echo"), r#"{"text": "still here"}"#)
-        .await
-        .unwrap();
+    // The connection is still usable: the next call is answered. (Under the same 300 ms
+    // limit, which a loaded machine's Python may miss; a miss is tried again, any other
+    // error fails.)
+    let echo = find(&tools, "echo");
+    let mut tries = 0;
+    let out = loop {
+        tries += 1;
+        match call(&echo, r#"{"text": "still here"}"#).await {
+            Err(err) if err.kind() == ToolErrorKind::TimedOut && tries < 20 => continue,
+            answer => break answer.unwrap(),
+        }
+    };
     assert_eq!(out, "echo: still here");
 }
 

@@ -39,17 +39,6 @@ pub(crate) fn in_request<R>(id: &Option<String>, f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// Gives every request an id: errors quote it, the answer carries it as `x-request-id`, and
-/// the log lines of the request name it, so a client's report finds the server's log line.
-pub(crate) async fn request_id(request: Request, next: Next) -> Response {
-    let id = tinyagent::new_id("req");
-    let mut response = REQUEST_ID.scope(id.clone(), next.run(request)).await;
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(REQUEST_ID_HEADER, value);
-    }
-    response
-}
-
 /// Where a connection arrived: its local address (the one the client connected to). Set by
 /// [`Server::serve`](crate::Server::serve)'s accept loop; absent when the routes are mounted in
 /// an app of one's own.
@@ -171,50 +160,63 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Refuses an API request with a body that is not declared JSON: `415`. A cross-site form can
-/// only send `text/plain`, `application/x-www-form-urlencoded` or `multipart/form-data`
-/// without a CORS preflight.
-pub(crate) async fn json_only(request: Request, next: Next) -> Response {
-    let method = request.method();
-    let has_body = method == Method::POST || method == Method::PUT || method == Method::PATCH;
-    if has_body && !is_json(request.headers()) {
-        return ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "invalid_request_error",
-            "the request body must be JSON, sent with `Content-Type: application/json`",
-        )
-        .code("unsupported_media_type")
-        .into_response();
-    }
-    next.run(request).await
-}
-
-/// The cross-site checks of every route but the health checks: `Host`, then `Origin`.
-pub(crate) async fn cross_site(
+/// The front door of every route, one layer: gives the request an id (errors quote it, the
+/// answer carries it as `x-request-id`, and the request's log lines name it, so a client's
+/// report finds the server's log line); then, for every route but the health checks, the
+/// cross-site checks (`Host`, then `Origin`) and, for a request with a body, that the body is
+/// declared JSON (`415` otherwise: a cross-site form can only send `text/plain`,
+/// `application/x-www-form-urlencoded` or `multipart/form-data` without a CORS preflight).
+pub(crate) async fn front(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Response {
+    let id = tinyagent::new_id("req");
+    let header = HeaderValue::from_str(&id).ok();
+    let mut response = REQUEST_ID
+        .scope(id, async move {
+            match screen(&state.site, &request) {
+                Ok(()) => next.run(request).await,
+                Err(err) => {
+                    tracing::warn!(
+                        method = %request.method(),
+                        path = request.uri().path(),
+                        host = ?request.headers().get(header::HOST),
+                        origin = ?request.headers().get(header::ORIGIN),
+                        status = err.status.as_u16(),
+                        request_id = %current_request_id().unwrap_or_default(),
+                        "refused a request: {}",
+                        err.message
+                    );
+                    err.into_response()
+                }
+            }
+        })
+        .await;
+    if let Some(value) = header {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
+}
+
+/// The checks of [`front`]; the health checks pass untouched.
+fn screen(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {
     let path = request.uri().path();
     if path.ends_with("/healthz") || path.ends_with("/readyz") {
-        return next.run(request).await;
+        return Ok(());
     }
-    match check(&state.site, &request) {
-        Ok(()) => next.run(request).await,
-        Err(err) => {
-            tracing::warn!(
-                method = %request.method(),
-                path,
-                host = ?request.headers().get(header::HOST),
-                origin = ?request.headers().get(header::ORIGIN),
-                status = err.status.as_u16(),
-                request_id = %current_request_id().unwrap_or_default(),
-                "refused a request: {}",
-                err.message
-            );
-            err.into_response()
-        }
+    check(site, request)?;
+    let method = request.method();
+    let has_body = method == Method::POST || method == Method::PUT || method == Method::PATCH;
+    if has_body && !is_json(request.headers()) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "the request body must be JSON, sent with `Content-Type: application/json`",
+        )
+        .code("unsupported_media_type"));
     }
+    Ok(())
 }
 
 fn check(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {

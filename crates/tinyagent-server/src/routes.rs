@@ -35,7 +35,6 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
         .fallback(not_found)
-        .layer(middleware::from_fn(guard::json_only))
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()
         .route("/healthz", get(healthz))
@@ -46,11 +45,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     open.layer(middleware::from_fn(auth::log_open))
         .merge(api)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            guard::cross_site,
-        ))
-        .layer(middleware::from_fn(guard::request_id))
+        .layer(middleware::from_fn_with_state(state.clone(), guard::front))
         .with_state(state)
 }
 

@@ -257,7 +257,11 @@ pub(crate) async fn post_message(
                 run.steps = run.steps.max(*step);
             }
         })
-        .map(move |step| crate::guard::in_request(&request_id, || step_frame(&state, step)));
+        .map(move |step| match step {
+            // Only errors name the request; events need no scope (nor a copy of its id).
+            Step::Event(Ok(_)) => step_frame(&state, step),
+            step => crate::guard::in_request(&request_id, || step_frame(&state, step)),
+        });
     Ok(sse::response(sse::with_heartbeat(frames, sse::HEARTBEAT)))
 }
 

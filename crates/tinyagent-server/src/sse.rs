@@ -1,6 +1,9 @@
 //! Server-sent events: the framing, and a run's events cut at the request's deadline.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -8,7 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 use tinyagent::{AgentError, Event};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// One frame: an optional `event:` line and one `data:` line (JSON has no raw newlines).
 pub(crate) fn frame(event: Option<&str>, data: &str) -> Bytes {
@@ -56,18 +59,61 @@ pub(crate) const HEADERS_GRACE: Duration = Duration::from_secs(1);
 pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 /// `frames`, with a `: keep-alive` comment whenever none came for `every`.
+///
+/// One timer per stream, armed for `every` after the last frame and moved only when it fires
+/// (a frame costs a clock read, not a timer registration).
 pub(crate) fn with_heartbeat(
     frames: impl Stream<Item = Bytes> + Send + 'static,
     every: Duration,
 ) -> impl Stream<Item = Bytes> + Send + 'static {
-    let frames = frames.boxed();
-    stream::unfold(Some(frames), move |frames| async move {
-        let mut frames = frames?;
-        tokio::select! {
-            next = frames.next() => next.map(|frame| (frame, Some(frames))),
-            () = tokio::time::sleep(every) => Some((Bytes::from_static(KEEP_ALIVE), Some(frames))),
+    Heartbeat {
+        frames: frames.boxed(),
+        every,
+        last: Instant::now(),
+        timer: Box::pin(tokio::time::sleep(every)),
+        done: false,
+    }
+}
+
+struct Heartbeat {
+    frames: BoxStream<'static, Bytes>,
+    every: Duration,
+    /// When the last frame (or comment) went out.
+    last: Instant,
+    timer: Pin<Box<Sleep>>,
+    done: bool,
+}
+
+impl Stream for Heartbeat {
+    type Item = Bytes;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        if self.done {
+            return Poll::Ready(None);
         }
-    })
+        if let Poll::Ready(next) = self.frames.poll_next_unpin(cx) {
+            match next {
+                Some(_) => self.last = Instant::now(),
+                None => self.done = true,
+            }
+            return Poll::Ready(next);
+        }
+        loop {
+            if self.timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let due = self.last + self.every;
+            let now = Instant::now();
+            if now >= due {
+                self.last = now;
+                let every = self.every;
+                self.timer.as_mut().reset(now + every);
+                return Poll::Ready(Some(Bytes::from_static(KEEP_ALIVE)));
+            }
+            // Frames went out since the timer was armed: wait for the rest of the silence.
+            self.timer.as_mut().reset(due);
+        }
+    }
 }
 
 /// What a run reports, or that its time is up.
@@ -84,31 +130,64 @@ pub(crate) fn until(
     events: BoxStream<'static, Result<Event, AgentError>>,
     deadline: Option<Instant>,
 ) -> BoxStream<'static, Step> {
-    struct Live {
-        events: BoxStream<'static, Result<Event, AgentError>>,
-        deadline: Option<Instant>,
+    Until {
+        events,
+        // One timer for the whole run, not one per event.
+        deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
+        done: false,
     }
-    stream::unfold(Some(Live { events, deadline }), |live| async move {
-        let mut live = live?;
-        let next = match live.deadline {
-            // Checked first too: a run whose events are always ready must still stop.
-            Some(deadline) if Instant::now() >= deadline => return Some((Step::TimedOut, None)),
-            Some(deadline) => {
-                tokio::select! {
-                    biased;
-                    next = live.events.next() => next,
-                    () = tokio::time::sleep_until(deadline) => return Some((Step::TimedOut, None)),
-                }
-            }
-            None => live.events.next().await,
-        };
-        match next? {
-            Ok(event @ Event::Finished { .. }) => Some((Step::Event(Ok(event)), None)),
-            Ok(event) => Some((Step::Event(Ok(event)), Some(live))),
-            Err(err) => Some((Step::Event(Err(err)), None)),
-        }
-    })
     .boxed()
+}
+
+struct Until {
+    events: BoxStream<'static, Result<Event, AgentError>>,
+    deadline: Option<Pin<Box<Sleep>>>,
+    done: bool,
+}
+
+impl Until {
+    /// Ends the stream, dropping the run at once (a run past its deadline is cancelled then,
+    /// not when the response body is dropped).
+    fn finish(&mut self) {
+        self.done = true;
+        self.events = stream::empty().boxed();
+        self.deadline = None;
+    }
+}
+
+impl Stream for Until {
+    type Item = Step;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Step>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if let Some(deadline) = self.deadline.as_mut() {
+            // Checked first: a run whose events are always ready must still stop.
+            if Instant::now() >= deadline.deadline() || deadline.as_mut().poll(cx).is_ready() {
+                self.finish();
+                return Poll::Ready(Some(Step::TimedOut));
+            }
+        }
+        let Poll::Ready(next) = self.events.poll_next_unpin(cx) else {
+            return Poll::Pending;
+        };
+        Poll::Ready(match next {
+            None => {
+                self.finish();
+                None
+            }
+            Some(Ok(event @ Event::Finished { .. })) => {
+                self.finish();
+                Some(Step::Event(Ok(event)))
+            }
+            Some(Ok(event)) => Some(Step::Event(Ok(event))),
+            Some(Err(err)) => {
+                self.finish();
+                Some(Step::Event(Err(err)))
+            }
+        })
+    }
 }
 
 #[cfg(test)]

@@ -155,6 +155,8 @@ impl LlamaModel {
         } else {
             let candidates: Vec<_> = texts.iter().map(|t| decoder.tokenize(t)).collect();
             let mut scores = not_a_call(decoder.score(&candidates)?);
+            let raw = scores.clone();
+            let mut blank_scores = Vec::new();
             if self.config.calibrate_tool_choice {
                 // The same scores for a question that says nothing: what the model would pick
                 // from the tool list alone. Subtracting it leaves what the question adds.
@@ -163,11 +165,12 @@ impl LlamaModel {
                 let mut prior = Decoder::new(&self.weights.model, &blank)?;
                 let baseline = not_a_call(prior.score(&candidates)?);
                 decoder.stats += prior.stats;
-                for (score, base) in scores.iter_mut().zip(baseline) {
+                for (score, base) in scores.iter_mut().zip(&baseline) {
                     *score -= base;
                 }
+                blank_scores = baseline;
             }
-            tracing::debug!(?texts, ?scores, "tool choice");
+            tracing::debug!(?texts, ?raw, blank = ?blank_scores, ?scores, "tool choice");
             scores
                 .iter()
                 .enumerate()

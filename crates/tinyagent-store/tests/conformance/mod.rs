@@ -283,22 +283,29 @@ pub async fn expiry(store: &dyn SessionStore) {
     assert_eq!(store.load(&keep).await.unwrap().unwrap().expires_at, None);
 }
 
-/// For a store whose sessions live `ttl` (short) unless written.
-pub async fn store_ttl(store: &dyn SessionStore, ttl: Duration) {
+/// For a store whose sessions live `ttl` (short) unless written: the store's TTL applies to a new session, and a session's own TTL (none) wins over it.
+///
+/// Returns `false`, having checked nothing, when the machine was too slow to set the sessions
+/// up within `ttl` (one may then have expired before its own TTL was set); the caller tries
+/// again with a longer one ([`longer_ttl`]).
+pub async fn store_ttl(store: &dyn SessionStore, ttl: Duration) -> bool {
+    let started = std::time::Instant::now();
     let id = fresh("sttl");
     let forever = fresh("forever");
-    store
-        .append(&id, 0, vec![Message::user("a")])
-        .await
-        .unwrap();
-    store
-        .append(&forever, 0, vec![Message::user("a")])
-        .await
-        .unwrap();
-    store.set_ttl(&forever, None).await.unwrap();
-    let loaded = store.load(&id).await.unwrap().unwrap();
+    let setup = async {
+        store.append(&id, 0, vec![Message::user("a")]).await?;
+        store.append(&forever, 0, vec![Message::user("a")]).await?;
+        store.set_ttl(&forever, None).await?;
+        store.load(&id).await
+    }
+    .await;
+    if started.elapsed() >= ttl {
+        return false;
+    }
+    let loaded = setup.unwrap().expect("a session within its TTL loads");
     let expires = loaded.expires_at.expect("the store's TTL applies");
     assert!(expires > loaded.updated_at);
+    // Past the TTL (a lower bound: a slow machine only waits longer).
     tokio::time::sleep(ttl * 4).await;
     assert!(
         store.load(&id).await.unwrap().is_none(),
@@ -308,6 +315,16 @@ pub async fn store_ttl(store: &dyn SessionStore, ttl: Duration) {
         store.load(&forever).await.unwrap().is_some(),
         "its own TTL wins"
     );
+    true
+}
+
+/// The next TTL to try [`store_ttl`] with, after `ttl` was too short for this machine.
+pub fn longer_ttl(ttl: Duration) -> Duration {
+    assert!(
+        ttl < Duration::from_secs(10),
+        "setting two sessions up took longer than {ttl:?}"
+    );
+    ttl * 4
 }
 
 pub async fn all_ids(store: &dyn SessionStore) -> HashSet<String> {

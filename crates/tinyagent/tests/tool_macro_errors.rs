@@ -1,4 +1,4 @@
-//! Compile errors of `#[tool]`, pointing at the user's code.
+//! Compile errors of `#[tool]` (tinyagent-macros), pointing at the user's code.
 
 #[test]
 fn mistakes_are_compile_errors_at_the_users_code() {
