@@ -39,6 +39,25 @@ Examples:
   tinyagent serve-mcp --http 127.0.0.1:8000
   tinyagent serve --listen 127.0.0.1:8080 --store sqlite:sessions.db";
 
+const EVAL_HELP: &str = "\
+The file: one question per line,
+  {\"question\": \"北京天气怎么样？\", \"tool\": \"get_weather\", \"arguments\": {\"city\": [\"北京\", \"Beijing\"]}}
+  {\"question\": \"你好！\", \"tool\": null, \"part\": \"reporting\"}
+  {\"history\": [{\"user\": \"7 乘以 8？\"}, {\"call\": {\"name\": \"calculator\", \"arguments\": {\"a\": 7, \"b\": 8}}, \"result\": \"56\"},
+               {\"assistant\": \"等于 56。\"}], \"question\": \"再乘以 2 呢？\", \"tool\": \"calculator\", \"arguments\": {\"a\": 56, \"b\": 2}}
+\"tool\" is the tool the question needs, or null for none; \"arguments\" lists the ones that
+matter: a string (equal, case ignored), a number, true/false, null (absent), {\"contains\": TEXT},
+or an array of alternatives. \"part\" groups questions in the report (such as tuning and
+reporting); \"id\" names one.
+
+The answers are cut at --max-tokens (default 64): what is measured is the choice and the
+arguments. The project's own set is eval/tools.jsonl.
+
+Examples:
+  tinyagent eval eval/tools.jsonl --local --tools all
+  tinyagent eval eval/tools.jsonl --tools all --part reporting --report report.json
+  tinyagent eval my_questions.jsonl --base-url http://localhost:11434/v1 --model qwen2.5:7b --mcp \"python3 server.py\"";
+
 /// An agent in the terminal: the demo tools, MCP tools and any model.
 #[derive(Debug, Parser)]
 #[command(name = "tinyagent", version, about, after_help = AFTER_HELP)]
@@ -68,6 +87,33 @@ pub enum Command {
     Chat {
         #[command(flatten)]
         agent: AgentArgs,
+    },
+    /// Measure how well a model picks tools: ask each question of a JSONL file once (one
+    /// model step, the tools the options give) and report the right tool, fully right
+    /// arguments, no-tool precision and recall, a confusion table per tool, and the median
+    /// time and tokens per question, per part of the file.
+    #[command(after_help = EVAL_HELP)]
+    Eval {
+        /// The questions: one JSON object per line (see below).
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Only the questions of this part (such as `reporting`).
+        #[arg(long, value_name = "NAME")]
+        part: Option<String>,
+        /// Also write the whole report (every question, the figures, the confusion table) as
+        /// JSON to this file.
+        #[arg(long, value_name = "FILE")]
+        report: Option<std::path::PathBuf>,
+        /// Print the JSON report on standard output instead of the tables.
+        #[arg(long)]
+        json: bool,
+        /// The agent's instruction (system prompt), replacing the default ("你是一个全能助手。").
+        #[arg(long, value_name = "TEXT")]
+        instruction: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        tools: ToolArgs,
     },
     /// List every tool the options give, with its arguments.
     Tools {

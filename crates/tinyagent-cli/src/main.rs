@@ -15,6 +15,7 @@ mod cli;
 mod commands;
 mod demo_tools;
 mod error;
+mod eval;
 mod render;
 mod serve;
 mod setup;
@@ -33,7 +34,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = match &cli.command {
         Command::Run { agent, .. } | Command::Chat { agent } => agent.output.verbose,
-        Command::Tools { .. } | Command::ServeMcp { .. } | Command::Serve { .. } => false,
+        Command::Tools { .. }
+        | Command::Eval { .. }
+        | Command::ServeMcp { .. }
+        | Command::Serve { .. } => false,
     };
     let serving = match cli.command {
         Command::ServeMcp { .. } => Some(tracing::Level::WARN),
@@ -59,6 +63,23 @@ fn main() -> ExitCode {
         Command::Run { question, agent } => commands::run(&runtime, question, &agent),
         Command::Chat { agent } => commands::chat(&runtime, &agent),
         Command::Tools { tools, json } => runtime.block_on(commands::tools(&tools, json)),
+        Command::Eval {
+            file,
+            part,
+            report,
+            json,
+            instruction,
+            model,
+            tools,
+        } => runtime.block_on(commands::eval(commands::EvalArgs {
+            file,
+            part,
+            report,
+            json,
+            instruction,
+            model,
+            tools,
+        })),
         Command::ServeMcp {
             http,
             bearer_token,

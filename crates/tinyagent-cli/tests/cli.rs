@@ -1195,3 +1195,158 @@ fn mcp_oauth_asks_only_servers_that_require_it_and_says_what_failed() {
         "{stderr}"
     );
 }
+
+/// Answers every request whose body contains `text` with the fixture `reply`.
+async fn reply_when(server: &MockServer, text: &str, reply: &str) {
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(wiremock::matchers::body_string_contains(text))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            read_fixture("tinyagent-examples", reply),
+            "text/event-stream",
+        ))
+        .mount(server)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_reports_tools_arguments_and_answers_without_a_tool() {
+    let server = MockServer::start().await;
+    // The replayed model: the right calls for the weather and the product, a plain answer
+    // to the greeting, and a weather call for the thanks after a conversation.
+    reply_when(&server, "北京天气怎么样", "1_weather_call.sse").await;
+    reply_when(&server, "7 乘以 8", "3_calc_call.sse").await;
+    reply_when(&server, "你好", "2_weather_answer.sse").await;
+    reply_when(&server, "谢谢", "1_weather_call.sse").await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = dir.path().join("questions.jsonl");
+    std::fs::write(
+        &questions,
+        [
+            json!({"question": "北京天气怎么样？", "tool": "get_weather", "arguments": {"city": ["北京", "Beijing"], "unit": [null, "celsius"]}}),
+            // The call has a = 7, b = 8: the tool is right, the arguments are not.
+            json!({"id": "product", "question": "帮我算一下 7 乘以 8 再加 1", "tool": "calculator", "arguments": {"a": 7, "b": 9}}),
+            json!({"part": "reporting", "question": "你好！", "tool": null}),
+            json!({"part": "reporting", "history": [{"user": "上海天气？"}, {"call": {"name": "get_weather", "arguments": {"city": "上海"}}, "result": "{\"temperature\": 25}"}, {"assistant": "25 ℃。"}], "question": "谢谢！", "tool": null}),
+        ]
+        .iter()
+        .map(|q| q.to_string() + "\n")
+        .collect::<String>(),
+    )
+    .unwrap();
+    let report_file = dir.path().join("report.json");
+    let mut cmd = tinyagent();
+    cmd.arg("eval")
+        .arg(&questions)
+        .args(on(&server))
+        .arg("--report")
+        .arg(&report_file)
+        .arg("--json");
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    let report: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
+    assert_eq!(report, written);
+    let summaries = report["summaries"].as_array().unwrap();
+    let parts: Vec<&str> = summaries
+        .iter()
+        .map(|s| s["part"].as_str().unwrap())
+        .collect();
+    assert_eq!(parts, ["reporting", "all"]);
+    assert_eq!(summaries[0]["questions"], 2);
+    assert_eq!(summaries[0]["need_a_tool"], 0);
+    assert_eq!(summaries[0]["right_tool"], Value::Null);
+    let whole = summaries.last().unwrap();
+    assert_eq!(whole["questions"], 4);
+    assert_eq!(whole["need_a_tool"], 2);
+    assert_eq!(whole["right_tool"], 1.0);
+    assert_eq!(whole["right_arguments"], 0.5);
+    assert_eq!(whole["no_tool_precision"], 1.0);
+    assert_eq!(whole["no_tool_recall"], 0.5);
+    assert_eq!(whole["errors"], 0);
+    assert_eq!(report["confusion"]["(none)"]["get_weather"], 1);
+    assert_eq!(report["confusion"]["(none)"]["(none)"], 1);
+    assert_eq!(report["confusion"]["calculator"]["calculator"], 1);
+    let questions = report["questions"].as_array().unwrap();
+    assert_eq!(questions[1]["id"], "product");
+    assert_eq!(
+        questions[1]["arguments"],
+        json!({"operation": "multiply", "a": 7, "b": 8})
+    );
+    assert_eq!(questions[2]["answer"], WEATHER_ANSWER);
+    // The history went to the model before the question, the call with its result.
+    let requests = server.received_requests().await.unwrap();
+    let thanks: Value = requests
+        .iter()
+        .map(|r| r.body_json::<Value>().unwrap())
+        .find(|b| b.to_string().contains("谢谢"))
+        .unwrap();
+    let roles: Vec<&str> = thanks["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    // One line per question on standard error, as it is answered.
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains(" → ")).count(),
+        4,
+        "{stderr}"
+    );
+
+    // Without --json: the tables.
+    let mut cmd = tinyagent();
+    cmd.arg("eval")
+        .arg(dir.path().join("questions.jsonl"))
+        .args(on(&server));
+    let out = output(cmd).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("right tool"), "{stdout}");
+    assert!(stdout.contains("expected \\ called"), "{stdout}");
+}
+
+#[test]
+fn eval_refuses_a_bad_file_and_a_tool_not_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"question\": \"a\", \"tool\": null}\n{\"question\": 3}\n",
+    )
+    .unwrap();
+    let mut cmd = tinyagent();
+    cmd.arg("eval")
+        .arg(&bad)
+        .arg("--base-url")
+        .arg("http://127.0.0.1:9/v1");
+    let out = cmd.output().unwrap();
+    let line = assert_one_error_line(&out, 2);
+    assert!(line.contains("line 2"), "{line}");
+
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(
+        &other,
+        "{\"question\": \"translate hi\", \"tool\": \"translator\"}\n",
+    )
+    .unwrap();
+    let mut cmd = tinyagent();
+    cmd.arg("eval")
+        .arg(&other)
+        .arg("--base-url")
+        .arg("http://127.0.0.1:9/v1");
+    let out = cmd.output().unwrap();
+    let line = assert_one_error_line(&out, 2);
+    assert!(line.contains("`translator`"), "{line}");
+    assert!(
+        text(&out.stderr).contains("--tools"),
+        "{}",
+        text(&out.stderr)
+    );
+}

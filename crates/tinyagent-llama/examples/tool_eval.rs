@@ -439,7 +439,9 @@ fn options() -> Result<Options, Box<dyn std::error::Error>> {
             "--set" => {
                 out.set = args.next().ok_or("--set needs tuning, reporting or all")?;
                 if !["tuning", "reporting", "all"].contains(&out.set.as_str()) {
-                    return Err(format!("unknown set {:?}: tuning, reporting or all", out.set).into());
+                    return Err(
+                        format!("unknown set {:?}: tuning, reporting or all", out.set).into(),
+                    );
                 }
             }
             other => {
