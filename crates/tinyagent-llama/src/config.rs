@@ -1,5 +1,12 @@
 //! [`LlamaConfig`]: how a GGUF model is run.
 
+/// The default [`LlamaConfig::call_threshold`], in nats.
+pub const DEFAULT_CALL_THRESHOLD: f32 = 4.6;
+
+/// How much the best tool's lead over the next-best counts towards
+/// [`LlamaConfig::call_threshold`].
+pub const CALL_LEAD_WEIGHT: f64 = 2.5;
+
 /// How a [`LlamaModel`](crate::LlamaModel) runs: threads, sampling and limits.
 ///
 /// The defaults are deterministic: greedy decoding (temperature 0), at most 256 new tokens per
@@ -56,6 +63,16 @@ pub struct LlamaConfig {
     /// the prompt per step; for [`ToolSelection::Channel`], a few short readings per tool,
     /// once. Default on.
     pub calibrate_tool_choice: bool,
+    /// How clearly a question must point to one tool before the scored, calibrated choice
+    /// ([`ToolSelection::Scored`] with [`calibrate_tool_choice`](Self::calibrate_tool_choice),
+    /// two or more tools offered and an answer allowed) calls it rather than answering
+    /// directly: the best tool is called when its score beats answering by at least this many
+    /// nats, its lead over the next-best tool counting [`CALL_LEAD_WEIGHT`] times. A greeting,
+    /// a thanks or a request no tool serves raises no tool above the others, so it is
+    /// answered; a question about the weather leads the weather tool by several nats. `None`
+    /// takes the highest score, answering included. Default
+    /// [`DEFAULT_CALL_THRESHOLD`], chosen on the tuning part of `eval/tools.jsonl`.
+    pub call_threshold: Option<f32>,
 }
 
 /// The call syntax taught to the model. Whatever the choice, calls are parsed into the same
@@ -147,6 +164,7 @@ impl Default for LlamaConfig {
             tool_examples: false,
             repetition_guard: true,
             calibrate_tool_choice: true,
+            call_threshold: Some(DEFAULT_CALL_THRESHOLD),
         }
     }
 }
@@ -235,6 +253,15 @@ impl LlamaConfig {
     #[must_use]
     pub fn calibrate_tool_choice(mut self, on: bool) -> Self {
         self.calibrate_tool_choice = on;
+        self
+    }
+
+    /// Sets how clearly a question must point to one tool before it is called (see
+    /// [`call_threshold`](Self::call_threshold)); `None` takes the highest score. A
+    /// non-finite value means `None`.
+    #[must_use]
+    pub fn call_threshold(mut self, nats: impl Into<Option<f32>>) -> Self {
+        self.call_threshold = nats.into().filter(|n| n.is_finite());
         self
     }
 

@@ -36,7 +36,9 @@ use std::sync::OnceLock;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use tinyagent::ModelError;
 
-pub use config::{LlamaConfig, ToolFormat, ToolPrompt, ToolSelection};
+pub use config::{
+    CALL_LEAD_WEIGHT, DEFAULT_CALL_THRESHOLD, LlamaConfig, ToolFormat, ToolPrompt, ToolSelection,
+};
 #[allow(deprecated)]
 pub use locate::{DEFAULT_MODEL_FILE, ENV_MODEL, MODEL_ENV, find_default_model};
 pub use model::{Completion, LlamaModel, Speed};

@@ -175,6 +175,57 @@ async fn a_greeting_gets_an_answer_and_no_tool_call() {
 }
 
 #[tokio::test]
+async fn a_chinese_greeting_and_a_thanks_get_no_tool_call() {
+    for question in ["你好！", "谢谢！"] {
+        let run = ask(&smart_assistant(), question).await;
+        assert!(run.calls.is_empty(), "{question}: {:#?}", run.history);
+        assert!(
+            !run.answer.trim().is_empty(),
+            "{question}: {:#?}",
+            run.history
+        );
+    }
+}
+
+/// The tool calls made by the turn that answers `question` in `session`.
+async fn calls_of_turn(agent: &LlmAgent, session: &Session, question: &str) -> Vec<ToolCall> {
+    let before = session.messages().len();
+    agent
+        .ask(session, question)
+        .await
+        .unwrap_or_else(|e| panic!("the run failed: {e}; history: {:#?}", session.messages()));
+    session.messages()[before..]
+        .iter()
+        .flat_map(|m| m.tool_calls().cloned().collect::<Vec<_>>())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_follow_up_asks_the_tool_about_the_new_city_and_a_thanks_calls_nothing() {
+    let agent = smart_assistant();
+    let session = Session::new();
+    let first = calls_of_turn(&agent, &session, "北京天气怎么样？").await;
+    assert_eq!(first.len(), 1, "{:#?}", session.messages());
+    assert_eq!(args_of(&first[0])["city"], "北京");
+    let follow_up = calls_of_turn(&agent, &session, "那上海呢？").await;
+    assert_eq!(follow_up.len(), 1, "{:#?}", session.messages());
+    assert_eq!(
+        follow_up[0].name,
+        "get_weather",
+        "{:#?}",
+        session.messages()
+    );
+    assert_eq!(
+        args_of(&follow_up[0])["city"],
+        "上海",
+        "{:#?}",
+        session.messages()
+    );
+    let thanks = calls_of_turn(&agent, &session, "谢谢！").await;
+    assert!(thanks.is_empty(), "{:#?}", session.messages());
+}
+
+#[tokio::test]
 async fn a_forced_tool_is_called_even_when_another_fits_the_question() {
     // Left to itself the model calls get_weather here (see the tests above); tool_choice
     // must override that.

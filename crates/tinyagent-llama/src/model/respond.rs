@@ -3,6 +3,7 @@
 //! grammar for the whole output; and the free-text answer after tool results.
 
 use super::*;
+use crate::config::CALL_LEAD_WEIGHT;
 
 impl LlamaModel {
     /// One step, on the worker thread: events go to `tx`; returns the final response.
@@ -171,13 +172,23 @@ impl LlamaModel {
                 blank_scores = baseline;
             }
             tracing::debug!(?texts, ?raw, blank = ?blank_scores, ?scores, "tool choice");
-            scores
+            let highest = scores
                 .iter()
                 .enumerate()
                 .fold((0, f64::NEG_INFINITY), |best, (i, &s)| {
                     if s > best.1 { (i, s) } else { best }
                 })
-                .0
+                .0;
+            match self.config.call_threshold {
+                Some(threshold)
+                    if self.config.calibrate_tool_choice
+                        && out.allow_answer
+                        && out.tools.len() >= 2 =>
+                {
+                    call_or_answer(&scores, out.tools.len(), f64::from(threshold))
+                }
+                _ => highest,
+            }
         };
         let Some(tool) = out.tools.get(chosen) else {
             // No tool: answer in free text, from a prompt without the tools.
@@ -530,6 +541,24 @@ const CHANNEL_BASE: &str = "A message.";
 const CHANNEL_MIN_GAIN: f64 = 1.0;
 
 /// `req` with its last user message replaced by a content-free one.
+/// The choice among `tools` tool scores and the answer's (the last of `scores`): the best
+/// tool when its lead over answering, plus [`CALL_LEAD_WEIGHT`] times its lead over the
+/// next-best tool, reaches `threshold`; otherwise the answer.
+fn call_or_answer(scores: &[f64], tools: usize, threshold: f64) -> usize {
+    let answer = scores[tools];
+    let (mut best, mut first, mut second) = (0, f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for (i, &score) in scores[..tools].iter().enumerate() {
+        if score > first {
+            (best, first, second) = (i, score, first);
+        } else if score > second {
+            second = score;
+        }
+    }
+    let clarity = (first - answer) + CALL_LEAD_WEIGHT * (first - second);
+    tracing::debug!(clarity, threshold, "call or answer");
+    if clarity >= threshold { best } else { tools }
+}
+
 fn blank_question(req: &ModelRequest) -> ModelRequest {
     let mut blank = req.clone();
     if let Some(last) = blank
@@ -541,4 +570,24 @@ fn blank_question(req: &ModelRequest) -> ModelRequest {
         *last = Message::user("N/A");
     }
     blank
+}
+
+#[cfg(test)]
+mod tests {
+    use super::call_or_answer;
+
+    #[test]
+    fn a_tool_is_called_only_when_the_question_points_to_it() {
+        // Scores of two tools, then the answer's.
+        // The weather tool leads the answer by 2 and the clock by 3: 2 + 2.5 × 3 = 9.5.
+        assert_eq!(call_or_answer(&[1.0, -2.0, -1.0], 2, 4.6), 0);
+        // Both tools alike (a greeting): a lead over the answer alone is not enough.
+        assert_eq!(call_or_answer(&[1.0, 0.8, -1.0], 2, 4.6), 2);
+        // The second tool clearly ahead.
+        assert_eq!(call_or_answer(&[-3.0, 0.5, -0.5], 2, 4.6), 1);
+        // The answer ahead of every tool is answered, whatever the threshold.
+        assert_eq!(call_or_answer(&[-1.0, -5.0, 0.0], 2, 0.0), 2);
+        // At the threshold exactly, the tool is called.
+        assert_eq!(call_or_answer(&[0.0, -1.0, -2.0], 2, 4.5), 0);
+    }
 }
