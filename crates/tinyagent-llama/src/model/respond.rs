@@ -585,8 +585,12 @@ mod tests {
         assert_eq!(call_or_answer(&[1.0, 0.8, -1.0], 2, 4.6), 2);
         // The second tool clearly ahead.
         assert_eq!(call_or_answer(&[-3.0, 0.5, -0.5], 2, 4.6), 1);
-        // The answer ahead of every tool is answered, whatever the threshold.
-        assert_eq!(call_or_answer(&[-1.0, -5.0, 0.0], 2, 0.0), 2);
+        // The answer ahead of tools that are alike: answered.
+        assert_eq!(call_or_answer(&[-1.0, -1.5, 0.0], 2, 4.6), 2);
+        // The answer a little ahead, but one tool far ahead of the others: the question
+        // points to it, so it is called (the weather in Beijing, with the command line's tool
+        // descriptions, scores so).
+        assert_eq!(call_or_answer(&[-0.5, -7.0, 0.0], 2, 4.6), 0);
         // At the threshold exactly, the tool is called.
         assert_eq!(call_or_answer(&[0.0, -1.0, -2.0], 2, 4.5), 0);
     }
