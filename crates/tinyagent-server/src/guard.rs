@@ -163,9 +163,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// The front door of every route, one layer: gives the request an id (errors quote it, the
 /// answer carries it as `x-request-id`, and the request's log lines name it, so a client's
 /// report finds the server's log line); then, for every route but the health checks, the
-/// cross-site checks (`Host`, then `Origin`) and, for a request with a body, that the body is
-/// declared JSON (`415` otherwise: a cross-site form can only send `text/plain`,
-/// `application/x-www-form-urlencoded` or `multipart/form-data` without a CORS preflight).
+/// cross-site checks (`Host`, then `Origin`).
 pub(crate) async fn front(
     State(state): State<Arc<AppState>>,
     request: Request,
@@ -199,24 +197,31 @@ pub(crate) async fn front(
     response
 }
 
-/// The checks of [`front`]; the health checks pass untouched.
+/// The cross-site checks of [`front`]; the health checks pass untouched.
 fn screen(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {
     let path = request.uri().path();
     if path.ends_with("/healthz") || path.ends_with("/readyz") {
         return Ok(());
     }
-    check(site, request)?;
+    check(site, request)
+}
+
+/// Refuses an API request with a body that is not declared JSON: `415` (after the key is
+/// checked). A cross-site form can only send `text/plain`,
+/// `application/x-www-form-urlencoded` or `multipart/form-data` without a CORS preflight.
+pub(crate) async fn json_only(request: Request, next: Next) -> Response {
     let method = request.method();
     let has_body = method == Method::POST || method == Method::PUT || method == Method::PATCH;
     if has_body && !is_json(request.headers()) {
-        return Err(ApiError::new(
+        return ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "invalid_request_error",
             "the request body must be JSON, sent with `Content-Type: application/json`",
         )
-        .code("unsupported_media_type"));
+        .code("unsupported_media_type")
+        .into_response();
     }
-    Ok(())
+    next.run(request).await
 }
 
 fn check(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {

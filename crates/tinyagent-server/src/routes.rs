@@ -35,6 +35,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
         .fallback(not_found)
+        .layer(middleware::from_fn(guard::json_only))
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()
         .route("/healthz", get(healthz))
