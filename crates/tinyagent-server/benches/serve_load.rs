@@ -25,7 +25,9 @@
 //! are set (`bash scripts/services.sh start; eval "$(bash scripts/services.sh env)"`), and
 //! skipped with a note otherwise.
 //!
-//! `cargo bench -p tinyagent-server --bench serve_load` (add `-- --quick` for a short run).
+//! `cargo bench -p tinyagent-server --bench serve_load` (add `-- --quick` for a short run). A
+//! filter (`-- scripted/memory`) runs the load benchmarks it names and skips the memory counts,
+//! which run only without a filter or with `open_conversations`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -342,12 +344,15 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                 let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
                 let requests = Arc::new(AtomicUsize::new(0));
                 let busy = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+                // Allocations while rounds run (client and server together, one process).
+                let allocated = Arc::new(std::sync::Mutex::new((0usize, 0usize)));
                 group.throughput(Throughput::Elements(n as u64));
                 let id = BenchmarkId::new(format!("{model_kind}/{kind}"), n);
                 group.bench_with_input(id, &n, |b, &n| {
                     b.iter_custom(|iters| {
                         rt.block_on(async {
                             let started = Instant::now();
+                            let before = GLOBAL.stats();
                             for _ in 0..iters {
                                 let round = (0..n).map(|_| {
                                     let http = http.clone();
@@ -368,6 +373,10 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                                 requests.fetch_add(n, Ordering::Relaxed);
                             }
                             let elapsed = started.elapsed();
+                            let after = GLOBAL.stats();
+                            let mut counts = allocated.lock().unwrap();
+                            counts.0 += after.allocations - before.allocations;
+                            counts.1 += after.bytes_allocated - before.bytes_allocated;
                             *busy.lock().unwrap() += elapsed;
                             elapsed
                         })
@@ -385,11 +394,14 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                     continue; // not selected by the command line's filter
                 }
                 let seconds = busy.lock().unwrap().as_secs_f64();
+                let (allocations, bytes) = *allocated.lock().unwrap();
                 report.push(format!(
-                    "{model_kind:>8} {kind:>8} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  ({total} requests){failed}",
+                    "{model_kind:>8} {kind:>8} {n:>5} conversations: {:>8.0} req/s  p50 {:>8.2} ms  p99 {:>8.2} ms  {:>6.0} allocations {:>6.1} KiB per request  ({total} requests){failed}",
                     total as f64 / seconds,
                     percentile(&all, 0.50).as_secs_f64() * 1000.0,
                     percentile(&all, 0.99).as_secs_f64() * 1000.0,
+                    allocations as f64 / total.max(1) as f64,
+                    bytes as f64 / total.max(1) as f64 / 1024.0,
                 ));
             }
         }
@@ -584,10 +596,15 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut criterion = Criterion::default().configure_from_args();
     let mut report = Vec::new();
+    // A filter names load benchmarks; the memory counts are `open_conversations`.
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .filter(|f| !"open_conversations".contains(f.as_str()));
     // Memory first, in a process that has not yet grown its heap for the load runs.
     // The runs with the provider last: their connections' teardown (two ends in this
     // process) would be counted in a following run's heap.
-    for openai in [false, true] {
+    for openai in [false, true].into_iter().filter(|_| filter.is_none()) {
         for kind in STORES {
             let lines = if openai {
                 // 4,000: each also holds a connection to the model server, two descriptors here.

@@ -17,9 +17,11 @@ use crate::server::AppState;
 /// The id under which requests are counted and logged when the server has no keys.
 pub(crate) const ANONYMOUS: &str = "anonymous";
 
-/// The configured keys: `(id, secret)` pairs.
+/// The configured keys: `(id, secret)` pairs. Names are shared (`Arc<str>`): every request
+/// carries its key's name to the handlers and the log without copying it.
 pub(crate) struct KeyRing {
-    keys: Vec<(String, Vec<u8>)>,
+    keys: Vec<(Arc<str>, Vec<u8>)>,
+    anonymous: Arc<str>,
 }
 
 impl KeyRing {
@@ -27,8 +29,9 @@ impl KeyRing {
         Self {
             keys: keys
                 .into_iter()
-                .map(|(id, key)| (id, key.into_bytes()))
+                .map(|(id, key)| (Arc::from(id), key.into_bytes()))
                 .collect(),
+            anonymous: Arc::from(ANONYMOUS),
         }
     }
 
@@ -38,8 +41,8 @@ impl KeyRing {
 
     /// The id of the key `given` is, comparing it with every key in constant time (no early
     /// exit on the first match, nor on the first differing byte).
-    pub(crate) fn find(&self, given: &[u8]) -> Option<&str> {
-        let mut found: Option<&str> = None;
+    pub(crate) fn find(&self, given: &[u8]) -> Option<&Arc<str>> {
+        let mut found: Option<&Arc<str>> = None;
         for (id, key) in &self.keys {
             let equal: Choice = key.as_slice().ct_eq(given);
             if bool::from(equal) && found.is_none() {
@@ -70,6 +73,11 @@ pub(crate) async fn guard(
             return response;
         }
     };
+    if let Err(err) = crate::guard::json_only(&request) {
+        let response = err.into_response();
+        log(&method, &path, &response, started, &caller);
+        return response;
+    }
     if let Some(limit) = state.tenancy.rate_limit {
         if let Err(wait) = state.tenancy.limiter.take(&caller, limit) {
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
@@ -93,7 +101,7 @@ pub(crate) async fn guard(
         .insert(state.tenancy.caller(&caller, state.keys.is_empty()));
     let slots = state
         .slots
-        .get(caller.as_str())
+        .get(&*caller)
         .or_else(|| state.slots.get(ANONYMOUS))
         .cloned();
     let permit = match slots.map(|s| s.try_acquire_owned()) {
@@ -140,21 +148,21 @@ pub(crate) async fn guard(
 /// its closing log line says.
 struct Held {
     _permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    stream: Option<(axum::http::Method, String, String, Instant)>,
+    stream: Option<(axum::http::Method, String, Arc<str>, Instant)>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         if let Some((method, path, key, started)) = self.stream.take() {
             let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-            tracing::info!(%method, path, duration_ms, key, "stream ended");
+            tracing::info!(%method, path, duration_ms, key = &*key, "stream ended");
         }
     }
 }
 
-fn authenticate(state: &AppState, request: &Request) -> Result<String, ApiError> {
+fn authenticate(state: &AppState, request: &Request) -> Result<Arc<str>, ApiError> {
     if state.keys.is_empty() {
-        return Ok(ANONYMOUS.to_owned());
+        return Ok(state.keys.anonymous.clone());
     }
     let Some(value) = request.headers().get(header::AUTHORIZATION) else {
         return Err(ApiError::unauthorized(true));
@@ -168,14 +176,15 @@ fn authenticate(state: &AppState, request: &Request) -> Result<String, ApiError>
     state
         .keys
         .find(token)
-        .map(str::to_owned)
+        .cloned()
         .ok_or_else(|| ApiError::unauthorized(false))
 }
 
 fn log(method: &axum::http::Method, path: &str, response: &Response, started: Instant, key: &str) {
     let status = response.status().as_u16();
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let request_id = crate::guard::current_request_id().unwrap_or_default();
+    let request_id = crate::request_id::RequestId::current();
+    let request_id = request_id.as_ref().map_or("", |id| id.as_str());
     if status >= 500 {
         tracing::warn!(%method, path, status, duration_ms, key, %request_id, "request");
     } else {

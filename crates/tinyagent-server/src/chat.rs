@@ -21,7 +21,7 @@ use tinyagent::{Event, Invocation, Message, Part, Role, Session, ToolCall, ToolR
 use tokio::time::Instant;
 
 use crate::error::ApiError;
-use crate::guard::in_request;
+use crate::request_id::{RequestId, in_request};
 use crate::routes::ApiJson;
 use crate::server::AppState;
 use crate::sse::{self, Step};
@@ -487,7 +487,7 @@ fn stream_chunks(
         }
         chunk
     };
-    let request_id = crate::guard::current_request_id();
+    let request_id = RequestId::current();
     let first = with_usage(meta.chunk(json!({"role": "assistant", "content": ""}), None));
     let first = stream::once(async move { sse::frame(None, &first.to_string()) });
     let mut transcript = Transcript::default();
@@ -496,11 +496,11 @@ fn stream_chunks(
         let data = |value: &Value| sse::frame(None, &value.to_string());
         match step {
             Step::TimedOut => frames.push(data(
-                &in_request(&request_id, || timeout_error(&state)).body(),
+                &in_request(request_id, || timeout_error(&state)).body(),
             )),
-            Step::Event(Err(err)) => frames.push(data(
-                &in_request(&request_id, || ApiError::from(err)).body(),
-            )),
+            Step::Event(Err(err)) => {
+                frames.push(data(&in_request(request_id, || ApiError::from(err)).body()))
+            }
             Step::Event(Ok(event)) => match &event {
                 Event::TextDelta(text) => {
                     let piece = transcript.delta(text);

@@ -42,7 +42,7 @@ impl ApiError {
             param: None,
             code: None,
             retry_after: None,
-            request_id: crate::guard::current_request_id().map(String::into_boxed_str),
+            request_id: crate::request_id::RequestId::current().map(|id| id.as_str().into()),
         }
     }
 

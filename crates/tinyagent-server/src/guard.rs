@@ -7,37 +7,23 @@
 //! origin in `Origin` (so a foreign one gets 403), and DNS rebinding makes the browser call the
 //! server under the attacker's host name (so an unknown `Host` gets 421).
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::Request;
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pin_project_lite::pin_project;
+use tokio::task::futures::TaskLocalFuture;
+use tower_layer::Layer;
+use tower_service::Service;
 
 use crate::error::ApiError;
-use crate::server::AppState;
-
-/// The header that carries a request's id, in answers (and in logs as `request_id`).
-pub(crate) const REQUEST_ID_HEADER: &str = "x-request-id";
-
-tokio::task_local! {
-    static REQUEST_ID: String;
-}
-
-/// The id of the request being handled, if any (set by [`request_id`]).
-pub(crate) fn current_request_id() -> Option<String> {
-    REQUEST_ID.try_with(Clone::clone).ok()
-}
-
-/// Runs `f` as part of request `id` (for errors made in a stream, after the handler returned),
-/// so that they and their log lines name it.
-pub(crate) fn in_request<R>(id: &Option<String>, f: impl FnOnce() -> R) -> R {
-    match id {
-        Some(id) => REQUEST_ID.sync_scope(id.clone(), f),
-        None => f(),
-    }
-}
+use crate::request_id::{REQUEST_ID_HEADER, RequestId};
 
 /// Where a connection arrived: its local address (the one the client connected to). Set by
 /// [`Server::serve`](crate::Server::serve)'s accept loop; absent when the routes are mounted in
@@ -76,8 +62,8 @@ impl SitePolicy {
             return false;
         };
         let listed = self.hosts.iter().any(|entry| match split_host(entry) {
-            Some((n, Some(p))) => n == name && Some(p) == port,
-            Some((n, None)) => n == name,
+            Some((n, Some(p))) => n.eq_ignore_ascii_case(name) && Some(p) == port,
+            Some((n, None)) => n.eq_ignore_ascii_case(name),
             None => false,
         });
         if listed {
@@ -98,19 +84,23 @@ impl SitePolicy {
         }
         // A loopback name, only for a connection that arrived on a loopback address: nobody
         // off the machine can reach that, whatever `Host` they send.
-        name == "localhost" && local_ip.is_loopback()
+        name.eq_ignore_ascii_case("localhost") && local_ip.is_loopback()
     }
 
     /// Whether a request from `origin` may be served, `host` being its (allowed) `Host`: the
     /// server's own origin (the same host and port) or a listed one.
     pub(crate) fn origin_allowed(&self, origin: &str, host: Option<&str>) -> bool {
-        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-        if self.origins.iter().any(|o| o == "*" || *o == origin) {
+        let origin = origin.trim().trim_end_matches('/');
+        if self
+            .origins
+            .iter()
+            .any(|o| o == "*" || o.eq_ignore_ascii_case(origin))
+        {
             return true;
         }
-        let (default_port, rest) = if let Some(rest) = origin.strip_prefix("http://") {
+        let (default_port, rest) = if let Some(rest) = strip_prefix_ignore_case(origin, "http://") {
             (80, rest)
-        } else if let Some(rest) = origin.strip_prefix("https://") {
+        } else if let Some(rest) = strip_prefix_ignore_case(origin, "https://") {
             (443, rest)
         } else {
             // `null` (sandboxed frames, files) and other schemes.
@@ -121,14 +111,15 @@ impl SitePolicy {
         else {
             return false;
         };
-        origin_name == host_name
+        origin_name.eq_ignore_ascii_case(host_name)
             && origin_port.unwrap_or(default_port) == host_port.unwrap_or(default_port)
     }
 }
 
-/// `name[:port]` (names lower-cased, IPv6 without brackets), or `None` when malformed.
-fn split_host(text: &str) -> Option<(String, Option<u16>)> {
-    let text = text.trim().to_ascii_lowercase();
+/// `name[:port]` (IPv6 without brackets), or `None` when malformed. Names are compared
+/// without case by the callers; nothing is allocated.
+fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
+    let text = text.trim();
     if text.is_empty() || text.contains(['/', '@', ' ']) {
         return None;
     }
@@ -139,16 +130,21 @@ fn split_host(text: &str) -> Option<(String, Option<u16>)> {
             None if rest.is_empty() => None,
             None => return None,
         };
-        return Some((addr.to_owned(), port));
+        return Some((addr, port));
     }
     match text.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => {
-            Some((name.to_owned(), Some(port.parse().ok()?)))
-        }
+        Some((name, port)) if !name.contains(':') => Some((name, Some(port.parse().ok()?))),
         // A bare IPv6 address (not valid in `Host`, but an allowed-host entry may be written so).
         Some(_) => Some((text, None)),
         None => Some((text, None)),
     }
+}
+
+/// `text` without `prefix`, compared without case.
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
 }
 
 /// Whether a request declares a JSON body (`application/json`, parameters allowed).
@@ -160,38 +156,123 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// The front door of every route, one layer: gives the request an id (errors quote it, the
-/// answer carries it as `x-request-id`, and the request's log lines name it, so a client's
-/// report finds the server's log line); then, for every route but the health checks, the
-/// cross-site checks (`Host`, then `Origin`).
-pub(crate) async fn front(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let id = tinyagent::new_id("req");
-    let header = HeaderValue::from_str(&id).ok();
-    let mut response = REQUEST_ID
-        .scope(id, async move {
-            match screen(&state.site, &request) {
-                Ok(()) => next.run(request).await,
-                Err(err) => {
+/// The front door of every route, one layer ([`FrontLayer`]): gives the request an id
+/// (errors quote it, the answer carries it as `x-request-id`, and the request's log lines
+/// name it, so a client's report finds the server's log line); then, for every route but the
+/// health checks, the cross-site checks (`Host`, then `Origin`). A tower layer of its own
+/// rather than `from_fn`: it boxes neither the inner service nor its future.
+#[derive(Clone)]
+pub(crate) struct FrontLayer {
+    site: Arc<SitePolicy>,
+}
+
+impl FrontLayer {
+    pub(crate) fn new(site: Arc<SitePolicy>) -> Self {
+        Self { site }
+    }
+}
+
+impl<S> Layer<S> for FrontLayer {
+    type Service = Front<S>;
+
+    fn layer(&self, inner: S) -> Front<S> {
+        Front {
+            inner,
+            site: self.site.clone(),
+        }
+    }
+}
+
+/// The service [`FrontLayer`] makes.
+#[derive(Clone)]
+pub(crate) struct Front<S> {
+    inner: S,
+    site: Arc<SitePolicy>,
+}
+
+impl<S> Service<Request> for Front<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = FrontFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let id = RequestId::new();
+        // Inside the request's scope, so that a refusal quotes its id.
+        match id.scope(|| screen(&self.site, &request)) {
+            Ok(()) => {
+                let inner = id.scope(|| self.inner.call(request));
+                FrontFuture::Inner {
+                    inner: id.scope_future(inner),
+                    id,
+                }
+            }
+            Err(err) => {
+                let response = id.scope(|| {
                     tracing::warn!(
                         method = %request.method(),
                         path = request.uri().path(),
                         host = ?request.headers().get(header::HOST),
                         origin = ?request.headers().get(header::ORIGIN),
                         status = err.status.as_u16(),
-                        request_id = %current_request_id().unwrap_or_default(),
+                        request_id = %id,
                         "refused a request: {}",
                         err.message
                     );
                     err.into_response()
+                });
+                FrontFuture::Refused {
+                    response: Some(with_id(response, id)),
                 }
             }
-        })
-        .await;
-    if let Some(value) = header {
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Front`]: the inner service's answer, with the request's id on it.
+    #[project = FrontProj]
+    pub(crate) enum FrontFuture<F> {
+        Inner {
+            #[pin]
+            inner: TaskLocalFuture<RequestId, F>,
+            id: RequestId,
+        },
+        Refused {
+            response: Option<Response>,
+        },
+    }
+}
+
+impl<F> Future for FrontFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            FrontProj::Inner { inner, id } => match inner.poll(cx) {
+                Poll::Ready(Ok(response)) => Poll::Ready(Ok(with_id(response, *id))),
+                Poll::Ready(Err(never)) => match never {},
+                Poll::Pending => Poll::Pending,
+            },
+            FrontProj::Refused { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                None => Poll::Pending,
+            },
+        }
+    }
+}
+
+fn with_id(mut response: Response, id: RequestId) -> Response {
+    if let Some(value) = id.header() {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
     response
@@ -206,22 +287,21 @@ fn screen(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {
     check(site, request)
 }
 
-/// Refuses an API request with a body that is not declared JSON: `415` (after the key is
-/// checked). A cross-site form can only send `text/plain`,
-/// `application/x-www-form-urlencoded` or `multipart/form-data` without a CORS preflight.
-pub(crate) async fn json_only(request: Request, next: Next) -> Response {
+/// Refuses an API request with a body that is not declared JSON: `415` (checked after the
+/// key). A cross-site form can only send `text/plain`, `application/x-www-form-urlencoded` or
+/// `multipart/form-data` without a CORS preflight.
+pub(crate) fn json_only(request: &Request) -> Result<(), ApiError> {
     let method = request.method();
     let has_body = method == Method::POST || method == Method::PUT || method == Method::PATCH;
     if has_body && !is_json(request.headers()) {
-        return ApiError::new(
+        return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "invalid_request_error",
             "the request body must be JSON, sent with `Content-Type: application/json`",
         )
-        .code("unsupported_media_type")
-        .into_response();
+        .code("unsupported_media_type"));
     }
-    next.run(request).await
+    Ok(())
 }
 
 fn check(site: &SitePolicy, request: &Request) -> Result<(), ApiError> {

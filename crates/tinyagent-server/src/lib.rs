@@ -70,6 +70,7 @@ mod error;
 mod guard;
 mod listen;
 mod page;
+mod request_id;
 mod routes;
 mod server;
 mod sessions;

@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
 
-use crate::guard::Arrival;
+use crate::guard::{Arrival, Front};
 
 /// The connection limits of the accept loop.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +39,7 @@ const MAX_REFUSING: usize = 64;
 /// that cuts the connections still open (by sending `true`).
 pub(crate) async fn serve(
     listener: TcpListener,
-    router: Router,
+    router: Front<Router>,
     limits: ConnLimits,
     stop: impl Future<Output = ()>,
 ) -> (impl Future<Output = ()>, tokio::sync::watch::Sender<bool>) {

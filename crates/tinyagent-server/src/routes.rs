@@ -18,7 +18,7 @@ use tinyagent::store::ListOptions;
 use crate::auth;
 use crate::error::ApiError;
 use crate::server::AppState;
-use crate::{chat, guard, sessions};
+use crate::{chat, sessions};
 
 /// How long `/readyz` waits for the store.
 const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -35,7 +35,6 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
         .fallback(not_found)
-        .layer(middleware::from_fn(guard::json_only))
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()
         .route("/healthz", get(healthz))
@@ -46,7 +45,6 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     open.layer(middleware::from_fn(auth::log_open))
         .merge(api)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
-        .layer(middleware::from_fn_with_state(state.clone(), guard::front))
         .with_state(state)
 }
 

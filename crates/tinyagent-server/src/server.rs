@@ -17,8 +17,9 @@ use tokio::sync::Semaphore;
 
 use crate::auth::{ANONYMOUS, KeyRing};
 use crate::chat::ClientInstructions;
-use crate::guard::SitePolicy;
+use crate::guard::{FrontLayer, SitePolicy};
 use crate::listen::ConnLimits;
+use tower_layer::Layer;
 
 /// The largest request body accepted by default: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -364,10 +365,13 @@ impl Server {
     /// themselves; the choice of address (and whether a server without keys may listen on
     /// it) is the app's. [`serve`](Self::serve) makes it for you.
     pub fn router(self) -> Router {
-        self.into_parts(Arc::new(AtomicBool::new(false))).0
+        let (router, site, _) = self.into_parts(Arc::new(AtomicBool::new(false)));
+        // Every route behind the front door (request ids, the cross-site checks).
+        router.layer(FrontLayer::new(site))
     }
 
-    fn into_parts(self, draining: Arc<AtomicBool>) -> (Router, Limits) {
+    /// The routes (without the front door), the host and origin policy, and the limits.
+    fn into_parts(self, draining: Arc<AtomicBool>) -> (Router, Arc<SitePolicy>, Limits) {
         let limits = self.limits;
         let runners = self
             .agents
@@ -389,6 +393,7 @@ impl Server {
             ANONYMOUS.to_owned(),
             Arc::new(Semaphore::new(limits.max_concurrent_per_key)),
         );
+        let site = Arc::new(self.site);
         let state = AppState {
             agents: self.agents,
             runners,
@@ -398,12 +403,11 @@ impl Server {
             limits,
             draining,
             page: self.page,
-            site: self.site,
             client_instructions: self.client_instructions,
             client_tool_results: self.client_tool_results,
             tenancy: self.tenancy,
         };
-        (crate::routes::router(Arc::new(state)), limits)
+        (crate::routes::router(Arc::new(state)), site, limits)
     }
 
     /// Why the server may not serve on `addr`, if it may not.
@@ -443,7 +447,9 @@ impl Server {
             tracing::warn!(%addr, "serving without API keys: anyone who can reach the address may use the agents");
         }
         let draining = Arc::new(AtomicBool::new(false));
-        let (router, limits) = self.into_parts(draining.clone());
+        let (router, site, limits) = self.into_parts(draining.clone());
+        // The front door wraps the router once (not each route, as `Router::layer` would).
+        let service = FrontLayer::new(site).layer(router);
         let stop = async move {
             shutdown.await;
             draining.store(true, Ordering::SeqCst);
@@ -457,7 +463,7 @@ impl Server {
             write_timeout: limits.write_timeout,
             max_connections: limits.max_connections,
         };
-        let (drained, cut) = crate::listen::serve(listener, router, conn_limits, stop).await;
+        let (drained, cut) = crate::listen::serve(listener, service, conn_limits, stop).await;
         if tokio::time::timeout(limits.drain_timeout, drained)
             .await
             .is_err()
@@ -505,7 +511,6 @@ pub(crate) struct AppState {
     pub(crate) limits: Limits,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) page: bool,
-    pub(crate) site: SitePolicy,
     pub(crate) client_instructions: ClientInstructions,
     pub(crate) client_tool_results: bool,
     pub(crate) tenancy: crate::tenancy::Tenancy,
@@ -588,8 +593,8 @@ mod tests {
         let server = Server::new().api_key("sk-1").named_api_key("ops", "sk-2");
         assert!(!format!("{server:?}").contains("sk-"));
         let ring = KeyRing::new(server.keys);
-        assert_eq!(ring.find(b"sk-1"), Some("key-1"));
-        assert_eq!(ring.find(b"sk-2"), Some("ops"));
+        assert_eq!(ring.find(b"sk-1").map(|n| &**n), Some("key-1"));
+        assert_eq!(ring.find(b"sk-2").map(|n| &**n), Some("ops"));
         assert_eq!(ring.find(b"sk-"), None);
         assert_eq!(ring.find(b""), None);
     }

@@ -17,6 +17,7 @@
 //! session by the same tenant gets that outcome again, as a stream of one `finished` event
 //! with the header `Idempotent-Replayed: true`, instead of a second run.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -163,7 +164,7 @@ pub(crate) async fn list(
         .map_err(|err| ApiError::from(err).param("cursor"))?;
     let data: Vec<Value> = page.sessions.iter().map(info_json).collect();
     // Whose sessions these are: the key's name (never its secret), for the page.
-    let key = json!({"name": caller.name, "admin": caller.is_admin()});
+    let key = json!({"name": &*caller.name, "admin": caller.is_admin()});
     Ok(
         axum::Json(json!({"object": "list", "data": data, "next_cursor": page.next, "key": key}))
             .into_response(),
@@ -212,7 +213,10 @@ pub(crate) async fn post_message(
     let store = Scoped::view(&state, &caller).posting(checks.clone());
     // A run cancelled after its tools started (the client left, the time ran out) keeps what
     // they did, marked interrupted.
-    let runner = runner.with_store(Arc::new(store)).keep_interrupted(true);
+    let runner = runner
+        .with_store(Arc::new(store))
+        .owner(caller.owner.clone())
+        .keep_interrupted(true);
     let mut steps = sse::until(runner.run(id.clone(), body.input), deadline);
     // The first step comes once the session is held and loaded and the model has answered:
     // an error found within the grace (a busy session that is not waited for, an unreachable
@@ -247,7 +251,7 @@ pub(crate) async fn post_message(
         Ok(None) => return Err(ApiError::internal("the run reported nothing").code("no_answer")),
         Err(_) => None,
     };
-    let request_id = crate::guard::current_request_id();
+    let request_id = crate::request_id::RequestId::current();
     let frames = stream::iter(first)
         .chain(steps)
         .inspect(move |step| {
@@ -260,7 +264,7 @@ pub(crate) async fn post_message(
         .map(move |step| match step {
             // Only errors name the request; events need no scope (nor a copy of its id).
             Step::Event(Ok(_)) => step_frame(&state, step),
-            step => crate::guard::in_request(&request_id, || step_frame(&state, step)),
+            step => crate::request_id::in_request(request_id, || step_frame(&state, step)),
         });
     Ok(sse::response(sse::with_heartbeat(frames, sse::HEARTBEAT)))
 }
@@ -397,7 +401,7 @@ fn now_seconds() -> u64 {
 /// loads the session.
 pub(crate) struct Scoped {
     inner: Arc<dyn SessionStore>,
-    owner: Option<String>,
+    owner: Option<Arc<str>>,
     post: Option<Arc<PostChecks>>,
 }
 
@@ -416,7 +420,7 @@ impl Scoped {
     }
 
     fn mine(&self, session: &StoredSession) -> bool {
-        self.owner.as_deref().is_none_or(|o| o == session.owner)
+        self.owner.as_deref().is_none_or(|o| *o == *session.owner)
     }
 
     fn stop(&self, id: &str, stop: Stop) -> StoreError {
@@ -433,7 +437,7 @@ impl Scoped {
         let Some(session) = self.inner.load(id).await? else {
             if let (Some(post), Some(owner)) = (&self.post, &self.owner) {
                 if let Some(max) = post.max_sessions {
-                    let options = ListOptions::new().limit(max).owner(owner.as_str());
+                    let options = ListOptions::new().limit(max).owner(&**owner);
                     if self.inner.list(&options).await?.sessions.len() >= max {
                         return Err(self.stop(id, Stop::TooManySessions { max }));
                     }
@@ -481,11 +485,14 @@ impl Scoped {
     }
 
     /// The changes as this caller writes them: for its owner, with the idempotency record of
-    /// a post's run.
-    fn scoped_changes(&self, changes: &Changes) -> Changes {
-        let mut changes = changes.clone();
+    /// a post's run. Borrowed when they are so already (a runner made for the owner, no
+    /// record to add): a turn's messages are not copied.
+    fn scoped_changes<'c>(&self, changes: &'c Changes) -> Cow<'c, Changes> {
+        let mut changes = Cow::Borrowed(changes);
         if let Some(owner) = &self.owner {
-            changes.owner = Some(owner.clone());
+            if changes.owner.as_deref() != Some(&**owner) {
+                changes.to_mut().owner = Some(owner.to_string());
+            }
         }
         let Some(post) = &self.post else {
             return changes;
@@ -524,10 +531,11 @@ impl Scoped {
         drop(run);
         records.sort_by_key(|(key, at)| (*at, key.clone()));
         let excess = (records.len() + 1).saturating_sub(MAX_IDEMPOTENCY_RECORDS);
+        let mut changes = changes.into_owned();
         for (key, _) in records.into_iter().take(excess) {
             changes = changes.remove(key);
         }
-        changes.set(format!("{IDEMPOTENCY_PREFIX}{}", idempotency.key), record)
+        Cow::Owned(changes.set(format!("{IDEMPOTENCY_PREFIX}{}", idempotency.key), record))
     }
 }
 
@@ -546,7 +554,8 @@ impl SessionStore for Scoped {
                     session: id.to_owned(),
                 });
             }
-            let changes = self.scoped_changes(&Changes::new());
+            let empty = Changes::new();
+            let changes = self.scoped_changes(&empty);
             self.inner.commit(id, Some(0), &changes).await?;
             let session = self.inner.load(id).await?.ok_or(StoreError::NotFound {
                 session: id.to_owned(),
@@ -573,11 +582,7 @@ impl SessionStore for Scoped {
     ) -> BoxFuture<'a, Result<SessionPage, StoreError>> {
         Box::pin(async move {
             match &self.owner {
-                Some(owner) => {
-                    self.inner
-                        .list(&options.clone().owner(owner.as_str()))
-                        .await
-                }
+                Some(owner) => self.inner.list(&options.clone().owner(&**owner)).await,
                 None => self.inner.list(options).await,
             }
         })

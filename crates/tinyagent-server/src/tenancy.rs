@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -24,10 +24,10 @@ pub const DEFAULT_ADMIN_KEY_NAME: &str = "admin";
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     /// The key's name (`anonymous` without keys), for logs and the page.
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
     /// The owner of the sessions it sees and creates; `None` for an admin key, which sees
     /// every session.
-    pub(crate) owner: Option<String>,
+    pub(crate) owner: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -145,20 +145,22 @@ pub(crate) struct Tenancy {
     pub(crate) max_history: Option<usize>,
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) limiter: Limiter,
+    /// The owner of a keyless server's sessions: none (the empty string), shared.
+    pub(crate) no_owner: Arc<str>,
 }
 
 impl Tenancy {
     /// Who a request authenticated as `name` is for; `keyless` when the server has no keys.
-    pub(crate) fn caller(&self, name: &str, keyless: bool) -> Caller {
+    pub(crate) fn caller(&self, name: &Arc<str>, keyless: bool) -> Caller {
         let owner = if keyless {
-            Some(String::new())
-        } else if self.admins.contains(name) {
+            Some(self.no_owner.clone())
+        } else if self.admins.contains(&**name) {
             None
         } else {
-            Some(name.to_owned())
+            Some(name.clone())
         };
         Caller {
-            name: name.to_owned(),
+            name: name.clone(),
             owner,
         }
     }
@@ -265,12 +267,12 @@ mod tests {
     fn callers_own_what_their_key_names() {
         let mut tenancy = Tenancy::default();
         tenancy.admins.insert("root".into());
-        let keyless = tenancy.caller("anonymous", true);
+        let keyless = tenancy.caller(&Arc::from("anonymous"), true);
         assert_eq!(keyless.owner.as_deref(), Some(""));
         assert_eq!(
-            tenancy.caller("alice", false).owner.as_deref(),
+            tenancy.caller(&Arc::from("alice"), false).owner.as_deref(),
             Some("alice")
         );
-        assert!(tenancy.caller("root", false).is_admin());
+        assert!(tenancy.caller(&Arc::from("root"), false).is_admin());
     }
 }

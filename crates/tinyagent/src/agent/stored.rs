@@ -77,6 +77,8 @@ pub struct SessionRunner {
     store: Arc<dyn SessionStore>,
     on_busy: OnBusy,
     keep_interrupted: bool,
+    /// The tenant its commits are for ([`Changes::owner`]).
+    owner: Option<Arc<str>>,
 }
 
 impl fmt::Debug for SessionRunner {
@@ -85,6 +87,7 @@ impl fmt::Debug for SessionRunner {
             .field("agent", &self.agent.name())
             .field("on_busy", &self.on_busy)
             .field("keep_interrupted", &self.keep_interrupted)
+            .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
 }
@@ -98,6 +101,7 @@ impl SessionRunner {
             store: Arc::new(store),
             on_busy: OnBusy::default(),
             keep_interrupted: false,
+            owner: None,
         }
     }
 
@@ -112,6 +116,15 @@ impl SessionRunner {
     #[must_use]
     pub fn keep_interrupted(mut self, keep: bool) -> Self {
         self.keep_interrupted = keep;
+        self
+    }
+
+    /// Makes every commit for `owner` (see [`Changes::owner`]): a session of another owner is
+    /// not found and nothing is written; a session a run creates belongs to `owner`. `None`
+    /// (the default) neither checks nor sets an owner.
+    #[must_use]
+    pub fn owner(mut self, owner: impl Into<Option<Arc<str>>>) -> Self {
+        self.owner = owner.into();
         self
     }
 
@@ -131,6 +144,7 @@ impl SessionRunner {
             store,
             on_busy: self.on_busy,
             keep_interrupted: self.keep_interrupted,
+            owner: self.owner.clone(),
         }
     }
 
@@ -169,6 +183,7 @@ impl SessionRunner {
             let partial = this.keep_interrupted.then(|| Partial::new(message.clone()));
             let events = this.agent.run(Invocation::new(session.clone(), message));
             Ok::<_, AgentError>(Run {
+                owner: this.owner,
                 store: this.store,
                 lock: Some(lock),
                 loaded,
@@ -207,6 +222,7 @@ impl SessionRunner {
 
 /// A run in flight.
 struct Run {
+    owner: Option<Arc<str>>,
     store: Arc<dyn SessionStore>,
     lock: Option<SessionLock>,
     loaded: StoredSession,
@@ -298,7 +314,8 @@ impl Drop for Run {
         let lock = self.lock.take();
         let id = self.loaded.id.clone();
         let version = self.loaded.version;
-        let changes = Changes::new().append(partial.messages());
+        let mut changes = Changes::new().append(partial.messages());
+        changes.owner = self.owner.as_deref().map(str::to_owned);
         runtime.spawn(async move {
             if let Err(error) = store.commit(&id, Some(version), &changes).await {
                 tracing::warn!(session = %id, %error, "the interrupted turn could not be kept");
@@ -317,7 +334,13 @@ async fn next(run: Option<Run>) -> Option<(Item, Option<Run>)> {
         Ok(finished @ Event::Finished { .. }) => {
             run.done = true;
             drop(std::mem::replace(&mut run.events, stream::empty().boxed()));
-            let stored = save(run.store.as_ref(), &run.loaded, &run.session).await;
+            let stored = save(
+                run.store.as_ref(),
+                &run.loaded,
+                &run.session,
+                run.owner.as_deref(),
+            )
+            .await;
             // Let the next run in before the caller reads the answer.
             drop(run.lock.take());
             Some((stored.map(|()| finished), None))
@@ -340,12 +363,11 @@ async fn save(
     store: &dyn SessionStore,
     loaded: &StoredSession,
     session: &Session,
+    owner: Option<&str>,
 ) -> Result<(), AgentError> {
-    let history = session.messages();
-    let before = loaded.messages.len();
-    let new = match history.get(before..) {
-        Some(new) if history[..before] == loaded.messages[..] => new.to_vec(),
-        _ => {
+    let new = match session.appended_since(&loaded.messages) {
+        Some(new) => new,
+        None => {
             return Err(StoreError::InvalidInput {
                 what: "history",
                 reason: format!(
@@ -357,8 +379,8 @@ async fn save(
             .into());
         }
     };
-    let state = session.state().clone();
-    let changes = Changes::state_diff(&loaded.state, &state).append(new);
+    let mut changes = Changes::state_diff(&loaded.state, &session.state()).append(new);
+    changes.owner = owner.map(str::to_owned);
     if changes.is_empty() {
         return Ok(());
     }

@@ -119,6 +119,28 @@ impl Session {
         lock(&self.inner.history).clone()
     }
 
+    /// Copies of the messages appended after `earlier`, when the history still begins with
+    /// `earlier` (`None` when one of those messages was changed or removed): what a run added
+    /// to a history it was given, copied once.
+    ///
+    /// ```
+    /// use tinyagent::{Message, Session};
+    ///
+    /// let stored = vec![Message::user("hi"), Message::assistant("hello")];
+    /// let session = Session::new();
+    /// session.append(stored.clone());
+    /// session.append([Message::user("how are you?")]);
+    /// let new = session.appended_since(&stored).unwrap();
+    /// assert_eq!(new.len(), 1);
+    /// assert_eq!(new[0].text(), "how are you?");
+    /// assert!(session.appended_since(&[Message::user("bye")]).is_none());
+    /// ```
+    pub fn appended_since(&self, earlier: &[Message]) -> Option<Vec<Message>> {
+        let history = lock(&self.inner.history);
+        let new = history.get(earlier.len()..)?;
+        (history[..earlier.len()] == *earlier).then(|| new.to_vec())
+    }
+
     /// The number of messages in the history.
     pub fn len(&self) -> usize {
         lock(&self.inner.history).len()
