@@ -119,7 +119,9 @@ pub(crate) fn is_stateless(peer: &Peer<RoleServer>) -> bool {
 /// The error of a request to a client that cannot be asked.
 fn cannot_ask(what: &str, capability: &str, stateless: bool) -> ToolError {
     let why = if stateless {
-        "the MCP client speaks protocol 2026-07-28 or later, where a server asks through          input-required results, which this server does not send; connect with the initialize          handshake (protocol 2025-11-25)"
+        "the MCP client speaks protocol 2026-07-28 or later, where a server asks through \
+             input-required results, which this server does not send; connect with the initialize \
+             handshake (protocol 2025-11-25)"
             .to_owned()
     } else {
         format!("the MCP client did not declare the {capability} capability")

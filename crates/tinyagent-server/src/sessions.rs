@@ -354,7 +354,8 @@ impl Stop {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "invalid_request_error",
                 format!(
-                    "session {id:?} holds {count} messages, and this server keeps at most {max}                      in one session: start a new session (or delete this one)"
+                    "session {id:?} holds {count} messages, and this server keeps at most {max} \
+                         in one session: start a new session (or delete this one)"
                 ),
             )
             .code("history_too_long")),
@@ -362,14 +363,16 @@ impl Stop {
                 StatusCode::CONFLICT,
                 "invalid_request_error",
                 format!(
-                    "this API key has {max} sessions, the most this server keeps for one key:                      delete one (DELETE /v1/sessions/ID) before starting another"
+                    "this API key has {max} sessions, the most this server keeps for one key: \
+                         delete one (DELETE /v1/sessions/ID) before starting another"
                 ),
             )
             .code("too_many_sessions")),
             Self::KeyReused => Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_request_error",
-                "this Idempotency-Key was already used on this session for another request;                  use a new key for a new message",
+                "this Idempotency-Key was already used on this session for another request; \
+                     use a new key for a new message",
             )
             .param("Idempotency-Key")
             .code("idempotency_key_reused")),
@@ -620,7 +623,23 @@ impl SessionStore for Scoped {
         id: &'a str,
         wait: Option<Duration>,
     ) -> BoxFuture<'a, Result<SessionLock, StoreError>> {
-        self.inner.lock(id, wait)
+        Box::pin(async move {
+            // Waiting for another key's busy session would tell that it exists (and when it is
+            // in use): a held session is waited for only by its owner; anyone else gets the
+            // answer of an id never used, at once.
+            if self.owner.is_none() || wait.is_none() {
+                return self.inner.lock(id, wait).await;
+            }
+            match self.inner.lock(id, None).await {
+                Err(StoreError::Busy { .. }) => match self.inner.load(id).await? {
+                    Some(session) if self.mine(&session) => self.inner.lock(id, wait).await,
+                    _ => Err(StoreError::NotFound {
+                        session: id.to_owned(),
+                    }),
+                },
+                taken => taken,
+            }
+        })
     }
 }
 

@@ -6,9 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Running, agent, client, frames};
+use common::{GatedModel, PATIENCE, Running, agent, client, frames};
 use serde_json::{Value, json};
 use tinyagent::SessionStore;
+use tinyagent::agent::OnBusy;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent_server::{RateLimit, Server};
 use tinyagent_store::SqliteStore;
@@ -190,6 +191,46 @@ async fn another_keys_session_is_not_found_in_sqlite() {
         .await
         .unwrap();
     another_keys_session_is_not_found(Arc::new(store)).await;
+}
+
+/// A session in use is waited for by its owner only: another key's post to it gets the
+/// answer of an id never used at once, while the owner's run still holds it, so that waiting
+/// cannot tell another key that the session exists or when it is busy.
+#[tokio::test]
+async fn another_keys_post_to_a_busy_session_is_not_found_at_once() {
+    let model = GatedModel::new([reply::text("one"), reply::text("two")]);
+    let server = Running::start(keyed(
+        Server::new()
+            .agent(agent("calc", model.clone()))
+            .on_busy(OnBusy::Wait(PATIENCE * 3)),
+    ))
+    .await;
+    let id = tinyagent::new_id("ses");
+    model.open(1);
+    assert_eq!(posted(&server, "sk-alice", &id, "first").await, 200);
+
+    // Alice's second message holds the session: its model call waits at the gate.
+    let arrived = model.arrived.notified();
+    let held = post(&server, "sk-alice", &id, "second").await;
+    assert_eq!(held.status(), 200);
+    arrived.await;
+
+    let response = tokio::time::timeout(PATIENCE, post(&server, "sk-bob", &id, "let me in"))
+        .await
+        .expect("another key's post is answered without waiting for the session");
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "session_not_found");
+
+    // Alice's run was never disturbed.
+    model.open(1);
+    let text = held.text().await.unwrap();
+    assert!(text.contains("two"), "{text}");
+    assert_eq!(
+        model.script.request_count(),
+        2,
+        "bob's post to alice's session ran nothing"
+    );
 }
 
 /// An SQLite file of schema 1 (before owners): its sessions belong to no key. A server with

@@ -274,16 +274,17 @@ impl Partial {
         for step in self.steps {
             let results: Vec<ToolResult> = step
                 .tool_calls()
-                .map(|call| {
-                    match self.results.iter().position(|r| r.call_id == call.id) {
+                .map(
+                    |call| match self.results.iter().position(|r| r.call_id == call.id) {
                         Some(at) => self.results.remove(at),
                         None => ToolResult::error(
                             call.id.clone(),
                             call.name.clone(),
-                            "interrupted: the run was cancelled before this call finished;                              it may have been done in part",
+                            "interrupted: the run was cancelled before this call finished; \
+                                 it may have been done in part",
                         ),
-                    }
-                })
+                    },
+                )
                 .collect();
             out.push(step);
             out.push(Message::from_tool_results(results));
