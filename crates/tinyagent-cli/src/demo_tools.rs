@@ -4,7 +4,9 @@
 //! canned data: the weather tool knows three cities' fixed sample values, and the translator
 //! always gives the same sample translation. The tutorial describes them as real-time weather and
 //! as a translation expert; offered to a real model or MCP client, those descriptions would
-//! mislead, so here they say plainly that the data is demo data.
+//! mislead, so here they say plainly that the data is demo data, and say what each tool gives
+//! (the weather's temperature, conditions and humidity; the clock's time zone), which is what a
+//! model reads to choose among them.
 
 use std::sync::Arc;
 
@@ -13,11 +15,14 @@ use tinyagent::{BoxFuture, Tool, ToolContext, ToolError, ToolHints, demo};
 
 /// What `get_weather` says it does when the command offers it.
 pub const WEATHER_DESCRIPTION: &str =
-    "获取指定城市的天气信息（演示数据 demo data，仅有北京、上海、广州三个城市的示例值）";
+    "获取指定城市的当前天气：温度、天气状况（晴、雨、雪等）和湿度（演示数据 demo data）";
 
 /// What `translator` says it does when the command offers it.
-pub const TRANSLATOR_DESCRIPTION: &str = "翻译演示工具。演示数据（demo data），不做真正的翻译：\
-     无论输入什么，都返回固定的示例译文 \"Hello, World!\"。";
+pub const TRANSLATOR_DESCRIPTION: &str =
+    "把文本翻译成另一种语言（演示数据 demo data：返回固定的示例译文）";
+
+/// What `get_current_time` says it does when the command offers it.
+pub const TIME_DESCRIPTION: &str = "获取某个时区（如 Asia/Shanghai）当前的日期和时间";
 
 /// TinyAgent's `get_weather`, described as the demo data it returns.
 pub fn weather_tool() -> Arc<dyn Tool> {
@@ -29,9 +34,9 @@ pub fn calculator_tool() -> Arc<dyn Tool> {
     demo::calculator_tool()
 }
 
-/// TinyAgent's `get_current_time` (it reads the real clock: the tutorial's description stays).
+/// TinyAgent's `get_current_time` (it reads the real clock), described with what it takes.
 pub fn time_tool() -> Arc<dyn Tool> {
-    demo::time_tool()
+    described(demo::time_tool(), TIME_DESCRIPTION)
 }
 
 /// TinyAgent's `translator`, described as the demo data it returns.
@@ -103,10 +108,9 @@ mod tests {
             assert_eq!(offered.hints(), seed.hints());
         }
         assert_eq!(pairs[0].0.description(), WEATHER_DESCRIPTION);
+        assert_eq!(pairs[2].0.description(), TIME_DESCRIPTION);
         assert_eq!(pairs[3].0.description(), TRANSLATOR_DESCRIPTION);
-        for (offered, seed) in &pairs[1..3] {
-            assert_eq!(offered.description(), seed.description());
-        }
+        assert_eq!(pairs[1].0.description(), pairs[1].1.description());
         for text in [WEATHER_DESCRIPTION, TRANSLATOR_DESCRIPTION] {
             assert!(
                 text.contains("demo data") && text.contains("演示数据"),

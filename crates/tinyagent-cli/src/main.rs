@@ -137,18 +137,18 @@ fn install_panic_hook() {
     }));
 }
 
-/// Logs on standard error: with `--verbose` (debug level), and for the servers (`serve-mcp`
-/// from warnings, `serve` from info: a line per request; TINYAGENT_LOG overrides).
+/// Logs on standard error: with `--verbose` (debug level), for the servers (`serve-mcp` from
+/// warnings, `serve` from info: a line per request), and for any command at the level
+/// `TINYAGENT_LOG` names (`debug`, `info`, `warn`, `error`), which overrides the others.
 fn init_logs(verbose: bool, serving: Option<tracing::Level>) {
-    let level = if let Some(default) = serving {
-        std::env::var("TINYAGENT_LOG")
-            .ok()
-            .and_then(|l| l.parse().ok())
-            .unwrap_or(default)
-    } else if verbose {
-        tracing::Level::DEBUG
-    } else {
-        return;
+    let named = std::env::var("TINYAGENT_LOG")
+        .ok()
+        .and_then(|l| l.trim().parse::<tracing::Level>().ok());
+    let level = match (named, serving) {
+        (Some(level), _) => level,
+        (None, Some(default)) => default,
+        (None, None) if verbose => tracing::Level::DEBUG,
+        (None, None) => return,
     };
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;

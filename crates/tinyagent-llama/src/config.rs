@@ -1,11 +1,11 @@
 //! [`LlamaConfig`]: how a GGUF model is run.
 
 /// The default [`LlamaConfig::call_threshold`], in nats.
-pub const DEFAULT_CALL_THRESHOLD: f32 = 4.6;
+pub const DEFAULT_CALL_THRESHOLD: f32 = 6.0;
 
 /// How much the best tool's lead over the next-best counts towards
 /// [`LlamaConfig::call_threshold`].
-pub const CALL_LEAD_WEIGHT: f64 = 2.5;
+pub const CALL_LEAD_WEIGHT: f64 = 1.5;
 
 /// How a [`LlamaModel`](crate::LlamaModel) runs: threads, sampling and limits.
 ///
@@ -73,6 +73,12 @@ pub struct LlamaConfig {
     /// takes the highest score, answering included. Default
     /// [`DEFAULT_CALL_THRESHOLD`], chosen on the tuning part of `eval/tools.jsonl`.
     pub call_threshold: Option<f32>,
+    /// How many MiB of prompts already read the model keeps (default 64; 0 keeps none), as
+    /// llama.cpp sequence states: a prompt that begins like one of them (the same instruction
+    /// and tools, the conversation so far) reads only the rest, which is most of a step's time
+    /// on a small model. What is restored is exactly what reading would compute; usage
+    /// reports it as cached input. About 12 KiB per token for the default model.
+    pub prompt_cache_mib: u32,
 }
 
 /// The call syntax taught to the model. Whatever the choice, calls are parsed into the same
@@ -165,6 +171,7 @@ impl Default for LlamaConfig {
             repetition_guard: true,
             calibrate_tool_choice: true,
             call_threshold: Some(DEFAULT_CALL_THRESHOLD),
+            prompt_cache_mib: 64,
         }
     }
 }
@@ -262,6 +269,14 @@ impl LlamaConfig {
     #[must_use]
     pub fn call_threshold(mut self, nats: impl Into<Option<f32>>) -> Self {
         self.call_threshold = nats.into().filter(|n| n.is_finite());
+        self
+    }
+
+    /// Sets how many MiB of prompts already read are kept (see
+    /// [`prompt_cache_mib`](Self::prompt_cache_mib)); 0 keeps none.
+    #[must_use]
+    pub fn prompt_cache_mib(mut self, mib: u32) -> Self {
+        self.prompt_cache_mib = mib;
         self
     }
 

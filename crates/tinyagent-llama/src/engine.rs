@@ -1,10 +1,12 @@
-//! The blocking part: one generation on a fresh llama.cpp context.
+//! The blocking part: one generation on a llama.cpp context of its own, its prompt's
+//! beginning restored from the prefix cache where an earlier prompt shared it.
 
 use std::num::NonZeroU32;
 use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::session::SeqState;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel as RawModel;
 use llama_cpp_2::sampling::LlamaSampler;
@@ -15,6 +17,7 @@ use tinyagent::{ModelError, ModelErrorKind};
 
 use crate::backend;
 use crate::model::{Completion, Speed};
+use crate::prefix::PrefixCache;
 
 /// One generation's settings.
 #[derive(Debug, Clone)]
@@ -31,6 +34,8 @@ pub(crate) struct Job {
     pub stop_at_json_end: bool,
     /// Stop free text that starts repeating itself.
     pub repetition_guard: bool,
+    /// The most bytes the prefix cache may keep (0: no cache).
+    pub prompt_cache_bytes: usize,
 }
 
 /// Why generation stopped.
@@ -62,6 +67,12 @@ fn other(message: String) -> ModelError {
     ModelError::other(message).retryable(false)
 }
 
+/// A point in a [`Decoder`]'s context (see [`Decoder::mark`]).
+pub(crate) struct Mark {
+    pos: usize,
+    logits: Vec<f32>,
+}
+
 /// A prompt read into a fresh llama.cpp context, ready to be continued: scored against
 /// candidate continuations, extended with forced text, or continued by generation.
 pub(crate) struct Decoder<'m> {
@@ -78,8 +89,10 @@ pub(crate) struct Decoder<'m> {
 }
 
 impl<'m> Decoder<'m> {
-    /// Creates a context for `job` and reads `job.prompt` into it.
-    pub fn new(model: &'m RawModel, job: &Job) -> Result<Self, ModelError> {
+    /// Creates a context for `job` and reads `job.prompt` into it: the part it shares with a
+    /// prompt in `cache` is restored from there, the rest is read; the prompt is then kept in
+    /// `cache` for the next one.
+    pub fn new(model: &'m RawModel, cache: &PrefixCache, job: &Job) -> Result<Self, ModelError> {
         let backend = backend()?;
         let trained = model.n_ctx_train().max(64);
         // The window: the configured size (0: the model's own trained context), never more
@@ -135,10 +148,43 @@ impl<'m> Decoder<'m> {
             stats: Speed::default(),
         };
         let started = Instant::now();
-        decoder.feed_tokens(&tokens)?;
-        decoder.stats.prompt_tokens = tokens.len();
+        let restored = if job.prompt_cache_bytes > 0 {
+            cache
+                .with_longest(&tokens, |state, shared| decoder.restore(state, shared))
+                .unwrap_or(Ok(0))?
+        } else {
+            0
+        };
+        decoder.feed_tokens(&tokens[restored..])?;
+        decoder.stats.prompt_tokens = tokens.len() - restored;
+        decoder.stats.cached_tokens = restored;
+        if job.prompt_cache_bytes > 0 && restored + 1 < tokens.len() {
+            if let Ok(state) = decoder.ctx.state_seq_get(0, Default::default()) {
+                cache.insert(tokens, state, job.prompt_cache_bytes);
+            }
+        }
         decoder.stats.prompt_time = started.elapsed();
         Ok(decoder)
+    }
+
+    /// Loads a cached prompt's context and keeps its first `shared` tokens; returns how many
+    /// were kept (0 when the state does not fit this context: the prompt is then read whole).
+    fn restore(&mut self, state: &SeqState, shared: usize) -> Result<usize, ModelError> {
+        if self.ctx.state_seq_set(state, 0).is_err() {
+            self.ctx.clear_kv_cache();
+            return Ok(0);
+        }
+        let kept = u32::try_from(shared).unwrap_or(u32::MAX);
+        match self.ctx.clear_kv_cache_seq(Some(0), Some(kept), None) {
+            Ok(true) => {
+                self.pos = shared;
+                Ok(shared)
+            }
+            _ => {
+                self.ctx.clear_kv_cache();
+                Ok(0)
+            }
+        }
     }
 
     /// The tokens of `text` (no BOS; special tokens such as `<|im_end|>` recognized).
@@ -174,6 +220,26 @@ impl<'m> Decoder<'m> {
         self.last_logits.clear();
         self.last_logits
             .extend_from_slice(self.ctx.get_logits_ith(position(last)));
+        Ok(())
+    }
+
+    /// Where the context is now, to come back to with [`rewind`](Self::rewind).
+    pub fn mark(&self) -> Mark {
+        Mark {
+            pos: self.pos,
+            logits: self.last_logits.clone(),
+        }
+    }
+
+    /// Forgets everything read or written since `mark`.
+    pub fn rewind(&mut self, mark: Mark) -> Result<(), ModelError> {
+        if mark.pos < self.pos {
+            self.ctx
+                .clear_kv_cache_seq(Some(0), u32::try_from(mark.pos).ok(), None)
+                .map_err(|e| other(format!("llama.cpp could not rewind: {e}")))?;
+        }
+        self.pos = mark.pos;
+        self.last_logits = mark.logits;
         Ok(())
     }
 
@@ -345,13 +411,14 @@ fn repeating_tail(tokens: &[LlamaToken]) -> Option<usize> {
     None
 }
 
-/// Runs `job` on `model` from a fresh context: reads the prompt, then generates.
+/// Runs `job` on `model` in a context of its own: reads the prompt, then generates.
 pub(crate) fn generate(
     model: &RawModel,
+    cache: &PrefixCache,
     job: &Job,
     on_text: impl FnMut(&str) -> bool,
 ) -> Result<(Completion, Stop), ModelError> {
-    let mut decoder = Decoder::new(model, job)?;
+    let mut decoder = Decoder::new(model, cache, job)?;
     let (text, stop) = decoder.generate(job, job.grammar.as_deref(), on_text)?;
     let speed = decoder.stats;
     Ok((Completion { text, speed }, stop))

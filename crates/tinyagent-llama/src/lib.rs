@@ -29,6 +29,7 @@ mod config;
 mod engine;
 mod locate;
 mod model;
+mod prefix;
 mod prompt;
 
 use std::sync::OnceLock;

@@ -20,9 +20,11 @@ use tinyagent::{
 
 use crate::engine::{self, Decoder, Job, Stop};
 use crate::locate::{check_gguf, find_default_model};
+use crate::prefix::PrefixCache;
 use crate::prompt::{self, ChatTurn, Format, JsonOutput, Output, Style};
 use crate::{LlamaConfig, ToolFormat, ToolPrompt, ToolSelection, backend};
 
+mod fields;
 mod respond;
 mod speed;
 
@@ -87,6 +89,8 @@ struct Weights {
     totals: Mutex<Speed>,
     /// Per tool text, its channel score's bias (see `channel_bias`).
     channel_bias: Mutex<HashMap<String, f64>>,
+    /// Prompts read before, so that the next one reads only what is new.
+    prefixes: PrefixCache,
 }
 
 impl std::fmt::Debug for LlamaModel {
@@ -168,6 +172,7 @@ impl LlamaModel {
                 native_format,
                 totals: Mutex::new(Speed::default()),
                 channel_bias: Mutex::new(HashMap::new()),
+                prefixes: PrefixCache::new(),
             }),
             config,
         })
@@ -325,7 +330,14 @@ impl LlamaModel {
             context_size: self.config.context_size,
             stop_at_json_end,
             repetition_guard: self.config.repetition_guard && grammar_is_none,
+            prompt_cache_bytes: self.config.prompt_cache_mib as usize * 1024 * 1024,
         }
+    }
+
+    /// A context for `job` with its prompt read (its beginning from the prefix cache where it
+    /// can be). Call with [`lock`](Self::lock) held.
+    fn decoder(&self, job: &Job) -> Result<Decoder<'_>, ModelError> {
+        Decoder::new(&self.weights.model, &self.weights.prefixes, job)
     }
 
     /// One generation at a time per loaded model: it keeps llama.cpp's context creation
@@ -344,7 +356,7 @@ impl LlamaModel {
     ) -> Result<(Completion, Stop), ModelError> {
         let (completion, stop) = {
             let _guard = self.lock();
-            engine::generate(&self.weights.model, job, on_text)?
+            engine::generate(&self.weights.model, &self.weights.prefixes, job, on_text)?
         };
         self.log(&completion.speed, stop);
         Ok((completion, stop))
@@ -359,6 +371,8 @@ impl LlamaModel {
         tracing::debug!(
             model = %self.weights.name,
             prompt_tokens = done.prompt_tokens,
+            cached_tokens = done.cached_tokens,
+            prompt_cache = ?self.weights.prefixes.size(),
             prompt_ms = done.prompt_time.as_secs_f64() * 1000.0,
             prompt_tokens_per_second = done.prompt_tokens_per_second(),
             output_tokens = done.output_tokens,
@@ -423,7 +437,7 @@ impl LlamaModel {
                     })
                     .collect();
                 if out.allow_answer {
-                    branches.push(prompt::answer_schema());
+                    branches.push(prompt::answer_schema(&out.tools));
                 }
                 llama_cpp_2::json_schema_to_grammar(&prompt::one_of(branches).to_string())
                     .map_err(|e| other(format!("cannot build the tool-call grammar: {e}")))?
@@ -496,8 +510,17 @@ fn add(a: Usage, b: Usage) -> Usage {
     a + b
 }
 
+/// The usage of what `done` read and wrote: every prompt token counts as input, the cached
+/// ones also as cached input.
 fn usage(done: &Speed) -> Usage {
-    Usage::new(done.prompt_tokens as u64, done.output_tokens as u64)
+    let mut usage = Usage::new(
+        (done.prompt_tokens + done.cached_tokens) as u64,
+        done.output_tokens as u64,
+    );
+    if done.cached_tokens > 0 {
+        usage.cached_input_tokens = Some(done.cached_tokens as u64);
+    }
+    usage
 }
 
 fn cancelled() -> ModelError {

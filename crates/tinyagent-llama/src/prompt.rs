@@ -53,6 +53,27 @@ pub(crate) struct Plan {
 
 const DEFAULT_INSTRUCTION: &str = "You are a helpful assistant.";
 
+/// What the option of answering directly says, listed with the tools in [`Format::Json`]:
+/// an answer is chosen the way a tool is, by the model's own reading of the list.
+const ANSWER_DESCRIPTION: &str = "reply to the user yourself, when none of the tools above is \
+     needed: greetings, thanks, small talk, questions about you, and requests the tools cannot \
+     serve";
+
+/// The name the option of answering directly goes by in the tool list: `answer`, or, when a
+/// tool has that name, the first of a few others that none has.
+pub(crate) fn answer_name(tools: &[ToolDefinition]) -> &'static str {
+    [
+        "answer",
+        "reply",
+        "answer_directly",
+        "reply_directly",
+        "direct_answer",
+    ]
+    .into_iter()
+    .find(|name| tools.iter().all(|t| t.name != *name))
+    .unwrap_or("__answer")
+}
+
 /// How the tools and the output protocol are written for the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Style {
@@ -226,14 +247,18 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
                     text.push_str(&format!("- {}: {}\n", tool.name, tool.description));
                     describe_arguments(&mut text, &tool.input_schema, style.terse);
                 }
+                // Answering is one more entry of the list: the model weighs it against the
+                // tools as it weighs the tools against each other.
+                if out.allow_answer {
+                    text.push_str(&format!(
+                        "- {}: {ANSWER_DESCRIPTION}\n  - text (\"string\", required)\n",
+                        answer_name(&out.tools)
+                    ));
+                }
                 text.push_str(
                     "\nReply with one JSON object and nothing else. To call a tool: \
-                     {\"name\": \"<tool name>\", \"arguments\": {<arguments>}}",
+                     {\"name\": \"<tool name>\", \"arguments\": {<arguments>}}.",
                 );
-                if out.allow_answer {
-                    text.push_str(". To answer the user directly: {\"answer\": \"<your answer>\"}");
-                }
-                text.push('.');
                 if style.examples {
                     text.push_str("\nExamples:");
                     for tool in &out.tools {
@@ -455,6 +480,19 @@ pub(crate) fn parse_json_output(
     let Some(Value::String(name)) = object.remove("name") else {
         return Err(bad("has neither an answer nor a tool name".into()));
     };
+    if name == answer_name(&out.tools) {
+        if !out.allow_answer {
+            return Err(bad("answers although a tool call was required".into()));
+        }
+        let text = object
+            .get("arguments")
+            .and_then(|a| a.get("text"))
+            .and_then(Value::as_str);
+        return match text {
+            Some(text) => Ok(Part::text(text)),
+            None => Err(bad("answers without the text of the answer".into())),
+        };
+    }
     if !out.tools.iter().any(|t| t.name == name) {
         return Err(bad(format!(
             "calls {name:?}, which is not an offered tool (offered: {})",

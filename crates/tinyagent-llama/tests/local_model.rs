@@ -317,6 +317,51 @@ async fn dropping_the_stream_stops_generation() {
 }
 
 #[test]
+fn a_prompt_begun_before_is_restored_and_continues_as_a_fresh_read_would() {
+    // A model of its own, so that its prompt cache holds this test's prompts alone.
+    let cached = LlamaModel::default_model_with(LlamaConfig::default().threads(1))
+        .unwrap_or_else(|e| panic!("the default model is needed for these tests: {e}"));
+    let fresh = cached.with_config(LlamaConfig::default().threads(1).prompt_cache_mib(0));
+    let head = "<|im_start|>system\nYou are a careful assistant. You answer questions about \
+                the weather, arithmetic and the time of day in cities around the world, in \
+                one short sentence, without inventing facts.<|im_end|>\n<|im_start|>user\n";
+    let first = format!("{head}What is 7 times 8?<|im_end|>\n<|im_start|>assistant\n");
+    let second =
+        format!("{head}Name three colours of the rainbow.<|im_end|>\n<|im_start|>assistant\n");
+
+    let a = cached.complete(&first, 12).unwrap();
+    assert_eq!(a.speed.cached_tokens, 0, "nothing was cached before");
+    let b = cached.complete(&second, 24).unwrap();
+    assert!(
+        b.speed.cached_tokens >= 32 && b.speed.prompt_tokens < 20,
+        "the shared instruction is restored, only the new question is read: {:?}",
+        b.speed
+    );
+    let want = fresh.complete(&second, 24).unwrap();
+    assert_eq!(
+        want.speed.cached_tokens, 0,
+        "a model without a cache reads it all"
+    );
+    assert_eq!(
+        want.speed.prompt_tokens,
+        b.speed.prompt_tokens + b.speed.cached_tokens
+    );
+    assert_eq!(b.text, want.text, "restoring changed what the model writes");
+
+    // The whole of an earlier prompt, then more: all but its last token are restored.
+    let longer = format!(
+        "{second}Red, orange and yellow.<|im_end|>\n<|im_start|>user\nAnd three more?<|im_end|>\n<|im_start|>assistant\n"
+    );
+    let c = cached.complete(&longer, 24).unwrap();
+    assert!(
+        c.speed.cached_tokens >= b.speed.cached_tokens + b.speed.prompt_tokens - 1,
+        "{:?}",
+        c.speed
+    );
+    assert_eq!(c.text, fresh.complete(&longer, 24).unwrap().text);
+}
+
+#[test]
 fn missing_model_file_says_how_to_get_one() {
     let err = LlamaModel::load("/nonexistent/dir/model.gguf", LlamaConfig::default()).unwrap_err();
     assert_eq!(err.kind(), ModelErrorKind::InvalidRequest);

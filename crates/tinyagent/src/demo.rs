@@ -190,6 +190,11 @@ pub fn format_time(timezone: &str, at: jiff::Timestamp) -> Result<String, ToolEr
     ))
 }
 
+/// What the time tool takes as a time zone: `UTC` or an IANA name (`Asia/Shanghai`,
+/// `America/Argentina/Buenos_Aires`), not a city's name. Said in the schema, so that a model
+/// constrained by it (the embedded one) writes a zone the tool knows.
+pub const TIMEZONE_PATTERN: &str = "^(UTC|[A-Z][A-Za-z_]+(/[A-Za-z0-9_+-]+)+)$";
+
 /// TinyAgent's `get_current_time` tool, made with a hand-written schema through
 /// [`tools::new_tool`].
 pub fn time_tool() -> Arc<dyn Tool> {
@@ -205,7 +210,8 @@ pub fn time_tool() -> Arc<dyn Tool> {
             "properties": {
                 "timezone": {
                     "type": "string",
-                    "description": "时区，如 Asia/Shanghai、America/New_York"
+                    "description": "时区，如 Asia/Shanghai、America/New_York",
+                    "pattern": TIMEZONE_PATTERN
                 }
             },
             "required": ["timezone"]

@@ -135,13 +135,17 @@ impl LlamaModel {
             return self.respond_by_channel(req, style, job, out, max_tokens, temperature, tx);
         }
         let guard = self.lock();
-        let mut decoder = Decoder::new(&self.weights.model, &job)?;
+        let mut decoder = self.decoder(&job)?;
         let mut texts: Vec<String> = out.tools.iter().map(|t| format.choice(&t.name)).collect();
         // Where an answer is anything but a call, "no tool" is the probability that the reply
         // does not open as a call.
         let answer_is_not_a_call = out.allow_answer && format.no_call().is_none();
         if out.allow_answer {
-            texts.push(format.no_call().unwrap_or(format.call_opening()).to_owned());
+            texts.push(match format {
+                // Answering is listed as a tool: its name is scored as theirs are.
+                Format::Json => format.choice(prompt::answer_name(&out.tools)),
+                _ => format.no_call().unwrap_or(format.call_opening()).to_owned(),
+            });
         }
         let not_a_call = |mut scores: Vec<f64>| {
             if answer_is_not_a_call {
@@ -163,7 +167,7 @@ impl LlamaModel {
                 // from the tool list alone. Subtracting it leaves what the question adds.
                 let blank = prompt::plan(&blank_question(req), &self.config, style)?;
                 let blank = self.job(self.render(&blank.chat)?, None, 1, 0.0, false);
-                let mut prior = Decoder::new(&self.weights.model, &blank)?;
+                let mut prior = self.decoder(&blank)?;
                 let baseline = not_a_call(prior.score(&candidates)?);
                 decoder.stats += prior.stats;
                 for (score, base) in scores.iter_mut().zip(&baseline) {
@@ -206,9 +210,9 @@ impl LlamaModel {
     /// Writes the call to `tool` up to its arguments, then generates them under the tool's
     /// own grammar.
     #[allow(clippy::too_many_arguments)]
-    fn fill_arguments(
-        &self,
-        mut decoder: Decoder<'_>,
+    fn fill_arguments<'m>(
+        &'m self,
+        mut decoder: Decoder<'m>,
         guard: std::sync::MutexGuard<'_, ()>,
         req: &ModelRequest,
         style: Style,
@@ -230,77 +234,9 @@ impl LlamaModel {
         };
         decoder.force(&prefix)?;
         let (arguments, stop) = match fields {
-            // One argument at a time: an enum's value is chosen by score (calibrated against a
-            // blank question, so the most common value does not win by default), any other
-            // value is generated under its own grammar.
+            // One argument at a time (see `fill_fields`).
             Some(fields) => {
-                let mut blank: Option<Decoder<'_>> = None;
-                let mut text = String::new();
-                let mut stop = Stop::Done;
-                for (i, (name, schema)) in fields.iter().enumerate() {
-                    let key = format!(
-                        "{}{}:",
-                        if i == 0 { "" } else { ", " },
-                        serde_json::Value::String(name.clone())
-                    );
-                    let required = prompt::is_required(&tool.input_schema, name);
-                    decoder.force(&key)?;
-                    if let Some(values) = schema.get("enum").and_then(serde_json::Value::as_array) {
-                        let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
-                        let tokens: Vec<_> = options.iter().map(|o| decoder.tokenize(o)).collect();
-                        let mut scores = decoder.score(&tokens)?;
-                        // An optional argument left unsaid takes the tool's default: calibrating
-                        // it would turn the slightest hint into a change; only required ones are.
-                        if self.config.calibrate_tool_choice && required && options.len() > 1 {
-                            if blank.is_none() {
-                                blank = Some(self.blank_decoder(req, style, &prefix, &text)?);
-                            }
-                            if let Some(b) = blank.as_mut() {
-                                b.force(&key)?;
-                                let base = b.score(&tokens)?;
-                                for (s, b) in scores.iter_mut().zip(base) {
-                                    *s -= b;
-                                }
-                            }
-                        }
-                        let best = scores
-                            .iter()
-                            .enumerate()
-                            .fold(
-                                (0, f64::NEG_INFINITY),
-                                |b, (i, &s)| if s > b.1 { (i, s) } else { b },
-                            )
-                            .0;
-                        decoder.force(&options[best])?;
-                        if let Some(b) = blank.as_mut() {
-                            b.force(&options[best])?;
-                        }
-                        text.push_str(&key);
-                        text.push_str(&options[best]);
-                    } else {
-                        let grammar = self.schema_grammar(schema)?;
-                        let grammar = lead_with_space(&grammar);
-                        let (value, s) =
-                            decoder.generate(job, Some(&grammar), |_| !tx.is_closed())?;
-                        stop = s;
-                        text.push_str(&key);
-                        if stop != Stop::Done {
-                            text.push_str(&value);
-                            break;
-                        }
-                        let value = format!(" {}", value.trim());
-                        if let Some(b) = blank.as_mut() {
-                            b.force(&key)?;
-                            b.force(&value)?;
-                        }
-                        text.push_str(&value);
-                    }
-                }
-                if let Some(b) = blank {
-                    decoder.stats += b.stats;
-                }
-                text.push('}');
-                (format!("{{{text}"), stop)
+                self.fill_fields(&mut decoder, req, style, tool, &prefix, &fields, job, tx)?
             }
             None => {
                 let grammar = self.schema_grammar(&tool.input_schema)?;
@@ -340,7 +276,7 @@ impl LlamaModel {
 
     /// A decoder over the prompt of a question that says nothing, with the call written so
     /// far (`prefix`, then `text`): what calibration compares against.
-    fn blank_decoder(
+    pub(super) fn blank_decoder(
         &self,
         req: &ModelRequest,
         style: Style,
@@ -349,7 +285,7 @@ impl LlamaModel {
     ) -> Result<Decoder<'_>, ModelError> {
         let plan = prompt::plan(&blank_question(req), &self.config, style)?;
         let probe = self.job(self.render(&plan.chat)?, None, 1, 0.0, false);
-        let mut blank = Decoder::new(&self.weights.model, &probe)?;
+        let mut blank = self.decoder(&probe)?;
         blank.force(prefix)?;
         blank.force(text)?;
         Ok(blank)
@@ -384,7 +320,7 @@ impl LlamaModel {
             let asked = format!("User: {}", question.trim());
             let score = |context: &str, spent: &mut Speed| -> Result<f64, ModelError> {
                 let probe = self.job(context.to_owned(), None, 1, 0.0, false);
-                let mut decoder = Decoder::new(&self.weights.model, &probe)?;
+                let mut decoder = self.decoder(&probe)?;
                 let tokens = decoder.tokenize(&format!("\n{asked}"));
                 let score = decoder.score(&[tokens])?[0];
                 *spent += decoder.stats;
@@ -415,7 +351,7 @@ impl LlamaModel {
         }
         let tool = &out.tools[best];
         let guard = self.lock();
-        let mut decoder = Decoder::new(&self.weights.model, &job)?;
+        let mut decoder = self.decoder(&job)?;
         decoder.stats += spent;
         let _ = temperature;
         self.fill_arguments(decoder, guard, req, style, tool, &job, out, max_tokens, tx)
@@ -435,7 +371,7 @@ impl LlamaModel {
         }
         let mut score = |context: &str| -> Result<f64, ModelError> {
             let probe = self.job(context.to_owned(), None, 1, 0.0, false);
-            let mut decoder = Decoder::new(&self.weights.model, &probe)?;
+            let mut decoder = self.decoder(&probe)?;
             let tokens = decoder.tokenize("\nUser: N/A");
             let score = decoder.score(&[tokens])?[0];
             *spent += decoder.stats;
@@ -491,17 +427,19 @@ impl LlamaModel {
         let (done, stop) = self.run_job(&job, |_| !tx.is_closed())?;
         let (part, finish) = match stop {
             Stop::Cancelled => return Err(cancelled()),
-            Stop::Length => match prompt::salvage_answer(&done.text) {
-                Some(answer) if out.allow_answer => (Part::text(answer), FinishReason::Length),
-                _ => {
-                    return Err(ModelError::invalid_response(format!(
-                        "the local model's reply was cut off at {max_tokens} tokens \
+            Stop::Length => {
+                match prompt::salvage_answer(&done.text, prompt::answer_name(&out.tools)) {
+                    Some(answer) if out.allow_answer => (Part::text(answer), FinishReason::Length),
+                    _ => {
+                        return Err(ModelError::invalid_response(format!(
+                            "the local model's reply was cut off at {max_tokens} tokens \
                          before its tool call was complete: {:?}",
-                        done.text
-                    ))
-                    .retryable(false));
+                            done.text
+                        ))
+                        .retryable(false));
+                    }
                 }
-            },
+            }
             Stop::Done | Stop::Repetition => {
                 let part = prompt::parse_json_output(&done.text, out, &validators)?;
                 let finish = if matches!(part, Part::ToolCall(_)) {
@@ -522,7 +460,7 @@ impl LlamaModel {
 }
 /// `grammar` with an optional space before its root: a value as the model writes it after a
 /// key's colon.
-fn lead_with_space(grammar: &str) -> String {
+pub(super) fn lead_with_space(grammar: &str) -> String {
     let body: Vec<String> = grammar
         .lines()
         .map(|line| match line.strip_prefix("root ::=") {
@@ -575,11 +513,12 @@ fn blank_question(req: &ModelRequest) -> ModelRequest {
 #[cfg(test)]
 mod tests {
     use super::call_or_answer;
+    use crate::CALL_LEAD_WEIGHT;
 
     #[test]
     fn a_tool_is_called_only_when_the_question_points_to_it() {
         // Scores of two tools, then the answer's.
-        // The weather tool leads the answer by 2 and the clock by 3: 2 + 2.5 × 3 = 9.5.
+        // The weather tool leads the answer by 2 and the clock by 2: 2 + 1.5 × 2 = 5.
         assert_eq!(call_or_answer(&[1.0, -2.0, -1.0], 2, 4.6), 0);
         // Both tools alike (a greeting): a lead over the answer alone is not enough.
         assert_eq!(call_or_answer(&[1.0, 0.8, -1.0], 2, 4.6), 2);
@@ -591,7 +530,9 @@ mod tests {
         // points to it, so it is called (the weather in Beijing, with the command line's tool
         // descriptions, scores so).
         assert_eq!(call_or_answer(&[-0.5, -7.0, 0.0], 2, 4.6), 0);
-        // At the threshold exactly, the tool is called.
-        assert_eq!(call_or_answer(&[0.0, -1.0, -2.0], 2, 4.5), 0);
+        // At the threshold exactly, the tool is called; just below it, answered.
+        let exactly = 2.0 + CALL_LEAD_WEIGHT;
+        assert_eq!(call_or_answer(&[0.0, -1.0, -2.0], 2, exactly), 0);
+        assert_eq!(call_or_answer(&[0.0, -1.0, -2.0], 2, exactly + 0.01), 2);
     }
 }

@@ -19,6 +19,9 @@ pub struct Completion {
 pub struct Speed {
     /// Tokens of prompt read.
     pub prompt_tokens: usize,
+    /// Tokens of prompt restored from the prompt cache instead of read (see
+    /// [`LlamaConfig::prompt_cache_mib`](crate::LlamaConfig::prompt_cache_mib)).
+    pub cached_tokens: usize,
     /// Time spent reading prompts.
     pub prompt_time: Duration,
     /// Tokens generated.
@@ -51,6 +54,7 @@ impl Speed {
 impl std::ops::AddAssign for Speed {
     fn add_assign(&mut self, other: Self) {
         self.prompt_tokens += other.prompt_tokens;
+        self.cached_tokens += other.cached_tokens;
         self.prompt_time += other.prompt_time;
         self.output_tokens += other.output_tokens;
         self.generation_time += other.generation_time;

@@ -97,11 +97,26 @@ pub(crate) fn language_of(text: &str) -> Option<&'static str> {
     }
 }
 
-/// What can be saved of a JSON output cut off by the token limit: the start of an answer.
-pub(crate) fn salvage_answer(text: &str) -> Option<String> {
+/// What can be saved of a JSON output cut off by the token limit: the start of an answer,
+/// written `{"answer": "…` or as a call to the listed answer option,
+/// `{"name": "<answer_name>", "arguments": {"text": "…`.
+pub(crate) fn salvage_answer(text: &str, answer_name: &str) -> Option<String> {
     let rest = text.trim_start().strip_prefix('{')?.trim_start();
-    let rest = rest.strip_prefix("\"answer\"")?.trim_start();
-    let rest = rest.strip_prefix(':')?.trim_start();
+    let rest = match rest.strip_prefix("\"answer\"") {
+        Some(rest) => rest,
+        None => {
+            let name = serde_json::to_string(answer_name).ok()?;
+            let rest = rest.strip_prefix("\"name\"")?.trim_start();
+            let rest = rest.strip_prefix(':')?.trim_start();
+            let rest = rest.strip_prefix(name.as_str())?.trim_start();
+            let rest = rest.strip_prefix(',')?.trim_start();
+            let rest = rest.strip_prefix("\"arguments\"")?.trim_start();
+            let rest = rest.strip_prefix(':')?.trim_start();
+            let rest = rest.strip_prefix('{')?.trim_start();
+            rest.strip_prefix("\"text\"")?
+        }
+    };
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
     let rest = rest.strip_prefix('"')?;
     // Close the string at the longest prefix that still parses.
     for end in (0..=rest.len()).rev() {

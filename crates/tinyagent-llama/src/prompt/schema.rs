@@ -15,13 +15,17 @@ pub(crate) fn call_schema(name: &str, arguments: &Value) -> Value {
     })
 }
 
-/// The schema of the final-answer branch.
-pub(crate) fn answer_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"answer": {"type": "string", "minLength": 1}},
-        "required": ["answer"],
-    })
+/// The schema of an answer given directly: a call to the listed answer option (see
+/// [`answer_name`](super::answer_name)) with the answer's text.
+pub(crate) fn answer_schema(tools: &[ToolDefinition]) -> Value {
+    call_schema(
+        super::answer_name(tools),
+        &json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "minLength": 1}},
+            "required": ["text"],
+        }),
+    )
 }
 
 /// The schema of every allowed output: one branch per tool, plus the answer if allowed.
@@ -31,7 +35,7 @@ pub(crate) fn output_schema(tools: &[ToolDefinition], allow_answer: bool) -> Val
         .map(|t| call_schema(&t.name, &t.input_schema))
         .collect();
     if allow_answer {
-        branches.push(answer_schema());
+        branches.push(answer_schema(tools));
     }
     one_of(branches)
 }

@@ -122,6 +122,14 @@ fn parses_answers_and_calls() {
     )];
     let part = parse_json_output(r#"{"answer": "hello"}"#, &out, &validators).unwrap();
     assert_eq!(part, Part::text("hello"));
+    // The listed answer option, as the prompt teaches it.
+    let part = parse_json_output(
+        r#"{"name": "answer", "arguments": {"text": "hi there"}}"#,
+        &out,
+        &validators,
+    )
+    .unwrap();
+    assert_eq!(part, Part::text("hi there"));
     let part = parse_json_output(
         r#" {"name": "get_weather", "arguments": {"city": "北京"}} "#,
         &out,
@@ -155,6 +163,13 @@ fn rejects_unknown_tools_and_bad_arguments() {
     assert!(err.message().contains("schema rejects"), "{err}");
     let err = parse_json_output(r#"{"answer":"x"}"#, &out, &validators).unwrap_err();
     assert!(err.message().contains("required"), "{err}");
+    let err = parse_json_output(
+        r#"{"name":"answer","arguments":{"text":"x"}}"#,
+        &out,
+        &validators,
+    )
+    .unwrap_err();
+    assert!(err.message().contains("required"), "{err}");
     assert!(parse_json_output("not json", &out, &validators).is_err());
 }
 
@@ -178,12 +193,57 @@ fn the_seed_tools_schemas_become_one_exact_grammar() {
 }
 
 #[test]
+fn answering_is_listed_with_the_tools_under_a_name_no_tool_has() {
+    let config = LlamaConfig::default();
+    let req = ModelRequest::new(vec![Message::user("hi")]).with_tools(vec![weather()]);
+    let listed = super::plan(&req, &config, JSON).unwrap();
+    let system = &listed.chat[0].content;
+    assert!(system.contains("- get_weather: weather"), "{system}");
+    assert!(
+        system.contains("- answer: reply to the user yourself"),
+        "{system}"
+    );
+    let answer_tool = ToolDefinition::new("answer", "answers", json!({"type": "object"}));
+    assert_eq!(answer_name(&[weather(), answer_tool.clone()]), "reply");
+    let taken: Vec<ToolDefinition> = [
+        "answer",
+        "reply",
+        "answer_directly",
+        "reply_directly",
+        "direct_answer",
+    ]
+    .into_iter()
+    .map(|n| ToolDefinition::new(n, "x", json!({"type": "object"})))
+    .collect();
+    assert_eq!(answer_name(&taken), "__answer");
+    // Forced to call a tool, the model is not offered the answer.
+    let forced = req.clone().with_tool_choice(ToolChoice::Required);
+    let forced = super::plan(&forced, &config, JSON).unwrap();
+    assert!(!forced.chat[0].content.contains("- answer:"));
+}
+
+#[test]
 fn salvages_a_cut_off_answer() {
     assert_eq!(
-        salvage_answer(r#"{"answer": "It is sunny \"to"#).as_deref(),
+        salvage_answer(r#"{"answer": "It is sunny \"to"#, "answer").as_deref(),
         Some("It is sunny \"to")
     );
-    assert_eq!(salvage_answer(r#"{"name": "get_weather", "argu"#), None);
+    assert_eq!(
+        salvage_answer(
+            r#"{"name": "answer", "arguments": {"text": "Hello, I am"#,
+            "answer"
+        )
+        .as_deref(),
+        Some("Hello, I am")
+    );
+    assert_eq!(
+        salvage_answer(r#"{"name": "get_weather", "argu"#, "answer"),
+        None
+    );
+    assert_eq!(
+        salvage_answer(r#"{"name": "answer", "arguments": {"text": "hi"#, "reply"),
+        None
+    );
 }
 
 #[test]

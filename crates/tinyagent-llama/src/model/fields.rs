@@ -1,0 +1,281 @@
+//! A call's arguments, one at a time: each value chosen by what the question adds to it.
+//!
+//! - A required enum takes the value whose score rises most over a blank question's
+//!   (calibration: the most common value does not win by default).
+//! - An optional enum is said only when the question raises one value clearly above the
+//!   others; otherwise it is left out and the tool's default applies (a weather question that
+//!   names no unit gets no unit).
+//! - A number is the model's own value or one the conversation holds (the question's, an
+//!   earlier result's), whichever the question raises most over a blank question: "再乘以 2"
+//!   after 7 × 8 = 56 multiplies 56, which a small model copying the earlier call would not.
+//! - Any other value is generated under its schema's grammar.
+
+use serde_json::Value;
+
+use super::respond::lead_with_space;
+use super::*;
+use crate::engine::Mark;
+
+/// How far (in nats, calibrated) an optional enum's best value must lead the next one to be
+/// said rather than left to the tool's default.
+const OPTIONAL_ENUM_LEAD: f64 = 1.0;
+
+/// The most numbers of the conversation offered as a number argument's values.
+const MAX_NUMBER_CANDIDATES: usize = 12;
+
+/// How many of the last messages the numbers are taken from.
+const NUMBER_MESSAGES: usize = 6;
+
+impl LlamaModel {
+    /// The arguments of a call to `tool` (a plain object schema of `fields`), written after
+    /// `prefix` (the call up to its arguments' opening brace) into `decoder`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fill_fields<'m>(
+        &'m self,
+        decoder: &mut Decoder<'m>,
+        req: &ModelRequest,
+        style: Style,
+        tool: &ToolDefinition,
+        prefix: &str,
+        fields: &[(String, Value)],
+        job: &Job,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<(String, Stop), ModelError> {
+        let calibrate = self.config.calibrate_tool_choice;
+        let mut call = Call {
+            blank: None,
+            text: String::new(),
+            req,
+            style,
+            prefix,
+        };
+        let numbers = if calibrate {
+            numbers_in(&req.messages)
+        } else {
+            Vec::new()
+        };
+        let mut stop = Stop::Done;
+        for (name, schema) in fields {
+            let key = format!(
+                "{}{}:",
+                if call.text.is_empty() { "" } else { ", " },
+                Value::String(name.clone())
+            );
+            let required = prompt::is_required(&tool.input_schema, name);
+            if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+                let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
+                if !required && calibrate && options.len() > 1 {
+                    let said: Vec<String> = options.iter().map(|o| format!("{key}{o}")).collect();
+                    let scores = self.calibrated(decoder, &mut call, &said)?;
+                    let (best, lead) = best_and_lead(&scores);
+                    tracing::debug!(argument = %name, ?said, ?scores, "optional value");
+                    if lead >= OPTIONAL_ENUM_LEAD {
+                        call.force(decoder, &said[best])?;
+                    }
+                    continue;
+                }
+                call.force(decoder, &key)?;
+                let scores = if calibrate && required && options.len() > 1 {
+                    self.calibrated(decoder, &mut call, &options)?
+                } else {
+                    let tokens: Vec<_> = options.iter().map(|o| decoder.tokenize(o)).collect();
+                    decoder.score(&tokens)?
+                };
+                let (best, _) = best_and_lead(&scores);
+                call.force(decoder, &options[best])?;
+                continue;
+            }
+            call.force(decoder, &key)?;
+            let grammar = lead_with_space(&self.schema_grammar(schema)?);
+            let before: Mark = decoder.mark();
+            let (value, s) = decoder.generate(job, Some(&grammar), |_| !tx.is_closed())?;
+            stop = s;
+            if stop != Stop::Done {
+                call.text.push_str(&value);
+                break;
+            }
+            let value = format!(" {}", value.trim());
+            let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
+            let numeric = integer || schema.get("type").and_then(Value::as_str) == Some("number");
+            let mut candidates: Vec<String> = if numeric {
+                numbers
+                    .iter()
+                    .filter(|n| !integer || n.fract() == 0.0)
+                    .map(|n| format!(" {}", number_text(*n)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !candidates.contains(&value) {
+                candidates.push(value.clone());
+            }
+            if candidates.len() == 1 {
+                // The model's own value, already written.
+                call.mirror(&value)?;
+                call.text.push_str(&value);
+                continue;
+            }
+            decoder.rewind(before)?;
+            let scores = self.calibrated(decoder, &mut call, &candidates)?;
+            tracing::debug!(argument = %name, ?candidates, ?scores, "number");
+            let (best, _) = best_and_lead(&scores);
+            call.force(decoder, &candidates[best])?;
+        }
+        if let Some(blank) = call.blank {
+            decoder.stats += blank.stats;
+        }
+        let mut text = call.text;
+        text.push('}');
+        Ok((format!("{{{text}"), stop))
+    }
+
+    /// The scores of `candidates` as the call's continuation after the question, less their
+    /// scores after a blank question with the same call so far.
+    fn calibrated<'m>(
+        &'m self,
+        decoder: &mut Decoder<'m>,
+        call: &mut Call<'_, 'm>,
+        candidates: &[String],
+    ) -> Result<Vec<f64>, ModelError> {
+        let tokens: Vec<_> = candidates.iter().map(|c| decoder.tokenize(c)).collect();
+        let mut scores = decoder.score(&tokens)?;
+        if call.blank.is_none() {
+            call.blank = Some(self.blank_decoder(call.req, call.style, call.prefix, &call.text)?);
+        }
+        if let Some(blank) = call.blank.as_mut() {
+            for (score, base) in scores.iter_mut().zip(blank.score(&tokens)?) {
+                *score -= base;
+            }
+        }
+        Ok(scores)
+    }
+}
+
+/// The arguments written so far, and the blank question's decoder that follows them.
+struct Call<'a, 'm> {
+    blank: Option<Decoder<'m>>,
+    text: String,
+    req: &'a ModelRequest,
+    style: Style,
+    prefix: &'a str,
+}
+
+impl Call<'_, '_> {
+    /// Writes `text` into the call (and the blank question's copy of it).
+    fn force(&mut self, decoder: &mut Decoder<'_>, text: &str) -> Result<(), ModelError> {
+        decoder.force(text)?;
+        self.mirror(text)?;
+        self.text.push_str(text);
+        Ok(())
+    }
+
+    /// Writes `text` into the blank question's copy of the call only.
+    fn mirror(&mut self, text: &str) -> Result<(), ModelError> {
+        match self.blank.as_mut() {
+            Some(blank) => blank.force(text),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The index of the highest score, and how far it leads the next one (infinite when alone).
+fn best_and_lead(scores: &[f64]) -> (usize, f64) {
+    let (mut best, mut first, mut second) = (0, f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for (i, &score) in scores.iter().enumerate() {
+        if score > first {
+            (best, first, second) = (i, score, first);
+        } else if score > second {
+            second = score;
+        }
+    }
+    (best, first - second)
+}
+
+/// The numbers of the last few messages (text, call arguments and results), most recent
+/// first, each once.
+fn numbers_in(messages: &[Message]) -> Vec<f64> {
+    let mut found: Vec<f64> = Vec::new();
+    for message in messages.iter().rev().take(NUMBER_MESSAGES) {
+        let mut texts = vec![message.text()];
+        texts.extend(message.tool_results().map(|r| r.content.clone()));
+        texts.extend(message.tool_calls().map(|c| c.arguments.clone()));
+        for text in texts {
+            for n in numbers_of(&text) {
+                if !found.contains(&n) {
+                    found.push(n);
+                }
+            }
+        }
+    }
+    found.truncate(MAX_NUMBER_CANDIDATES);
+    found
+}
+
+/// The decimal numbers written in `text` (`7`, `-3`, `56.00`, `3.5`), in order.
+fn numbers_of(text: &str) -> Vec<f64> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let negative = i > 0 && bytes[i - 1] == b'-' && (i < 2 || !bytes[i - 2].is_ascii_digit());
+        let start = if negative { i - 1 } else { i };
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
+            i += 1;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        if let Ok(n) = text[start..i].parse::<f64>() {
+            if n.is_finite() {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// A number as JSON writes it, whole numbers without a fraction (`56`, not `56.0`).
+fn number_text(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_read_from_text_results_and_calls() {
+        assert_eq!(numbers_of("7乘以8等于56。"), vec![7.0, 8.0, 56.0]);
+        assert_eq!(
+            numbers_of(r#"{"result":56.0,"expression":"7.00 * 8.00 = 56.00"}"#),
+            vec![56.0, 7.0, 8.0, 56.0]
+        );
+        assert_eq!(
+            numbers_of("3.5 加 4.25, -2 and 5-3"),
+            vec![3.5, 4.25, -2.0, 5.0, 3.0]
+        );
+        assert_eq!(numbers_of("no numbers. 1."), vec![1.0]);
+        let history = vec![
+            Message::user("帮我算一下 7 乘以 8 等于多少。"),
+            Message::assistant("7乘以8等于56。"),
+            Message::user("再乘以 2 呢？"),
+        ];
+        assert_eq!(numbers_in(&history), vec![2.0, 7.0, 8.0, 56.0]);
+        assert_eq!(number_text(56.0), "56");
+        assert_eq!(number_text(3.5), "3.5");
+        assert_eq!(number_text(-2.0), "-2");
+        assert_eq!(best_and_lead(&[1.0, 3.0, 2.5]), (1, 0.5));
+        assert_eq!(best_and_lead(&[1.0]).0, 0);
+    }
+}
