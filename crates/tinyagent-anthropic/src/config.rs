@@ -131,7 +131,7 @@ pub struct AnthropicConfig {
 impl fmt::Debug for AnthropicConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AnthropicConfig")
-            .field("base_url", &tinyagent::tools::redact_url(&self.base_url))
+            .field("base_url", &tinyagent::redact::url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)

@@ -9,10 +9,12 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tinyagent::tools::anthropic_schema;
+use tinyagent::tools::schema::anthropic_schema;
 use tinyagent::{
-    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role,
-    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
+    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolResult, Usage,
+    model::{FinishReason, ToolChoice, ToolDefinition},
+    store::new_id,
 };
 use tinyagent_http::{snippet, system_and_turns};
 

@@ -105,7 +105,7 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(CliError::usage(format!(
                 "invalid MCP server URL {:?}: expected http:// or https://, such as http://127.0.0.1:8000/mcp",
-                tinyagent::tools::redact_url(url)
+                tinyagent::redact::url(url)
             )));
         }
         let mut toolset = McpToolset::http(url.as_str());

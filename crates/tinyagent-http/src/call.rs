@@ -11,7 +11,10 @@ use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::ACCEPT;
-use tinyagent::{ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{
+    ModelError, ModelRequest, ModelResponse,
+    model::{ModelErrorKind, ModelEvent},
+};
 use tokio::time::Instant;
 
 use crate::body::{
@@ -69,7 +72,7 @@ pub trait Decoder: Send {
 /// ```
 /// use futures::StreamExt;
 /// use reqwest::StatusCode;
-/// use tinyagent::{FinishReason, Message, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse, Usage};
+/// use tinyagent::{Message, ModelError, ModelRequest, ModelResponse, Usage, model::{FinishReason, ModelErrorKind, ModelEvent}};
 /// use tinyagent_http::{Decoder, Flow, Limits, Protocol, Transport};
 ///
 /// #[derive(Debug)]
@@ -193,7 +196,7 @@ impl<P: fmt::Debug> fmt::Debug for Transport<P> {
 impl<P: Protocol> Transport<P> {
     /// A transport posting to `endpoint` with `client` (which carries the provider's
     /// headers); `base_url` and `model` are named in errors and logs, URLs always with their
-    /// credentials redacted ([`redact_url`](tinyagent::tools::redact_url)).
+    /// credentials redacted ([`redact_url`](tinyagent::redact::url)).
     pub fn new(
         client: reqwest::Client,
         endpoint: impl Into<String>,
@@ -205,9 +208,9 @@ impl<P: Protocol> Transport<P> {
         let endpoint = endpoint.into();
         Self {
             client,
-            shown_endpoint: tinyagent::tools::redact_url(&endpoint),
+            shown_endpoint: tinyagent::redact::url(&endpoint),
             endpoint,
-            base_url: tinyagent::tools::redact_url(&base_url.into()),
+            base_url: tinyagent::redact::url(&base_url.into()),
             model: model.into(),
             limits,
             protocol,

@@ -7,7 +7,7 @@
 //!   (429, 5xx, connection failures, timeouts, a stream cut in the middle, a retryable error
 //!   event) with exponential backoff and jitter, honouring `Retry-After` (seconds or an HTTP
 //!   date) and `retry-after-ms`, and announces a retry after events were shown with
-//!   [`ModelEvent::Restart`](tinyagent::ModelEvent::Restart);
+//!   [`ModelEvent::Restart`](tinyagent::model::ModelEvent::Restart);
 //! - every wait runs against a limit ([`Limits`]): the first byte of the answer, the silence
 //!   between two events, the whole call with its retries; a body larger than
 //!   [`Limits::max_reply_bytes`] is cut off with an error;

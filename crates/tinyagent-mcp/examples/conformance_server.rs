@@ -21,7 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tinyagent::tools::{self, ToolOutput};
 use tinyagent::{
-    ContentPart, Elicitation, LogLevel, SamplingRequest, Tool, ToolContext, ToolError,
+    ContentPart, Tool, ToolContext, ToolError,
+    host::{Elicitation, LogLevel, SamplingRequest},
 };
 use tinyagent_mcp::McpServer;
 

@@ -262,7 +262,7 @@ impl McpToolset {
     pub fn http(url: impl Into<String>) -> Self {
         let url = url.into();
         // The label names the server in errors and logs: never with its credentials.
-        Self::with_endpoint(tinyagent::tools::redact_url(&url), Endpoint::Http { url })
+        Self::with_endpoint(tinyagent::redact::url(&url), Endpoint::Http { url })
     }
 
     fn with_endpoint(label: String, endpoint: Endpoint) -> Self {
@@ -329,7 +329,7 @@ impl McpToolset {
     /// caused it, or is declined.
     ///
     /// ```
-    /// use tinyagent::Elicitation;
+    /// use tinyagent::host::Elicitation;
     /// use tinyagent_mcp::McpToolset;
     ///
     /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").elicitation_fn(|request| {
@@ -345,7 +345,9 @@ impl McpToolset {
     #[must_use]
     pub fn elicitation_fn(
         self,
-        handler: impl Fn(tinyagent::ElicitationRequest) -> BoxFuture<'static, tinyagent::Elicitation>
+        handler: impl Fn(
+            tinyagent::host::ElicitationRequest,
+        ) -> BoxFuture<'static, tinyagent::host::Elicitation>
         + Send
         + Sync
         + 'static,
@@ -579,10 +581,10 @@ impl McpToolset {
                 .as_ref()
                 .map_or_else(ToolHints::default, |a| {
                     let d = ToolHints::default();
-                    d.with_read_only(a.read_only_hint.unwrap_or(d.read_only))
-                        .with_destructive(a.destructive_hint.unwrap_or(d.destructive))
-                        .with_idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
-                        .with_open_world(a.open_world_hint.unwrap_or(d.open_world))
+                    d.read_only(a.read_only_hint.unwrap_or(d.read_only))
+                        .destructive(a.destructive_hint.unwrap_or(d.destructive))
+                        .idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
+                        .open_world(a.open_world_hint.unwrap_or(d.open_world))
                 });
             let not_offered = if inner.filter.as_ref().is_some_and(|keep| !keep(&remote)) {
                 Some("left out by the toolset's filter".to_owned())

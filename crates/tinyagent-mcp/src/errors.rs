@@ -32,7 +32,7 @@ pub(crate) fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
         current = e.source();
     }
     // A cause may quote the server's URL (reqwest's errors do): never with its credentials.
-    tinyagent::tools::redact_url(&parts.join(": "))
+    tinyagent::redact::url(&parts.join(": "))
 }
 
 /// Whether an error (or one of its sources) is an HTTP 401 or 403.

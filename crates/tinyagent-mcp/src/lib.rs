@@ -46,7 +46,7 @@ pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationHandler, McpClientError, McpToolset,
 };
 pub use content::{
-    DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, rich_content,
+    DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, tool_output,
     truncate_result,
 };
 pub use http::McpHttpService;

@@ -8,11 +8,12 @@ use rmcp::model::{CallToolRequestParams, ErrorCode};
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
+use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{
-    BoxFuture, RichContent, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, content_text,
+    BoxFuture, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, tools::content_text,
 };
 
-use crate::content::{bound_parts, result_text, rich_content, truncate_result};
+use crate::content::{bound_parts, result_text, tool_output, truncate_result};
 use crate::errors::chain_text;
 
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
@@ -92,13 +93,13 @@ impl Tool for McpTool {
         self.output_schema.as_ref()
     }
 
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let arguments = parse_arguments(input)?;
+            let arguments = arguments_of(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
             // The call's progress token: the server's progress and logs, and what it asks
@@ -135,22 +136,6 @@ impl Tool for McpTool {
                     )));
                 }
             };
-            let rich = rich_content(&result);
-            if result.is_error != Some(true) && !rich.is_plain() {
-                // Media, resources or structured content: the parts go to whoever runs the
-                // call (an agent hands images to providers that take them), bounded like text.
-                let parts = bound_parts(rich.parts, self.max_result_bytes);
-                let text = if parts.is_empty() {
-                    result_text(&result)
-                } else {
-                    content_text(&parts)
-                };
-                let structured = rich
-                    .structured
-                    .filter(|s| s.to_string().len() <= self.max_result_bytes);
-                ctx.put_rich_content(RichContent::new(parts, structured));
-                return Ok(truncate_result(text, self.max_result_bytes));
-            }
             let text = truncate_result(result_text(&result), self.max_result_bytes);
             if result.is_error == Some(true) {
                 let message = if text.is_empty() {
@@ -160,7 +145,27 @@ impl Tool for McpTool {
                 };
                 return Err(ToolError::failed(message));
             }
-            Ok(text)
+            let output = tool_output(&result);
+            if output.content_parts().iter().all(|p| p.is_text())
+                && output.structured_content().is_none()
+            {
+                return Ok(ToolOutput::text(text));
+            }
+            // Media, resources or structured content: all of it goes to whoever runs the call
+            // (an agent hands images to providers that take them), bounded like text.
+            let (_, parts, structured) = output.into_parts();
+            let parts = bound_parts(parts, self.max_result_bytes);
+            let mut output = if parts.is_empty() {
+                ToolOutput::text(text)
+            } else {
+                let text = truncate_result(content_text(&parts), self.max_result_bytes);
+                ToolOutput::parts(parts).with_text(text)
+            };
+            if let Some(value) = structured.filter(|s| s.to_string().len() <= self.max_result_bytes)
+            {
+                output = output.with_structured(value);
+            }
+            Ok(output)
         })
     }
 }
@@ -220,8 +225,8 @@ pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> Tool
 /// The call's arguments as the JSON object MCP sends, read by the core's strict reader
 /// (`tools::parse_arguments`: blank means `{}`, duplicate keys and lone surrogates are refused,
 /// errors are bounded); `null` counts as no arguments.
-fn parse_arguments(input: &str) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
-    match tinyagent::tools::parse_arguments(input)? {
+fn arguments_of(input: ToolInput) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
+    match input.into_value()? {
         Value::Object(map) => Ok(Some(map)),
         Value::Null => Ok(Some(serde_json::Map::new())),
         other => Err(ToolError::invalid_input(format!(
@@ -248,14 +253,15 @@ mod tests {
 
     #[test]
     fn arguments_must_be_a_json_object() {
-        assert!(parse_arguments("").unwrap().unwrap().is_empty());
-        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
-        let err = parse_arguments("[1]").unwrap_err();
+        let args = |text: &str| arguments_of(ToolInput::from_text(text));
+        assert!(args("").unwrap().unwrap().is_empty());
+        assert_eq!(args(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
+        let err = args("[1]").unwrap_err();
         assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
         assert!(err.message().contains("an array"), "{err}");
-        let err = parse_arguments("{").unwrap_err();
+        let err = args("{").unwrap_err();
         assert!(err.message().contains("not valid JSON"), "{err}");
-        let err = parse_arguments(r#"{"a":1,"a":2}"#).unwrap_err();
+        let err = args(r#"{"a":1,"a":2}"#).unwrap_err();
         assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
     }
 

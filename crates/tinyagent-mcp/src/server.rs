@@ -15,8 +15,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::Value;
-use tinyagent::tools::SchemaValidator;
-use tinyagent::{ContentSlot, RichContent, Tool, ToolContext, ToolError};
+use tinyagent::tools::schema::SchemaValidator;
+use tinyagent::tools::{ToolInput, ToolOutput};
+use tinyagent::{Tool, ToolContext, ToolError};
 
 use crate::content::content_block;
 use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
@@ -350,13 +351,14 @@ impl McpServer {
         {
             return Ok(error_result(&e));
         }
-        let input = arguments.to_string();
-        let slot = ContentSlot::new();
-        let ctx = ctx.with_content_slot(slot.clone());
+        // The value checked travels to the tool: a typed tool decodes it without reading text.
+        let input = ToolInput::from_value(arguments);
         Ok(
-            match tinyagent::tools::handle_catching_panics(served.tool.as_ref(), &ctx, &input).await
-            {
-                Ok(text) => success_result(text, slot.take()),
+            match tinyagent::tools::call_catching_panics(served.tool.as_ref(), &ctx, input).await {
+                Ok(output) if output.is_error() => {
+                    error_result(&ToolError::failed(output.into_text()))
+                }
+                Ok(output) => success_result(output),
                 Err(e) => error_result(&e),
             },
         )
@@ -563,19 +565,17 @@ fn custom_request_error(request: &CustomRequest) -> ErrorData {
     ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
 }
 
-/// A tool's successful result as MCP content: its parts as content blocks when it left any
+/// A tool's successful output as MCP content: its parts as content blocks when it has any
 /// (else its text), and its structured content.
-fn success_result(text: String, rich: Option<RichContent>) -> CallToolResult {
-    let Some(rich) = rich else {
-        return CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))]);
-    };
-    let content = if rich.parts.is_empty() {
+fn success_result(output: ToolOutput) -> CallToolResult {
+    let (text, parts, structured) = output.into_parts();
+    let content = if parts.is_empty() {
         vec![ContentBlock::Text(TextContent::new(text))]
     } else {
-        rich.parts.iter().map(content_block).collect()
+        parts.iter().map(content_block).collect()
     };
     let mut result = CallToolResult::success(content);
-    result.structured_content = rich.structured;
+    result.structured_content = structured;
     result
 }
 

@@ -12,8 +12,8 @@ use rmcp::model::{
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tinyagent::{
-    BoxFuture, ContentPart, Elicitation, ElicitationRequest, LogLevel, Role, SamplingReply,
-    SamplingRequest, ToolError, ToolHost,
+    BoxFuture, ContentPart, Role, ToolError,
+    host::{Elicitation, ElicitationRequest, LogLevel, SamplingReply, SamplingRequest, ToolHost},
 };
 
 use crate::content::content_part;

@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use common::{fixture, require_python_mcp};
 use serde_json::{Value, json};
-use tinyagent::{Elicitation, LogLevel, SamplingRequest, Tool, ToolContext, ToolError, tools};
+use tinyagent::{
+    Tool, ToolContext, ToolError,
+    host::{Elicitation, LogLevel, SamplingRequest},
+    tools,
+};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct N {
@@ -152,7 +156,7 @@ struct Recorder {
     seen: std::sync::Mutex<Vec<String>>,
 }
 
-impl tinyagent::ToolHost for Recorder {
+impl tinyagent::host::ToolHost for Recorder {
     fn progress(
         &self,
         p: f64,
@@ -299,10 +303,10 @@ async fn a_python_servers_elicitation_is_declined_by_default_and_answered_by_a_h
 
     // Without a handler, the calling tool's host answers (a gateway asks its own client).
     struct Yes;
-    impl tinyagent::ToolHost for Yes {
+    impl tinyagent::host::ToolHost for Yes {
         fn elicit(
             &self,
-            _request: tinyagent::ElicitationRequest,
+            _request: tinyagent::host::ElicitationRequest,
         ) -> tinyagent::BoxFuture<'_, Result<Elicitation, ToolError>> {
             Box::pin(async { Ok(Elicitation::Accept(json!({"confirm": false, "name": "Bo"}))) })
         }

@@ -95,7 +95,7 @@ pub struct OpenAiConfig {
     /// The model name sent in every request.
     pub model: String,
     /// Send tool schemas in OpenAI's strict dialect (`"strict": true`, through
-    /// [`tinyagent::tools::strict_schema`]). A tool whose schema has a map in it cannot be
+    /// [`tinyagent::tools::schema::strict_schema`]). A tool whose schema has a map in it cannot be
     /// strict and is sent with `"strict": false`. Off by default: few other servers know it.
     pub strict_tools: bool,
     /// `parallel_tool_calls` sent with requests that offer tools; `None` leaves the server's
@@ -142,7 +142,7 @@ pub struct OpenAiConfig {
 impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiConfig")
-            .field("base_url", &tinyagent::tools::redact_url(&self.base_url))
+            .field("base_url", &tinyagent::redact::url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("strict_tools", &self.strict_tools)

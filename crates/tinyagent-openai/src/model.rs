@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::stream::{self, BoxStream};
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
-use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
 use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
 
 use crate::config::{ConfigError, DEFAULT_BASE_URL, OpenAiConfig};
@@ -135,7 +135,7 @@ impl OpenAiModel {
     /// use tinyagent_openai::{OpenAiConfig, OpenAiModel};
     ///
     /// let model = OpenAiModel::new(OpenAiConfig::new("gpt-4o-mini"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).with_instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
     /// let body = model.request_body(&req, false);
     /// assert_eq!(body["messages"][0]["role"], "system");
     /// assert_eq!(body["messages"][1]["content"], "你好");

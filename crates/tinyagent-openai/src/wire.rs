@@ -6,10 +6,12 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tinyagent::tools::strict_schema;
+use tinyagent::tools::schema::strict_schema;
 use tinyagent::{
-    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part,
-    ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
+    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolResult, Usage,
+    model::{FinishReason, ResponseFormat, ToolChoice, ToolDefinition},
+    store::new_id,
 };
 
 use crate::config::{MaxTokensField, OpenAiConfig};

@@ -401,7 +401,10 @@ pub(crate) async fn completions(
     session.append(history);
     let events = agent.run(Invocation::new(session, message));
     let meta = Meta {
-        id: format!("chatcmpl-{}", tinyagent::new_id("").trim_start_matches('_')),
+        id: format!(
+            "chatcmpl-{}",
+            tinyagent::store::new_id("").trim_start_matches('_')
+        ),
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())

@@ -1,6 +1,6 @@
 //! Serve [tinyagent] agents over HTTP.
 //!
-//! A [`Server`] holds named agents, a [`SessionStore`](tinyagent::SessionStore), API keys and
+//! A [`Server`] holds named agents, a [`SessionStore`](tinyagent::store::SessionStore), API keys and
 //! limits, and serves:
 //!
 //! | route | what |

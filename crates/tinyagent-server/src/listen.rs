@@ -126,7 +126,7 @@ pub(crate) async fn serve(
 
 /// Answers a connection over the limit with `503` and closes it.
 async fn refuse(mut tcp: TcpStream) {
-    let id = tinyagent::new_id("req");
+    let id = tinyagent::store::new_id("req");
     let body = format!(
         "{{\"error\":{{\"message\":\"the server has as many connections as it takes; retry \
          shortly\",\"type\":\"server_error\",\"param\":null,\"code\":\"too_many_connections\",\

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use axum::Router;
 use tinyagent::agent::{OnBusy, SessionRunner};
-use tinyagent::{Agent, MemoryStore, SessionStore};
+use tinyagent::{
+    Agent,
+    store::{MemoryStore, SessionStore},
+};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 

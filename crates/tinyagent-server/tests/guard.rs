@@ -10,7 +10,7 @@ use common::{Dropped, GatedModel, Running, agent, chat, client, frames, read_unt
 use serde_json::{Value, json};
 use tinyagent::store::SessionStore;
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::{LlmAgent, MemoryStore};
+use tinyagent::{LlmAgent, store::MemoryStore};
 use tinyagent_server::Server;
 
 fn greeter(replies: usize) -> LlmAgent {

@@ -88,7 +88,7 @@ pub fn model_for(server: &MockServer) -> GeminiModel {
 
 /// A request with the demo's instruction and one user message.
 pub fn ask(text: &str) -> ModelRequest {
-    ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
+    ModelRequest::new(vec![Message::user(text)]).instruction("你是一个全能助手。")
 }
 
 /// The JSON bodies the server received, in order, and their headers checked.

@@ -53,7 +53,7 @@ fn text_without_tools_json_with_tools() {
         plan(&req, &config, JSON).unwrap().output,
         Output::Text
     ));
-    let req = req.with_tools(vec![weather()]);
+    let req = req.tools(vec![weather()]);
     let Output::Json(out) = plan(&req, &config, JSON).unwrap().output else {
         panic!("expected JSON output");
     };
@@ -70,7 +70,7 @@ fn after_a_tool_round_the_model_answers_in_text() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let first = plan(&req, &config, JSON).unwrap();
     assert!(matches!(first.output, Output::Text));
     assert_eq!(first.chat.len(), 2, "{:?}", first.chat);
@@ -94,19 +94,17 @@ fn after_a_tool_round_the_model_answers_in_text() {
 #[test]
 fn tool_choice_narrows_the_contract() {
     let config = LlamaConfig::default();
-    let req = ModelRequest::new(vec![Message::user("hi")]).with_tools(vec![weather()]);
-    let forced = req.clone().with_tool_choice(ToolChoice::Required);
+    let req = ModelRequest::new(vec![Message::user("hi")]).tools(vec![weather()]);
+    let forced = req.clone().tool_choice(ToolChoice::Required);
     let Output::Json(out) = plan(&forced, &config, JSON).unwrap().output else {
         panic!("expected JSON output");
     };
     assert!(!out.allow_answer);
     assert_eq!(out.schema["properties"]["name"]["const"], "get_weather");
-    let unknown = req
-        .clone()
-        .with_tool_choice(ToolChoice::Tool("nope".into()));
+    let unknown = req.clone().tool_choice(ToolChoice::Tool("nope".into()));
     let err = plan(&unknown, &config, JSON).unwrap_err();
     assert!(err.message().contains("get_weather"), "{err}");
-    let none = req.with_tool_choice(ToolChoice::None);
+    let none = req.tool_choice(ToolChoice::None);
     assert!(matches!(
         plan(&none, &config, JSON).unwrap().output,
         Output::Text
@@ -205,7 +203,7 @@ fn the_answer_follows_the_language_of_the_question() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let plan = plan(&req, &LlamaConfig::default(), JSON).unwrap();
     assert!(
         plan.chat[0].content.ends_with("Answer in Chinese (中文)."),
@@ -241,7 +239,7 @@ fn the_tagged_format_lists_schemas_and_shows_calls_in_tags() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let plan = plan(&req, &LlamaConfig::default().max_tool_rounds(2), tagged).unwrap();
     let system = &plan.chat[0].content;
     assert!(
@@ -284,7 +282,7 @@ fn the_hermes_format_is_the_chat_templates_own() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let plan = plan(&req, &LlamaConfig::default().max_tool_rounds(2), hermes).unwrap();
     let system = &plan.chat[0].content;
     assert!(

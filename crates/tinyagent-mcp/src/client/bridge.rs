@@ -1,5 +1,5 @@
 //! What a server asks of the client while a tool runs: its progress and log notifications go
-//! to the calling tool's [`ToolHost`](tinyagent::ToolHost), its sampling requests to the
+//! to the calling tool's [`ToolHost`](tinyagent::host::ToolHost), its sampling requests to the
 //! toolset's model (or the calling tool's host), its elicitation requests to the toolset's
 //! handler (or the calling tool's host; else they are declined).
 
@@ -16,8 +16,8 @@ use rmcp::model::{
 };
 use serde_json::json;
 use tinyagent::{
-    ContentPart, Elicitation, ElicitationRequest, Message, Model, ModelRequest, Part, Role,
-    ToolHost,
+    ContentPart, Message, Model, ModelRequest, Part, Role,
+    host::{Elicitation, ElicitationRequest, ToolHost},
 };
 
 use super::*;
@@ -78,7 +78,7 @@ impl Bridge {
     /// token.
     pub(crate) fn begin(&self, host: Option<Arc<dyn ToolHost>>) -> CallGuard<'_> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let token = tinyagent::new_id(&format!("call{n}"));
+        let token = tinyagent::store::new_id(&format!("call{n}"));
         self.lock().insert(token.clone(), host);
         CallGuard {
             bridge: self,
@@ -153,8 +153,8 @@ impl Bridge {
                 let response = model.generate(&req).await.map_err(|e| {
                     ErrorData::internal_error(format!("the client's model failed: {e}"), None)
                 })?;
-                tinyagent::SamplingReply::text(response.message.text(), model.name())
-                    .with_stop_reason("endTurn")
+                tinyagent::host::SamplingReply::text(response.message.text(), model.name())
+                    .stop_reason("endTurn")
             }
             (None, Some(host)) => host
                 .sample(request)
@@ -212,7 +212,7 @@ impl Bridge {
 /// A server's sampling request as ours.
 fn sampling_request(
     params: &CreateMessageRequestParams,
-) -> Result<tinyagent::SamplingRequest, ErrorData> {
+) -> Result<tinyagent::host::SamplingRequest, ErrorData> {
     let v = serde_json::to_value(params)
         .map_err(|e| ErrorData::invalid_params(format!("invalid sampling request: {e}"), None))?;
     let mut messages = Vec::new();
@@ -230,11 +230,11 @@ fn sampling_request(
             let part = serde_json::from_value::<rmcp::model::ContentBlock>(block)
                 .map(|b| crate::content::content_part(&b))
                 .unwrap_or_else(|_| ContentPart::text("[content this client does not know]"));
-            messages.push(tinyagent::SamplingMessage::new(role, part));
+            messages.push(tinyagent::host::SamplingMessage::new(role, part));
         }
     }
     let max_tokens = u32::try_from(v["maxTokens"].as_u64().unwrap_or(1024)).unwrap_or(u32::MAX);
-    let mut request = tinyagent::SamplingRequest::new(messages, max_tokens);
+    let mut request = tinyagent::host::SamplingRequest::new(messages, max_tokens);
     if let Some(system) = v["systemPrompt"].as_str() {
         request = request.system_prompt(system);
     }

@@ -26,7 +26,7 @@ impl fmt::Debug for Endpoint {
                 .finish_non_exhaustive(),
             Self::Http { url } => f
                 .debug_struct("Http")
-                .field("url", &tinyagent::tools::redact_url(url))
+                .field("url", &tinyagent::redact::url(url))
                 .finish(),
         }
     }

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 
-use super::{Agent, AgentError, ConfigProblem, Event, Invocation};
+use super::{Agent, AgentError, ConfigProblem, Event};
+use crate::Tool;
 use crate::budget::Budget;
+use crate::context::Invocation;
 use crate::model::{Model, ResponseFormat, ToolChoice, ToolDefinition};
-use crate::tools::Tool;
-use crate::tools::{
-    ToolMiddleware, ToolResolver, ValidationLayer, with_spawn_blocking, with_timeout, wrap_tool,
-};
+use crate::tools::middleware::{SpawnBlockingLayer, ToolMiddleware, ValidationLayer};
+use crate::tools::{ToolResolver, with_timeout, wrap_tool};
 
 /// Default of [`LlmAgentBuilder::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 16;
@@ -49,7 +49,7 @@ impl ToolEntry {
         let innermost = tool_timeout
             .map(with_timeout)
             .into_iter()
-            .chain(hints.blocking.then(with_spawn_blocking))
+            .chain(hints.blocking.then(|| SpawnBlockingLayer::new().into()))
             .chain([ValidationLayer::new().into()]);
         let wrapped = wrap_tool(tool.clone(), middleware.iter().cloned().chain(innermost));
         Self {
@@ -424,7 +424,7 @@ impl LlmAgentBuilder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use tinyagent::{AgentError, AgentExt, Budget, BudgetResource, LlmAgent, Session};
+    /// use tinyagent::{AgentError, AgentExt, Budget, LlmAgent, Session, budget::BudgetResource};
     /// use tinyagent::testing::{ScriptedModel, reply};
     ///
     /// let model = Arc::new(ScriptedModel::new([

@@ -3,7 +3,6 @@
 //!
 //! This module knows nothing of tools, models or agents; they all read it.
 
-mod content_slot;
 mod host;
 mod invocation;
 mod memory_store;
@@ -15,7 +14,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-pub use content_slot::ContentSlot;
 pub(crate) use host::unsupported as unsupported_request;
 pub use host::{
     Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
@@ -135,25 +133,6 @@ impl ToolContext {
     /// ```
     pub fn invocation(&self) -> Option<&Invocation> {
         self.extension::<Invocation>()
-    }
-
-    /// Returns the context with a slot for the call's rich content attached (see
-    /// [`ContentSlot`]).
-    #[must_use]
-    pub fn with_content_slot(self, slot: ContentSlot) -> Self {
-        self.with_extension(slot)
-    }
-
-    /// Leaves the call's rich content (parts besides text, structured content) for whoever
-    /// runs the call; returns whether anyone takes it (a [`ContentSlot`] is attached).
-    pub fn put_rich_content(&self, content: crate::content::RichContent) -> bool {
-        match self.extension::<ContentSlot>() {
-            Some(slot) => {
-                slot.put(content);
-                true
-            }
-            None => false,
-        }
     }
 
     /// The session of the invocation this call runs in: its state map is where tools keep

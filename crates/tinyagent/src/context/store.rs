@@ -80,7 +80,7 @@ impl StoredSession {
 
     /// An in-memory [`Session`] holding a copy of this history and state, for an agent run.
     pub fn to_session(&self) -> Session {
-        let session = Session::with_id(self.id.clone());
+        let session = Session::from_id(self.id.clone());
         session.append(self.messages.iter().cloned());
         *session.state() = self.state.clone();
         session
@@ -458,7 +458,7 @@ impl SessionLock {
 /// conflict and nothing of it is written.
 ///
 /// ```
-/// use tinyagent::{Message, MemoryStore, SessionStore};
+/// use tinyagent::{Message, store::{MemoryStore, SessionStore}};
 /// use tinyagent::store::StoreError;
 ///
 /// # tokio_test::block_on(async {

@@ -16,7 +16,7 @@ use crate::message::{Message, Part};
 /// ```
 /// use tinyagent::Usage;
 ///
-/// let step = Usage::new(80, 17).with_cached_input_tokens(64);
+/// let step = Usage::new(80, 17).cached_input_tokens(64);
 /// assert_eq!(step.total_tokens(), Some(97));
 /// assert_eq!(
 ///     serde_json::to_string(&step).unwrap(),
@@ -61,21 +61,21 @@ impl Usage {
 
     /// Returns the usage with the cached input tokens set.
     #[must_use]
-    pub const fn with_cached_input_tokens(mut self, tokens: u64) -> Self {
+    pub const fn cached_input_tokens(mut self, tokens: u64) -> Self {
         self.cached_input_tokens = Some(tokens);
         self
     }
 
     /// Returns the usage with the input tokens written to the prompt cache set.
     #[must_use]
-    pub const fn with_cache_write_input_tokens(mut self, tokens: u64) -> Self {
+    pub const fn cache_write_input_tokens(mut self, tokens: u64) -> Self {
         self.cache_write_input_tokens = Some(tokens);
         self
     }
 
     /// Returns the usage with the reasoning tokens set.
     #[must_use]
-    pub const fn with_reasoning_tokens(mut self, tokens: u64) -> Self {
+    pub const fn reasoning_tokens(mut self, tokens: u64) -> Self {
         self.reasoning_tokens = Some(tokens);
         self
     }
@@ -141,7 +141,7 @@ impl AddAssign for Usage {
 /// provider's own name for anything else.
 ///
 /// ```
-/// use tinyagent::FinishReason;
+/// use tinyagent::model::FinishReason;
 ///
 /// assert_eq!(serde_json::to_string(&FinishReason::ToolCalls).unwrap(), r#""tool_calls""#);
 /// let other: FinishReason = serde_json::from_str(r#""pause_turn""#).unwrap();
@@ -257,7 +257,7 @@ impl ModelResponse {
 /// [`FinishReason::Stop`] otherwise.
 ///
 /// ```
-/// use tinyagent::{FinishReason, ModelEvent, ModelResponseBuilder, Usage};
+/// use tinyagent::{Usage, model::{FinishReason, ModelEvent, ModelResponseBuilder}};
 ///
 /// let mut b = ModelResponseBuilder::new();
 /// for event in [
