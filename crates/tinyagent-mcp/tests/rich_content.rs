@@ -36,11 +36,14 @@ struct Rich {
 /// Calls a tool; returns the text of its output and, when it has any, its parts and
 /// structured content.
 async fn call(tool: &dyn Tool, input: &str) -> (Result<String, ToolError>, Option<Rich>) {
-    match tool.call(&ToolContext::new(), ToolInput::from_text(input)).await {
+    match tool
+        .call(&ToolContext::new(), ToolInput::from_text(input))
+        .await
+    {
         Ok(output) => {
             let (text, parts, structured) = output.into_parts();
-            let rich = (!parts.is_empty() || structured.is_some())
-                .then_some(Rich { parts, structured });
+            let rich =
+                (!parts.is_empty() || structured.is_some()).then_some(Rich { parts, structured });
             (Ok(text), rich)
         }
         Err(err) => (Err(err), None),

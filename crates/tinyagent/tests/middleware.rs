@@ -106,7 +106,14 @@ async fn first_listed_middleware_is_outermost_and_wrapped_tool_keeps_its_identit
             async move { Ok(format!("[{input}]")) }
         })
     };
-    let wrapped = tools::wrap_tool(inner.clone(), [recorder("a").into(), recorder("b").into(), recorder("c").into()]);
+    let wrapped = tools::wrap_tool(
+        inner.clone(),
+        [
+            recorder("a").into(),
+            recorder("b").into(),
+            recorder("c").into(),
+        ],
+    );
 
     assert_eq!(wrapped.name(), inner.name());
     assert_eq!(wrapped.description(), inner.description());
@@ -135,9 +142,9 @@ async fn shipped_middleware_compose_in_one_list() {
         tinyagent::demo::weather_tool(),
         [
             tools::with_logging(),
-            tools::middleware::ApprovalLayer::new(tools::middleware::approval_fn(|_req: ApprovalRequest| async {
-                Approval::Approve
-            }))
+            tools::middleware::ApprovalLayer::new(tools::middleware::approval_fn(
+                |_req: ApprovalRequest| async { Approval::Approve },
+            ))
             .into(),
             tools::middleware::ValidationLayer::new().into(),
             tools::middleware::CacheLayer::new()

@@ -165,7 +165,12 @@ impl Tool for Snap {
         _ctx: &'a ToolContext,
         _input: ToolInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async { Ok(ToolOutput::parts([ContentPart::audio("UklGRg==", "audio/wav")])) })
+        Box::pin(async {
+            Ok(ToolOutput::parts([ContentPart::audio(
+                "UklGRg==",
+                "audio/wav",
+            )]))
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod agent_tool;
 pub(crate) mod builder;
+mod config;
 pub(crate) mod error;
 pub(crate) mod events;
 mod run;
@@ -13,9 +14,10 @@ pub(crate) mod traits;
 mod typed;
 
 pub(crate) use builder::LlmAgent;
-pub use builder::{
+pub use builder::LlmAgentBuilder;
+pub use config::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
-    DEFAULT_MAX_TOOL_OUTPUT, LlmAgentBuilder,
+    DEFAULT_MAX_TOOL_OUTPUT,
 };
 pub(crate) use error::AgentError;
 pub use error::{ConfigProblem, ToolSource};

@@ -11,7 +11,7 @@ use futures::stream::{self, BoxStream, Stream};
 use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
-use super::builder::{Config, ToolEntry};
+use super::config::{Config, ToolEntry};
 use super::{AgentError, Event, ToolSource, tool_host};
 use crate::budget::{BudgetExceeded, SharedBudget};
 use crate::context::Invocation;

@@ -3,6 +3,7 @@
 //!
 //! This module knows nothing of tools, models or agents; they all read it.
 
+mod changes;
 mod host;
 mod invocation;
 mod memory_store;
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use changes::Changes;
 pub(crate) use host::unsupported as unsupported_request;
 pub use host::{
     Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
@@ -23,8 +25,8 @@ pub use invocation::Invocation;
 pub use memory_store::{Cursor, MemoryStore, SessionLocks, from_micros, micros};
 pub use session::{Session, State};
 pub use store::{
-    Changes, DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock,
-    SessionPage, SessionStore, StoreError, StoredSession, check_session_id,
+    DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock, SessionPage,
+    SessionStore, StoreError, StoredSession, check_session_id,
 };
 
 /// Per-call context handed to every tool: the call id, and typed extensions that the agent and

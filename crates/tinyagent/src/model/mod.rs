@@ -6,6 +6,7 @@ pub(crate) mod error;
 mod events;
 pub(crate) mod request;
 pub(crate) mod response;
+mod response_builder;
 mod response_format;
 pub(crate) mod traits;
 
@@ -14,7 +15,8 @@ pub use error::ModelErrorKind;
 pub use events::ModelEvent;
 pub(crate) use request::ModelRequest;
 pub use request::{ToolChoice, ToolDefinition};
-pub use response::{FinishReason, ModelResponseBuilder};
+pub use response::FinishReason;
 pub(crate) use response::{ModelResponse, Usage};
+pub use response_builder::ModelResponseBuilder;
 pub use response_format::ResponseFormat;
 pub(crate) use traits::Model;

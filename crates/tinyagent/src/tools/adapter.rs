@@ -6,16 +6,13 @@ use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 
-use super::arguments::{MAX_PROBLEM_CHARS, cut};
+use super::arguments::{MAX_PROBLEM_CHARS, cut, quote_input};
 use super::output::{IntoToolError, IntoToolOutput};
 use super::{ToolInput, ToolOutput};
 use crate::Handler;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;
-
-/// How much of a bad input an error message quotes.
-const QUOTE_LIMIT: usize = 200;
 
 /// A typed tool function, in one of two shapes (like an axum handler, the context is optional):
 ///
@@ -290,16 +287,4 @@ fn describe_decode_error<I: DeserializeOwned>(
         quote_input(raw)
     ))
     .with_source(err)
-}
-
-/// Quotes (part of) a raw input for an error message, cut at a character boundary.
-pub(crate) fn quote_input(raw: &str) -> String {
-    if raw.len() <= QUOTE_LIMIT {
-        return format!("{raw:?}");
-    }
-    let mut end = QUOTE_LIMIT;
-    while !raw.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} more bytes)", &raw[..end], raw.len() - end)
 }

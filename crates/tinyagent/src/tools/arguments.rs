@@ -9,7 +9,6 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::adapter::quote_input;
 use crate::error::ToolError;
 
 /// The most characters of one quoted value or one listed problem in an error message.
@@ -156,6 +155,21 @@ impl<'de> Visitor<'de> for StrictVisitor {
         }
         Ok(Value::Object(out))
     }
+}
+
+/// How much of a raw input an error message quotes, in bytes.
+const QUOTE_LIMIT: usize = 200;
+
+/// Quotes (part of) a raw input for an error message, cut at a character boundary.
+pub(crate) fn quote_input(raw: &str) -> String {
+    if raw.len() <= QUOTE_LIMIT {
+        return format!("{raw:?}");
+    }
+    let mut end = QUOTE_LIMIT;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}… ({} more bytes)", &raw[..end], raw.len() - end)
 }
 
 /// Cuts `text` to at most `max` characters (at a character boundary), saying how much was
