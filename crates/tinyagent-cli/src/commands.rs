@@ -410,7 +410,7 @@ pub async fn serve_mcp(
         format!("Tools served by tinyagent: {}.", names.join(", "))
     };
     let mut server = McpServer::new(tools)
-        .name("tinyagent")
+        .server_name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(description);
     let token = bearer_token.or_else(|| {

@@ -33,6 +33,9 @@ mod limits;
 mod settings;
 mod turns;
 
+#[cfg(feature = "server")]
+pub mod serve;
+
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -245,7 +245,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:3001".to_owned());
     let server = McpServer::new(conformance_tools()?)
-        .name("tinyagent-conformance")
+        .server_name("tinyagent-conformance")
         .serve_http(addr.as_str())
         .await?;
     println!("listening on {}", server.url());

@@ -1,17 +1,11 @@
 //! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server.
 
-use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tinyagent::tools::ToolResolver;
 use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolErrorKind, ToolHints};
@@ -19,8 +13,8 @@ use tokio::sync::Mutex;
 
 use crate::command_line::split_command_line;
 use crate::content::DEFAULT_MAX_RESULT_BYTES;
-use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
-use crate::remote_tool::{McpTool, McpToolInfo, service_error};
+use crate::errors::service_error;
+use crate::remote_tool::{McpTool, McpToolInfo};
 use crate::stdio::ChildOutput;
 
 mod bridge;
@@ -28,23 +22,17 @@ mod connection;
 mod endpoint;
 
 pub(crate) use bridge::Bridge;
-pub use bridge::ElicitationHandler;
+pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 
 use endpoint::Endpoint;
 
-use connection::ToolsetClient;
+use connection::{Inner, Secret};
 
 /// How long a tool call may take by default before it fails with a timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long connecting (spawning, the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long a server that wrote something other than MCP on its standard output gets to
-/// finish the handshake anyway before connecting fails, naming what it wrote.
-const GARBAGE_GRACE: Duration = Duration::from_secs(2);
-
-type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The tools of one MCP server, offered to an agent: a [`ToolResolver`].
 ///
@@ -108,39 +96,6 @@ type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 #[derive(Clone)]
 pub struct McpToolset {
     inner: Arc<Inner>,
-}
-
-struct Inner {
-    label: String,
-    endpoint: Endpoint,
-    prefix: String,
-    filter: Option<NameFilter>,
-    call_timeout: Duration,
-    connect_timeout: Duration,
-    max_result_bytes: usize,
-    headers: Vec<(String, Secret)>,
-    oauth: Option<crate::oauth::McpOAuth>,
-    bridge: Arc<Bridge>,
-    state: Mutex<Option<Connection>>,
-}
-
-/// A header value or token: kept out of `Debug` output and logs.
-#[derive(Clone)]
-struct Secret(Arc<str>);
-
-struct Connection {
-    service: RunningService<RoleClient, ToolsetClient>,
-    /// The server process (killed when dropped), for stdio.
-    _child: Option<tokio::process::Child>,
-    /// What the server process wrote, for stdio.
-    output: Option<Arc<ChildOutput>>,
-    /// Every listed tool, offered or not.
-    infos: Vec<McpToolInfo>,
-    /// Set when the server says its tool list changed.
-    stale: Arc<AtomicBool>,
-    /// Set when a call found the connection gone (HTTP has no connection to watch).
-    broken: Arc<AtomicBool>,
-    tools: Option<Vec<Arc<dyn Tool>>>,
 }
 
 impl fmt::Debug for McpToolset {
@@ -257,7 +212,7 @@ impl McpToolset {
     /// ```
     /// use tinyagent_mcp::McpToolset;
     ///
-    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").name("notes");
+    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").server_name("notes");
     /// ```
     pub fn http(url: impl Into<String>) -> Self {
         let url = url.into();
@@ -330,29 +285,21 @@ impl McpToolset {
     ///
     /// ```
     /// use tinyagent::host::Elicitation;
-    /// use tinyagent_mcp::McpToolset;
+    /// use tinyagent_mcp::{McpToolset, elicitation_fn};
     ///
-    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").elicitation_fn(|request| {
-    ///     Box::pin(async move {
+    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").elicitation(elicitation_fn(
+    ///     |request| async move {
     ///         if request.message.contains("delete") {
     ///             Elicitation::Decline
     ///         } else {
     ///             Elicitation::Accept(serde_json::json!({"confirm": true}))
     ///         }
-    ///     })
-    /// });
+    ///     },
+    /// ));
     /// ```
     #[must_use]
-    pub fn elicitation_fn(
-        self,
-        handler: impl Fn(
-            tinyagent::host::ElicitationRequest,
-        ) -> BoxFuture<'static, tinyagent::host::Elicitation>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        let handler: ElicitationHandler = Arc::new(handler);
+    pub fn elicitation(self, handler: impl ElicitationHandler) -> Self {
+        let handler: Arc<dyn ElicitationHandler> = Arc::new(handler);
         self.configure(|inner| {
             inner.bridge = Arc::new(Bridge::with_handlers(
                 inner.bridge.sampling.clone(),
@@ -363,7 +310,7 @@ impl McpToolset {
 
     /// Names the server in error messages and logs (default: the command, or the URL).
     #[must_use]
-    pub fn name(self, name: impl Into<String>) -> Self {
+    pub fn server_name(self, name: impl Into<String>) -> Self {
         let name = name.into();
         self.configure(|inner| inner.label = name)
     }
@@ -455,7 +402,7 @@ impl McpToolset {
     }
 
     /// The server's name as used in messages.
-    pub fn server_name(&self) -> &str {
+    pub fn name(&self) -> &str {
         &self.inner.label
     }
 

@@ -1,10 +1,12 @@
 //! rmcp's errors as text a person (or a model) can act on: no internal type names, the cause
 //! first, and what kind of failure it is.
 
-use rmcp::service::ClientInitializeError;
+use rmcp::model::ErrorCode;
+use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpError,
 };
+use tinyagent::ToolError;
 
 /// An HTTP server's refusal to let us in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +94,58 @@ pub(crate) fn init_error_text(error: &ClientInitializeError) -> String {
             "the server did not answer the handshake with an initialize result".to_owned()
         }
         other => chain_text(other),
+    }
+}
+
+/// A failed request, as the model should read it.
+pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
+    match err {
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            let cause = match &err {
+                ServiceError::TransportSend(e) => format!(" ({})", chain_text(e)),
+                _ => String::new(),
+            };
+            ToolError::unavailable(format!(
+                "MCP server `{label}` is not running: the connection closed while {doing}{cause}; \
+                 it will be reconnected on the next invocation"
+            ))
+            .with_source(err)
+        }
+        ServiceError::Timeout { timeout } => ToolError::timed_out(format!(
+            "MCP server `{label}` timed out after {timeout:?} while {doing}"
+        ))
+        .with_source(err),
+        ServiceError::Cancelled { ref reason } => ToolError::cancelled(format!(
+            "MCP server `{label}` cancelled {doing}{}",
+            reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ))
+        .with_source(err),
+        ServiceError::McpError(ref data) => {
+            let message = format!(
+                "MCP server `{label}` returned an error while {doing}: {}",
+                data.message
+            );
+            let error = if data.code == ErrorCode::INVALID_PARAMS {
+                ToolError::invalid_input(message)
+            } else if data.code == ErrorCode::METHOD_NOT_FOUND {
+                ToolError::not_found(message)
+            } else {
+                ToolError::failed(message)
+            };
+            error.with_source(err)
+        }
+        ServiceError::UnexpectedResponse => ToolError::failed(format!(
+            "MCP server `{label}` sent an answer of the wrong kind while {doing}"
+        ))
+        .with_source(err),
+        other => ToolError::failed(format!(
+            "MCP server `{label}` failed while {doing}: {}",
+            chain_text(&other)
+        ))
+        .with_source(other),
     }
 }
 

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ErrorCode};
-use rmcp::service::ServiceError;
+use rmcp::model::CallToolRequestParams;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tinyagent::tools::{ToolInput, ToolOutput};
@@ -14,7 +13,7 @@ use tinyagent::{
 };
 
 use crate::content::{bound_parts, result_text, tool_output, truncate_result};
-use crate::errors::chain_text;
+use crate::errors::service_error;
 
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
 /// [`McpToolset::tool_infos`](crate::McpToolset::tool_infos).
@@ -170,58 +169,6 @@ impl Tool for McpTool {
     }
 }
 
-/// A failed request, as the model should read it.
-pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
-    match err {
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            let cause = match &err {
-                ServiceError::TransportSend(e) => format!(" ({})", chain_text(e)),
-                _ => String::new(),
-            };
-            ToolError::unavailable(format!(
-                "MCP server `{label}` is not running: the connection closed while {doing}{cause}; \
-                 it will be reconnected on the next invocation"
-            ))
-            .with_source(err)
-        }
-        ServiceError::Timeout { timeout } => ToolError::timed_out(format!(
-            "MCP server `{label}` timed out after {timeout:?} while {doing}"
-        ))
-        .with_source(err),
-        ServiceError::Cancelled { ref reason } => ToolError::cancelled(format!(
-            "MCP server `{label}` cancelled {doing}{}",
-            reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ))
-        .with_source(err),
-        ServiceError::McpError(ref data) => {
-            let message = format!(
-                "MCP server `{label}` returned an error while {doing}: {}",
-                data.message
-            );
-            let error = if data.code == ErrorCode::INVALID_PARAMS {
-                ToolError::invalid_input(message)
-            } else if data.code == ErrorCode::METHOD_NOT_FOUND {
-                ToolError::not_found(message)
-            } else {
-                ToolError::failed(message)
-            };
-            error.with_source(err)
-        }
-        ServiceError::UnexpectedResponse => ToolError::failed(format!(
-            "MCP server `{label}` sent an answer of the wrong kind while {doing}"
-        ))
-        .with_source(err),
-        other => ToolError::failed(format!(
-            "MCP server `{label}` failed while {doing}: {}",
-            chain_text(&other)
-        ))
-        .with_source(other),
-    }
-}
-
 /// The call's arguments as the JSON object MCP sends, read by the core's strict reader
 /// (`tools::parse_arguments`: blank means `{}`, duplicate keys and lone surrogates are refused,
 /// errors are bounded); `null` counts as no arguments.
@@ -250,6 +197,7 @@ fn kind_of(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::service::ServiceError;
 
     #[test]
     fn arguments_must_be_a_json_object() {

@@ -17,7 +17,7 @@ use tinyagent::{
 };
 
 use crate::content::content_part;
-use crate::remote_tool::service_error;
+use crate::errors::service_error;
 
 /// The log level a session's client asked for with `logging/setLevel` (`None`: every message
 /// is sent). Sessions of the initialize handshake keep it; on connections of protocol

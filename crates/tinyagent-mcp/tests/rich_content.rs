@@ -22,7 +22,7 @@ fn rich_server() -> McpToolset {
     require_python_mcp();
     McpToolset::stdio(&format!("python3 {}", fixture("rich_server.py")))
         .expect("valid command line")
-        .name("rich")
+        .server_name("rich")
         .connect_timeout(Duration::from_secs(30))
 }
 

@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use crate::auth::{ANONYMOUS, KeyRing};
 use crate::chat::ClientInstructions;
 use crate::guard::{FrontLayer, SitePolicy};
-use crate::listen::ConnLimits;
+use tinyagent_http::serve::ConnLimits;
 use tower_layer::Layer;
 
 /// The largest request body accepted by default: 1 MiB.
@@ -461,11 +461,8 @@ impl Server {
             );
         };
         tracing::info!(%addr, "serving");
-        let conn_limits = ConnLimits {
-            header_timeout: limits.header_timeout,
-            write_timeout: limits.write_timeout,
-            max_connections: limits.max_connections,
-        };
+        let conn_limits = ConnLimits::new(limits.header_timeout, limits.max_connections)
+            .write_timeout(limits.write_timeout);
         let (drained, cut) = crate::listen::serve(listener, service, conn_limits, stop).await;
         if tokio::time::timeout(limits.drain_timeout, drained)
             .await

@@ -6,7 +6,8 @@
 #![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); servers use them.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use rmcp::ErrorData;
@@ -20,13 +21,46 @@ use tinyagent::{
     host::{Elicitation, ElicitationRequest, ToolHost},
 };
 
-use super::*;
 use crate::server_host::log_level;
+use tinyagent::BoxFuture;
 
-/// Answers a server's elicitation requests (see
-/// [`McpToolset::elicitation_fn`](crate::McpToolset::elicitation_fn)).
-pub type ElicitationHandler =
-    Arc<dyn Fn(ElicitationRequest) -> BoxFuture<'static, Elicitation> + Send + Sync>;
+/// Answers a server's elicitation requests (questions for the user); see
+/// [`McpToolset::elicitation`](crate::McpToolset::elicitation). Object safe; a closure is made
+/// into one with [`elicitation_fn`].
+pub trait ElicitationHandler: Send + Sync + 'static {
+    /// Answers one request.
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, Elicitation>;
+}
+
+/// Makes a closure `Fn(ElicitationRequest) -> impl Future<Output = Elicitation>` into an
+/// [`ElicitationHandler`].
+pub fn elicitation_fn<F, Fut>(f: F) -> ElicitationFn<F>
+where
+    F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Elicitation> + Send + 'static,
+{
+    ElicitationFn(f)
+}
+
+/// A closure made into an [`ElicitationHandler`]; made by [`elicitation_fn`].
+#[derive(Clone, Copy)]
+pub struct ElicitationFn<F>(F);
+
+impl<F> std::fmt::Debug for ElicitationFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ElicitationFn(..)")
+    }
+}
+
+impl<F, Fut> ElicitationHandler for ElicitationFn<F>
+where
+    F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Elicitation> + Send + 'static,
+{
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, Elicitation> {
+        Box::pin((self.0)(request))
+    }
+}
 
 /// The calls in flight, by progress token, and the toolset's handlers.
 #[derive(Default)]
@@ -37,7 +71,7 @@ pub(crate) struct Bridge {
     last: Mutex<Option<Arc<dyn ToolHost>>>,
     next: AtomicU64,
     pub(crate) sampling: Option<Arc<dyn Model>>,
-    pub(crate) elicitation: Option<ElicitationHandler>,
+    pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
 }
 
 /// A call in flight; dropping it forgets the call.
@@ -61,7 +95,7 @@ impl Bridge {
     /// A bridge with these handlers and no call in flight.
     pub(crate) fn with_handlers(
         sampling: Option<Arc<dyn Model>>,
-        elicitation: Option<ElicitationHandler>,
+        elicitation: Option<Arc<dyn ElicitationHandler>>,
     ) -> Self {
         Self {
             sampling,
@@ -187,7 +221,7 @@ impl Bridge {
                     v["requestedSchema"].clone(),
                 );
                 match (&self.elicitation, self.only_call()) {
-                    (Some(handler), _) => handler(request).await,
+                    (Some(handler), _) => handler.elicit(request).await,
                     (None, Some(host)) => {
                         host.elicit(request).await.unwrap_or(Elicitation::Decline)
                     }

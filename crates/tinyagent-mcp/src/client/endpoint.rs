@@ -1,6 +1,8 @@
 //! Where an MCP server is: a child process or a streamable HTTP URL.
 
-use super::*;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
 
 /// Where the server is.
 #[derive(Clone)]
