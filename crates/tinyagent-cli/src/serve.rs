@@ -235,7 +235,7 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     }
     let server = server
         .agent(assembled.agent)
-        .shared_store(store)
+        .store(store)
         .max_sessions_per_key(args.max_sessions_per_key.map(|n| n as usize))
         .max_history(args.max_history.map(|n| n as usize))
         .rate_limit(args.rate_limit)

@@ -13,7 +13,7 @@ use tokio::sync::Mutex;
 
 use crate::command_line::split_command_line;
 use crate::content::DEFAULT_MAX_RESULT_BYTES;
-use crate::errors::service_error;
+use crate::errors::{McpClientError, service_error};
 use crate::remote_tool::{McpTool, McpToolInfo};
 use crate::stdio::ChildOutput;
 
@@ -117,23 +117,6 @@ impl fmt::Debug for McpToolset {
             .field("oauth", &self.inner.oauth)
             .finish_non_exhaustive()
     }
-}
-
-/// Why a toolset could not be made or could not connect.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpClientError {
-    /// The command line was empty or its quoting unbalanced.
-    #[error("invalid MCP server command line `{command}`: {reason}")]
-    InvalidCommand {
-        /// The command line as given.
-        command: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// Connecting or listing the tools failed.
-    #[error("{0}")]
-    Connect(#[source] ToolError),
 }
 
 impl McpToolset {

@@ -149,6 +149,23 @@ pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> Tool
     }
 }
 
+/// Why a toolset could not be made or could not connect.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpClientError {
+    /// The command line was empty or its quoting unbalanced.
+    #[error("invalid MCP server command line `{command}`: {reason}")]
+    InvalidCommand {
+        /// The command line as given.
+        command: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Connecting or listing the tools failed.
+    #[error("{0}")]
+    Connect(#[source] ToolError),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,13 +43,14 @@ mod stdio;
 pub mod __fuzz;
 
 pub use client::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler,
-    McpClientError, McpToolset, elicitation_fn,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpToolset,
+    elicitation_fn,
 };
 pub use content::{
     DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, tool_output,
     truncate_result,
 };
+pub use errors::McpClientError;
 pub use http::{HttpServerHandle, MCP_HTTP_PATH, McpHttpService};
 pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
 pub use remote_tool::McpToolInfo;

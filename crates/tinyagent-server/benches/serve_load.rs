@@ -252,7 +252,7 @@ async fn store(kind: &str, dir: &std::path::Path) -> Option<Arc<dyn SessionStore
 fn server(model: impl Model + 'static, store: Arc<dyn SessionStore>) -> Server {
     Server::new()
         .agent(agent(model))
-        .shared_store(store)
+        .store(store)
         .max_concurrent_per_key(100_000)
         .request_timeout(None)
 }

@@ -413,7 +413,7 @@ async fn readyz_is_503_when_the_store_fails() {
     let server = Running::start(
         Server::new()
             .agent(greeter(0))
-            .shared_store(Arc::new(FailingStore(store))),
+            .store(Arc::new(FailingStore(store))),
     )
     .await;
     let response = client().get(server.url("/readyz")).send().await.unwrap();

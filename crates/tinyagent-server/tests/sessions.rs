@@ -74,7 +74,7 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
     let server = Running::start(
         Server::new()
             .agent(agent("calc", model()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     )
     .await;
     let id = tinyagent::store::new_id("ses");
@@ -376,13 +376,13 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
     let a = Running::start(keys(
         Server::new()
             .agent(agent("calc", model_a.clone()))
-            .shared_store(store_a),
+            .store(store_a),
     ))
     .await;
     let b = Running::start(keys(
         Server::new()
             .agent(agent("calc", model_b.clone()))
-            .shared_store(store_b.clone()),
+            .store(store_b.clone()),
     ))
     .await;
     let id = tinyagent::store::new_id("ses");

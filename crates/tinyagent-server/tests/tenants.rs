@@ -112,7 +112,7 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     ))
     .await;
     let id = tinyagent::store::new_id("ses");
@@ -271,7 +271,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     ))
     .await;
     for key in ["sk-alice", "sk-bob"] {
@@ -290,7 +290,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
     let open = Running::start(
         Server::new()
             .agent(agent("calc", model.clone()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     )
     .await;
     let response = client()
