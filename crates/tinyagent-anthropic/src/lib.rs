@@ -68,8 +68,8 @@ mod stream;
 mod wire;
 
 pub use config::{
-    API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL, DEFAULT_FIRST_BYTE_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_TOKENS, DEFAULT_MODEL,
-    DEFAULT_REQUEST_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL,
+    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
 };
 pub use model::AnthropicModel;
+pub use tinyagent_http::{HttpConfig, HttpSettings};

@@ -92,9 +92,9 @@ impl AnthropicModel {
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         let client = build_client(
             headers,
-            &config.headers,
+            &config.http.headers,
             concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")),
-            config.connect_timeout,
+            config.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
         let protocol = MessagesApi {
@@ -106,7 +106,8 @@ impl AnthropicModel {
             config.endpoint(),
             config.base_url.clone(),
             config.model.clone(),
-            config.limits(),
+            config.http.clone(),
+            Some(config.max_tokens.unwrap_or(crate::DEFAULT_MAX_TOKENS)),
             protocol,
         );
         Ok(Self {

@@ -17,6 +17,7 @@ use tinyagent::{
     AgentError, AgentExt, Event, Invocation, LlmAgent, Model, Session, ToolContext, ToolError,
     model::ModelErrorKind, tools,
 };
+use tinyagent_anthropic::HttpConfig;
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use wiremock::{MockServer, ResponseTemplate};
 

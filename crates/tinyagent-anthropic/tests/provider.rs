@@ -232,8 +232,12 @@ async fn thinking_blocks_are_kept_and_sent_back_signed() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_thinking_tool_use.sse"), Some(1)).await;
     mount(&server, json_reply("message_default.json"), None).await;
-    let model =
-        AnthropicModel::new(config_for(&server.uri()).thinking(2048).max_tokens(1024)).unwrap();
+    let model = AnthropicModel::new(
+        config_for(&server.uri())
+            .thinking_tokens(2048)
+            .max_tokens(1024),
+    )
+    .unwrap();
     let req = ask("帮我算一下 7 乘以 8 等于多少。").tools(vec![calculator_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");

@@ -52,3 +52,4 @@ pub use config::{
     ENV_MODEL, GeminiConfig,
 };
 pub use model::GeminiModel;
+pub use tinyagent_http::{HttpConfig, HttpSettings};

@@ -91,9 +91,9 @@ impl GeminiModel {
         }
         let client = build_client(
             headers,
-            &config.headers,
+            &config.http.headers,
             concat!("tinyagent-gemini/", env!("CARGO_PKG_VERSION")),
-            config.connect_timeout,
+            config.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
         let transport = |endpoint: String| {
@@ -102,7 +102,8 @@ impl GeminiModel {
                 endpoint,
                 config.base_url.clone(),
                 config.model.clone(),
-                config.limits(),
+                config.http.clone(),
+                config.max_tokens,
                 GeminiApi {
                     model: config.model.clone(),
                 },

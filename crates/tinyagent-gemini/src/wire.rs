@@ -53,7 +53,7 @@ pub(crate) fn request_body(config: &GeminiConfig, req: &ModelRequest) -> Value {
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
-    for (k, v) in &config.extra_body {
+    for (k, v) in &config.http.extra_body {
         body.insert(k.clone(), v.clone());
     }
     Value::Object(body)

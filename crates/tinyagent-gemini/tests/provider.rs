@@ -15,6 +15,7 @@ use tinyagent::{
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_gemini::GeminiModel;
+use tinyagent_gemini::HttpConfig;
 use wiremock::{MockServer, ResponseTemplate};
 
 fn weather_def() -> ToolDefinition {

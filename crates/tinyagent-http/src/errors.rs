@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use tinyagent::{ModelError, model::ModelErrorKind};
 
-use crate::limits::Limits;
+use crate::HttpSettings;
 
 /// The most characters of one field of an error body kept in an error: a server's message
 /// is quoted, not a whole page of it.
@@ -123,16 +123,16 @@ pub fn unexpected_body(
     ))
 }
 
-/// The error of a reply that grew past [`Limits::max_reply_bytes`] (`read` bytes so far).
-pub fn too_large(read: usize, limits: &Limits) -> ModelError {
-    let limit = match limits.max_tokens {
+/// The error of a reply that grew past [`HttpSettings::max_reply_bytes`] (`read` bytes so far).
+pub fn too_large(read: usize, settings: &HttpSettings, max_tokens: Option<u32>) -> ModelError {
+    let limit = match max_tokens {
         Some(n) => format!("the token limit sent, max_tokens {n}"),
         None => "the token limit (none was sent)".to_owned(),
     };
     ModelError::invalid_response(format!(
         "the reply grew past {read} bytes without finishing (the limit is max_reply_bytes = {}); \
          the server may be ignoring {limit}",
-        limits.max_reply_bytes
+        settings.max_reply_bytes
     ))
 }
 

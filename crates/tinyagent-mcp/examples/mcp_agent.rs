@@ -24,7 +24,7 @@ use tinyagent_openai::{ConfigError, OpenAiModel};
 fn configured_model() -> Result<Option<Arc<dyn Model>>, ConfigError> {
     match OpenAiModel::from_env() {
         Ok(model) => Ok(Some(Arc::new(model))),
-        Err(ConfigError::NotConfigured) => Ok(None),
+        Err(ConfigError::NotConfigured { .. }) => Ok(None),
         Err(err) => Err(err),
     }
 }

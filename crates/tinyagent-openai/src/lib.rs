@@ -69,8 +69,8 @@ mod wire;
 pub mod __fuzz;
 
 pub use config::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT,
-    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MaxTokensField, OpenAiConfig,
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL,
+    ENV_MODEL, MaxTokensField, OpenAiConfig,
 };
 pub use model::OpenAiModel;
+pub use tinyagent_http::{HttpConfig, HttpSettings};

@@ -95,9 +95,9 @@ impl OpenAiModel {
         }
         let client = build_client(
             headers,
-            &config.headers,
+            &config.http.headers,
             concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
-            config.connect_timeout,
+            config.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
         let protocol = OpenAiProtocol {
@@ -109,7 +109,8 @@ impl OpenAiModel {
             config.endpoint(),
             config.base_url.clone(),
             config.model.clone(),
-            config.limits(),
+            config.http.clone(),
+            config.max_tokens,
             protocol,
         );
         Ok(Self {

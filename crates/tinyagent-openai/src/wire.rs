@@ -64,7 +64,7 @@ pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bo
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
     }
-    for (k, v) in &config.extra_body {
+    for (k, v) in &config.http.extra_body {
         body.insert(k.clone(), v.clone());
     }
     Value::Object(body)

@@ -20,6 +20,7 @@ use tinyagent::{
 use tinyagent_http::testing::{
     BOUND, SSE_HEAD, dripping_server, final_text, restarts, stream_all, text_of,
 };
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{DEFAULT_MAX_TOKENS, OpenAiModel};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

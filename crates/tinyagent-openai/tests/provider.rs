@@ -12,6 +12,7 @@ use tinyagent::{
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_http::testing::stream_all;
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{MaxTokensField, OpenAiModel};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

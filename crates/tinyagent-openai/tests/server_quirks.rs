@@ -8,6 +8,7 @@ use tinyagent::{
     Message, Model, ModelRequest, ModelResponse,
     model::{FinishReason, ModelErrorKind, ModelEvent},
 };
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};

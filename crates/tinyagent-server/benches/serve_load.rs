@@ -45,6 +45,7 @@ use tinyagent::{
     store::{MemoryStore, SessionStore},
     tools,
 };
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tinyagent_server::Server;
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};

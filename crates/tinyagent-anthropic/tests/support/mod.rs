@@ -13,6 +13,7 @@ pub use tinyagent_http::testing::{
 
 use serde_json::Value;
 use tinyagent::{Message, ModelRequest};
+use tinyagent_anthropic::HttpConfig;
 use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -13,6 +13,7 @@ pub use tinyagent_http::testing::{
 
 use serde_json::Value;
 use tinyagent::{Message, ModelRequest};
+use tinyagent_gemini::HttpConfig;
 use tinyagent_gemini::{GeminiConfig, GeminiModel};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
