@@ -1,9 +1,9 @@
 //! [`AnthropicConfig`]: where the API is, which model, and how requests are made.
 
 use std::fmt;
-use std::time::Duration;
 
-use serde_json::{Map, Value};
+pub use tinyagent_http::ConfigError;
+use tinyagent_http::{HttpConfig, HttpSettings};
 
 /// The environment variable holding the API key, sent as `x-api-key`.
 pub const ENV_API_KEY: &str = "ANTHROPIC_API_KEY";
@@ -19,43 +19,12 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// The API version sent in the `anthropic-version` header.
 pub const API_VERSION: &str = "2023-06-01";
 
-/// How long the API may take to start answering, by default.
-pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a stream may stay silent between two events, by default (the API sends `ping`
-/// events while the model works).
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// The deadline of a whole call (retries included), by default.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// The token limit sent when a request sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
-/// The most bytes of one response body, by default.
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
 
-/// Why a configuration could not be made into a model.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Neither `ANTHROPIC_API_KEY` nor `ANTHROPIC_BASE_URL` is set.
-    #[error(
-        "no Anthropic model is configured: set ANTHROPIC_API_KEY (and optionally \
-         ANTHROPIC_MODEL, default {DEFAULT_MODEL}, and ANTHROPIC_BASE_URL for a gateway)"
-    )]
-    NotConfigured,
-    /// The base URL is not an `http://` or `https://` URL.
-    #[error(
-        "invalid base URL {0:?}: expected an http:// or https:// URL such as {DEFAULT_BASE_URL}"
-    )]
-    InvalidBaseUrl(String),
-    /// The model name is empty.
-    #[error("the model name is empty: set it with `model(..)` or ANTHROPIC_MODEL")]
-    EmptyModel,
-    /// The thinking budget is below the API's minimum of 1024 tokens.
-    #[error("the thinking budget is {0} tokens; the API's minimum is 1024")]
-    ThinkingBudget(u32),
-    /// The HTTP client could not be built (a header value that is not valid, for example).
-    #[error("could not build the HTTP client: {0}")]
-    Client(String),
-}
+/// What [`AnthropicConfig::from_env`] asks for when nothing is set.
+const NOT_CONFIGURED: &str = "set ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL, default \
+     claude-sonnet-4-5, and ANTHROPIC_BASE_URL for a gateway)";
 
 /// How to reach the Anthropic Messages API, and how to talk to it.
 ///
@@ -66,12 +35,12 @@ pub enum ConfigError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
+/// use tinyagent_anthropic::{AnthropicConfig, AnthropicModel, HttpConfig};
 ///
 /// let config = AnthropicConfig::new("claude-sonnet-4-5")
 ///     .api_key("sk-ant-...")
 ///     .prompt_caching(true)          // cache the instruction and the tool definitions
-///     .thinking(2048)                // extended thinking, 2048 tokens of budget
+///     .thinking_tokens(2048)         // extended thinking, 2048 tokens for it
 ///     .max_retries(3)
 ///     .first_byte_timeout(Duration::from_secs(120));
 /// let model = AnthropicModel::new(config)?;
@@ -88,13 +57,16 @@ pub struct AnthropicConfig {
     pub api_key: Option<String>,
     /// The model name sent in every request.
     pub model: String,
-    /// The token limit (`max_tokens`, which the API requires) sent when a request sets none.
-    pub max_tokens: u32,
+    /// The token limit sent when a request sets none; the API requires one, so `None` sends
+    /// [`DEFAULT_MAX_TOKENS`].
+    pub max_tokens: Option<u32>,
     /// Extended thinking: the token budget (at least 1024) sent as
     /// `thinking: {"type": "enabled", "budget_tokens": n}`; `None` for none. The thinking
     /// blocks come back as [`Part::Reasoning`](tinyagent::Part::Reasoning) and are sent
     /// back in the history, signed, as the API requires.
-    pub thinking_budget: Option<u32>,
+    pub thinking_tokens: Option<u32>,
+    /// How requests are made: retries, timeouts, sizes, extra headers and body fields.
+    pub http: HttpSettings,
     /// Put a prompt-caching breakpoint (`cache_control: {"type": "ephemeral"}`) on the
     /// instruction.
     pub cache_instruction: bool,
@@ -102,57 +74,20 @@ pub struct AnthropicConfig {
     pub cache_tools: bool,
     /// Ask for one tool call at most per reply (`disable_parallel_tool_use`).
     pub disable_parallel_tool_use: bool,
-    /// How often a failed request (429, 529 overloaded, 5xx, a connection failure or
-    /// timeout, a cut stream) is retried.
-    pub max_retries: u32,
-    /// The first retry's backoff; it doubles on each retry, with jitter.
-    pub initial_backoff: Duration,
-    /// The longest backoff between two attempts.
-    pub max_backoff: Duration,
-    /// The longest wait a server's `retry-after` may ask for; a longer one is cut to this.
-    pub max_retry_after: Duration,
-    /// How long connecting may take.
-    pub connect_timeout: Duration,
-    /// How long the API may take to start answering (headers, then a stream's first event).
-    pub first_byte_timeout: Duration,
-    /// How long a stream may stay silent between two events once it has started.
-    pub idle_timeout: Duration,
-    /// A deadline for a whole call, every retry and wait included; `None` for none.
-    pub request_timeout: Option<Duration>,
-    /// The most bytes of one response body read.
-    pub max_reply_bytes: usize,
-    /// Extra HTTP headers sent with every request (`anthropic-beta`, a gateway's key…).
-    pub headers: Vec<(String, String)>,
-    /// Extra top-level fields merged into every request body (`top_k`, `metadata`,
-    /// `stop_sequences`…); they override the provider's fields of the same name.
-    pub extra_body: Map<String, Value>,
 }
 
 impl fmt::Debug for AnthropicConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AnthropicConfig")
-            .field("base_url", &tinyagent::tools::redact_url(&self.base_url))
+            .field("base_url", &tinyagent::redact::url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
-            .field("thinking_budget", &self.thinking_budget)
+            .field("thinking_tokens", &self.thinking_tokens)
+            .field("http", &self.http)
             .field("cache_instruction", &self.cache_instruction)
             .field("cache_tools", &self.cache_tools)
             .field("disable_parallel_tool_use", &self.disable_parallel_tool_use)
-            .field("max_retries", &self.max_retries)
-            .field("initial_backoff", &self.initial_backoff)
-            .field("max_backoff", &self.max_backoff)
-            .field("max_retry_after", &self.max_retry_after)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("first_byte_timeout", &self.first_byte_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("max_reply_bytes", &self.max_reply_bytes)
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .field("extra_body", &self.extra_body)
             .finish()
     }
 }
@@ -164,33 +99,20 @@ impl Default for AnthropicConfig {
 }
 
 impl AnthropicConfig {
-    /// A configuration for this model on Anthropic's API, without a key, with the defaults:
-    /// 2 retries from 500 ms backoff (at most 30 s), `retry-after` honoured up to 60 s, 10 s
-    /// to connect, [`DEFAULT_FIRST_BYTE_TIMEOUT`] until the API starts answering,
-    /// [`DEFAULT_IDLE_TIMEOUT`] of silence between two events, [`DEFAULT_REQUEST_TIMEOUT`]
-    /// for a whole call, a token limit of [`DEFAULT_MAX_TOKENS`], replies of at most
-    /// [`DEFAULT_MAX_REPLY_BYTES`], no thinking and no prompt caching.
+    /// A configuration for this model on Anthropic's API, without a key, with the default
+    /// [`HttpSettings`], a token limit of [`DEFAULT_MAX_TOKENS`], no thinking and no prompt
+    /// caching.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             base_url: DEFAULT_BASE_URL.to_owned(),
             api_key: None,
             model: model.into(),
-            max_tokens: DEFAULT_MAX_TOKENS,
-            thinking_budget: None,
+            max_tokens: Some(DEFAULT_MAX_TOKENS),
+            thinking_tokens: None,
             cache_instruction: false,
             cache_tools: false,
             disable_parallel_tool_use: false,
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(60),
-            connect_timeout: Duration::from_secs(10),
-            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
-            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
-            headers: Vec::new(),
-            extra_body: Map::new(),
+            http: HttpSettings::default(),
         }
     }
 
@@ -222,25 +144,56 @@ impl AnthropicConfig {
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
-            .ok_or(ConfigError::NotConfigured)?;
+            .ok_or(ConfigError::NotConfigured {
+                help: NOT_CONFIGURED,
+            })?;
         let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
         config.base_url = env.base_url.unwrap_or(config.base_url);
         config.api_key = env.api_key;
         Ok(config)
     }
 
-    /// Sets the token limit sent when a request sets none.
+    /// Sets the token limit sent when a request sets none (`None`: [`DEFAULT_MAX_TOKENS`]).
     #[must_use]
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
+    pub fn max_tokens(mut self, max_tokens: impl Into<Option<u32>>) -> Self {
+        self.max_tokens = max_tokens.into();
         self
     }
 
-    /// Turns extended thinking on with this token budget (at least 1024). The token limit
-    /// sent is raised above the budget when it is not already.
+    /// Turns extended thinking on with this many tokens for it (at least 1024; the API's
+    /// `budget_tokens`), or off with `None`. The token limit sent is raised above it when it
+    /// is not already.
     #[must_use]
-    pub fn thinking(mut self, budget_tokens: u32) -> Self {
-        self.thinking_budget = Some(budget_tokens);
+    pub fn thinking_tokens(mut self, tokens: impl Into<Option<u32>>) -> Self {
+        self.thinking_tokens = tokens.into();
+        self
+    }
+
+    /// Sets the base URL.
+    #[must_use]
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the model name.
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sets how requests are made (see [`HttpSettings`]).
+    #[must_use]
+    pub fn http(mut self, http: HttpSettings) -> Self {
+        self.http = http;
         self
     }
 
@@ -282,28 +235,28 @@ impl AnthropicConfig {
         }
     }
 
-    /// The limits the shared transport runs a call within.
-    pub(crate) fn limits(&self) -> tinyagent_http::Limits {
-        let mut limits = self.transport_limits();
-        limits.max_tokens = Some(self.max_tokens);
-        limits
-    }
-
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        if !tinyagent_http::is_http_url(&self.base_url) {
-            return Err(ConfigError::InvalidBaseUrl(self.base_url.clone()));
-        }
-        if self.model.trim().is_empty() {
-            return Err(ConfigError::EmptyModel);
-        }
-        if let Some(budget) = self.thinking_budget.filter(|b| *b < 1024) {
-            return Err(ConfigError::ThinkingBudget(budget));
+        tinyagent_http::check_base_url_and_model(
+            &self.base_url,
+            DEFAULT_BASE_URL,
+            &self.model,
+            ENV_MODEL,
+        )?;
+        if let Some(tokens) = self.thinking_tokens.filter(|t| *t < 1024) {
+            return Err(ConfigError::InvalidSetting {
+                setting: "thinking_tokens",
+                reason: format!("it is {tokens} tokens; the API's minimum is 1024"),
+            });
         }
         Ok(())
     }
 }
 
-tinyagent_http::transport_setters!(AnthropicConfig);
+impl HttpConfig for AnthropicConfig {
+    fn http_settings(&mut self) -> &mut HttpSettings {
+        &mut self.http
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -321,7 +274,7 @@ mod tests {
     fn env_configuration() {
         assert!(matches!(
             AnthropicConfig::from_lookup(env(&[("ANTHROPIC_MODEL", "x")])),
-            Err(ConfigError::NotConfigured)
+            Err(ConfigError::NotConfigured { .. })
         ));
         let c = AnthropicConfig::from_lookup(env(&[
             ("ANTHROPIC_API_KEY", "sk-ant-1"),
@@ -348,18 +301,21 @@ mod tests {
             assert!(
                 matches!(
                     AnthropicConfig::new("m").base_url(bad).validate(),
-                    Err(ConfigError::InvalidBaseUrl(_))
+                    Err(ConfigError::InvalidBaseUrl { .. })
                 ),
                 "{bad}"
             );
         }
         assert!(matches!(
             AnthropicConfig::new(" ").validate(),
-            Err(ConfigError::EmptyModel)
+            Err(ConfigError::InvalidModel { .. })
         ));
         assert!(matches!(
-            AnthropicConfig::new("m").thinking(500).validate(),
-            Err(ConfigError::ThinkingBudget(500))
+            AnthropicConfig::new("m").thinking_tokens(500).validate(),
+            Err(ConfigError::InvalidSetting {
+                setting: "thinking_tokens",
+                ..
+            })
         ));
     }
 }

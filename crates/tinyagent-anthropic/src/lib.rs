@@ -51,14 +51,14 @@
 //! - 429, 529 `overloaded_error`, 5xx, connection failures and timeouts are retried with
 //!   exponential backoff and jitter, honouring `retry-after`; so are a stream cut in the
 //!   middle and an `overloaded_error` event in it: silently when nothing was streamed yet,
-//!   otherwise after a [`ModelEvent::Restart`](tinyagent::ModelEvent::Restart); 401, 403,
+//!   otherwise after a [`ModelEvent::Restart`](tinyagent::model::ModelEvent::Restart); 401, 403,
 //!   404 and 400 become errors quoting the API's message and saying what to check;
 //! - timeouts bound every wait (connecting, the first byte, the silence between two events,
 //!   the whole call with its retries) and a reply larger than
 //!   [`AnthropicConfig::max_reply_bytes`] is cut off, as in the other HTTP providers (the
 //!   plumbing is `tinyagent-http`'s);
 //! - a reply cut by the token limit (`stop_reason: "max_tokens"`) is
-//!   [`FinishReason::Length`](tinyagent::FinishReason::Length) even with tool calls in it,
+//!   [`FinishReason::Length`](tinyagent::model::FinishReason::Length) even with tool calls in it,
 //!   so the agent never runs a call whose input may be incomplete.
 
 mod config;
@@ -68,8 +68,8 @@ mod stream;
 mod wire;
 
 pub use config::{
-    API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL, DEFAULT_FIRST_BYTE_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_TOKENS, DEFAULT_MODEL,
-    DEFAULT_REQUEST_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL,
+    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
 };
 pub use model::AnthropicModel;
+pub use tinyagent_http::{HttpConfig, HttpSettings};

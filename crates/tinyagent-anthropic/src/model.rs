@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::stream::{self, BoxStream};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
-use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
 use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
 
 use crate::config::{API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL};
@@ -92,9 +92,9 @@ impl AnthropicModel {
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         let client = build_client(
             headers,
-            &config.headers,
+            &config.http.headers,
             concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")),
-            config.connect_timeout,
+            config.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
         let protocol = MessagesApi {
@@ -106,7 +106,8 @@ impl AnthropicModel {
             config.endpoint(),
             config.base_url.clone(),
             config.model.clone(),
-            config.limits(),
+            config.http.clone(),
+            Some(config.max_tokens.unwrap_or(crate::DEFAULT_MAX_TOKENS)),
             protocol,
         );
         Ok(Self {
@@ -132,7 +133,7 @@ impl AnthropicModel {
     /// use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
     ///
     /// let model = AnthropicModel::new(AnthropicConfig::new("claude-sonnet-4-5"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).with_instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
     /// let body = model.request_body(&req, false);
     /// assert_eq!(body["system"], "你是一个全能助手。");
     /// assert_eq!(body["messages"][0]["content"][0]["text"], "你好");

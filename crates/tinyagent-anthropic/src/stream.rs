@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 use tinyagent::{
-    Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role, ToolCall, new_id,
+    Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall, model::ModelEvent,
+    store::new_id,
 };
 use tinyagent_http::{Decoder, Flow, snippet};
 
@@ -332,7 +333,7 @@ impl Decoder for Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tinyagent::FinishReason;
+    use tinyagent::model::FinishReason;
 
     fn feed(events: &[&str]) -> (Vec<ModelEvent>, Vec<Flow>, Assembler) {
         let req = ModelRequest::new(vec![]);

@@ -9,10 +9,12 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tinyagent::tools::anthropic_schema;
+use tinyagent::tools::schema::anthropic_schema;
 use tinyagent::{
-    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role,
-    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
+    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolResult, Usage,
+    model::{FinishReason, ToolChoice, ToolDefinition},
+    store::new_id,
 };
 use tinyagent_http::{snippet, system_and_turns};
 
@@ -28,8 +30,11 @@ pub(crate) fn request_body(config: &AnthropicConfig, req: &ModelRequest, stream:
     let mut body = Map::new();
     body.insert("model".into(), Value::String(config.model.clone()));
     let (system, messages) = messages(req);
-    let mut max_tokens = req.max_tokens.unwrap_or(config.max_tokens);
-    if let Some(budget) = config.thinking_budget {
+    let mut max_tokens = req
+        .max_tokens
+        .or(config.max_tokens)
+        .unwrap_or(crate::DEFAULT_MAX_TOKENS);
+    if let Some(budget) = config.thinking_tokens {
         // The API wants the token limit above the thinking budget.
         if max_tokens <= budget {
             max_tokens = budget.saturating_add(max_tokens);
@@ -62,7 +67,7 @@ pub(crate) fn request_body(config: &AnthropicConfig, req: &ModelRequest, stream:
             body.insert("tool_choice".into(), choice);
         }
     }
-    if let Some(budget) = config.thinking_budget {
+    if let Some(budget) = config.thinking_tokens {
         body.insert(
             "thinking".into(),
             json!({"type": "enabled", "budget_tokens": budget}),
@@ -79,7 +84,7 @@ pub(crate) fn request_body(config: &AnthropicConfig, req: &ModelRequest, stream:
     if stream {
         body.insert("stream".into(), Value::Bool(true));
     }
-    for (k, v) in &config.extra_body {
+    for (k, v) in &config.http.extra_body {
         body.insert(k.clone(), v.clone());
     }
     Value::Object(body)

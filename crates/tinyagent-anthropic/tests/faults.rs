@@ -14,9 +14,10 @@ use futures::StreamExt;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    AgentError, AgentExt, Event, Invocation, LlmAgent, Model, ModelErrorKind, Session, ToolContext,
-    ToolError, tools,
+    AgentError, AgentExt, Event, Invocation, LlmAgent, Model, Session, ToolContext, ToolError,
+    model::ModelErrorKind, tools,
 };
+use tinyagent_anthropic::HttpConfig;
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use wiremock::{MockServer, ResponseTemplate};
 

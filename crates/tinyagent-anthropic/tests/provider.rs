@@ -9,8 +9,8 @@ mod support;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Part, Role, ToolCall,
-    ToolChoice, ToolDefinition, ToolResult, demo,
+    Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult, demo,
+    model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use wiremock::MockServer;
@@ -57,7 +57,7 @@ async fn the_specs_recorded_message_is_read() {
 async fn a_streamed_text_reply_arrives_in_pieces() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_text.sse"), None).await;
-    let req = ask("Hello!").with_temperature(0.7);
+    let req = ask("Hello!").temperature(0.7);
     let (events, err) = stream_all(&model_for(&server), &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
@@ -84,7 +84,7 @@ async fn a_streamed_text_reply_arrives_in_pieces() {
 async fn a_streamed_tool_call_is_assembled_from_its_fragments() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_tool_use.sse"), None).await;
-    let req = ask("北京天气怎么样？").with_tools(vec![weather_def()]);
+    let req = ask("北京天气怎么样？").tools(vec![weather_def()]);
     let (events, err) = stream_all(&model_for(&server), &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&events), "我来查一下北京的天气。");
@@ -129,8 +129,8 @@ async fn parallel_tool_calls_come_back_in_order_streamed_or_not() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_parallel_tool_use.sse"), Some(1)).await;
     mount(&server, json_reply("message_parallel_tool_use.json"), None).await;
-    let req = ask("北京天气怎么样？再算一下 7 乘以 8。")
-        .with_tools(vec![weather_def(), calculator_def()]);
+    let req =
+        ask("北京天气怎么样？再算一下 7 乘以 8。").tools(vec![weather_def(), calculator_def()]);
     let model = model_for(&server);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
@@ -199,9 +199,9 @@ async fn the_history_goes_out_as_alternating_turns_with_tool_results_and_errors(
         Message::system("回答要简短。"),
     ];
     let req = ModelRequest::new(history)
-        .with_instruction("你是一个全能助手。")
-        .with_tools(vec![weather_def(), calculator_def()])
-        .with_max_tokens(300);
+        .instruction("你是一个全能助手。")
+        .tools(vec![weather_def(), calculator_def()])
+        .max_tokens(300);
     let resp = model_for(&server).generate(&req).await.unwrap();
     assert_eq!(resp.message.text(), "Hi! My name is Claude.");
     let bodies = validated_bodies(&server).await;
@@ -232,9 +232,13 @@ async fn thinking_blocks_are_kept_and_sent_back_signed() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_thinking_tool_use.sse"), Some(1)).await;
     mount(&server, json_reply("message_default.json"), None).await;
-    let model =
-        AnthropicModel::new(config_for(&server.uri()).thinking(2048).max_tokens(1024)).unwrap();
-    let req = ask("帮我算一下 7 乘以 8 等于多少。").with_tools(vec![calculator_def()]);
+    let model = AnthropicModel::new(
+        config_for(&server.uri())
+            .thinking_tokens(2048)
+            .max_tokens(1024),
+    )
+    .unwrap();
+    let req = ask("帮我算一下 7 乘以 8 等于多少。").tools(vec![calculator_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&events), "", "thinking is not shown as text");
@@ -333,8 +337,8 @@ async fn prompt_caching_and_tool_choice_are_sent_as_the_api_wants() {
         ToolChoice::None,
     ] {
         let req = ask("北京天气怎么样？")
-            .with_tools(tools.clone())
-            .with_tool_choice(choice);
+            .tools(tools.clone())
+            .tool_choice(choice);
         let resp = model.generate(&req).await.unwrap();
         assert_eq!(
             resp.message.tool_calls().next().unwrap().arguments,
@@ -374,7 +378,7 @@ async fn tool_names_the_api_rejects_are_mapped_and_back() {
     );
     // The replayed answer calls `get_weather`: the sent name of `get.weather`.
     let resp = model_for(&server)
-        .generate(&ask("北京天气怎么样？").with_tools(vec![def]))
+        .generate(&ask("北京天气怎么样？").tools(vec![def]))
         .await
         .unwrap();
     assert_eq!(
@@ -470,7 +474,7 @@ async fn a_schema_the_api_rejects_is_sent_in_its_closest_form() {
         ]}),
     );
     model_for(&server)
-        .generate(&ask("北京天气怎么样？").with_tools(vec![def]))
+        .generate(&ask("北京天气怎么样？").tools(vec![def]))
         .await
         .unwrap();
     let bodies = validated_bodies(&server).await;

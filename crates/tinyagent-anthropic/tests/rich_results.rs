@@ -30,13 +30,13 @@ async fn images_in_tool_results_are_image_blocks() {
             ],
         ),
         Message::from_tool_results([
-            ToolResult::ok("toolu_1", "chart", tinyagent::content_text(&parts)).with_parts(parts),
+            ToolResult::ok("toolu_1", "chart", tinyagent::tools::content_text(&parts)).parts(parts),
             ToolResult::ok("toolu_2", "tiff", "[image image/tiff, 3 B]")
-                .with_parts(vec![ContentPart::image("AAAA", "image/tiff")]),
+                .parts(vec![ContentPart::image("AAAA", "image/tiff")]),
         ]),
     ];
     model
-        .generate(&ModelRequest::new(history).with_instruction("你是一个全能助手。"))
+        .generate(&ModelRequest::new(history).instruction("你是一个全能助手。"))
         .await
         .unwrap();
 

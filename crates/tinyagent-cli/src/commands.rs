@@ -410,7 +410,7 @@ pub async fn serve_mcp(
         format!("Tools served by tinyagent: {}.", names.join(", "))
     };
     let mut server = McpServer::new(tools)
-        .name("tinyagent")
+        .server_name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(description);
     let token = bearer_token.or_else(|| {
@@ -502,10 +502,10 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
         setup::ModelChoice::Local { .. } => None,
     };
     let listed = setup::all_tools(&args.tools).await?;
-    let definitions: Vec<tinyagent::ToolDefinition> = listed
+    let definitions: Vec<tinyagent::model::ToolDefinition> = listed
         .tools
         .iter()
-        .map(|t| tinyagent::ToolDefinition::from_tool(t.tool.as_ref()))
+        .map(|t| tinyagent::model::ToolDefinition::from_tool(t.tool.as_ref()))
         .collect();
     // A question whose tool is not offered would count against the model: say so first.
     if let Some(case) = cases.iter().find(|c| {

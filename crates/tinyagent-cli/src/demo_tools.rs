@@ -81,12 +81,12 @@ impl Tool for Described {
         self.tool.hints()
     }
 
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        self.tool.handle(ctx, input)
+        input: tinyagent::tools::ToolInput,
+    ) -> BoxFuture<'a, Result<tinyagent::tools::ToolOutput, ToolError>> {
+        self.tool.call(ctx, input)
     }
 }
 

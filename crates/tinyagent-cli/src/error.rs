@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use tinyagent::{AgentError, ModelError, ModelErrorKind};
+use tinyagent::{AgentError, ModelError, model::ModelErrorKind};
 
 /// Exit code of a runtime failure (the model, a tool server or the agent failed).
 pub const EXIT_FAILURE: u8 = 1;
@@ -113,7 +113,7 @@ impl CliError {
             }
             return failure;
         };
-        let url = tinyagent::tools::redact_url(url);
+        let url = tinyagent::redact::url(url);
         match err.kind() {
             ModelErrorKind::Authentication => Self::failure(
                 "authentication",

@@ -27,8 +27,8 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tinyagent::{
-    Message, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, Part, Role, ToolCall,
-    ToolDefinition, ToolResult,
+    Message, Model, ModelError, ModelRequest, Part, Role, ToolCall, ToolResult,
+    model::{ModelErrorKind, ModelEvent, ToolDefinition},
 };
 
 use crate::error::CliError;
@@ -241,9 +241,9 @@ pub async fn ask(
     case: &Case,
 ) -> Outcome {
     let req = ModelRequest::new(messages(case))
-        .with_instruction(instruction)
-        .with_tools(tools.to_vec())
-        .with_max_tokens(max_tokens);
+        .instruction(instruction)
+        .tools(tools.to_vec())
+        .max_tokens(max_tokens);
     let started = Instant::now();
     // Streamed, as the agent asks; the last event carries the whole reply.
     let result = async {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tinyagent::agent::OnBusy;
-use tinyagent::{MemoryStore, SessionStore};
+use tinyagent::store::{MemoryStore, SessionStore};
 use tinyagent_server::{DEFAULT_ADMIN_KEY_NAME, ENV_API_KEYS, Server};
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
 
@@ -43,11 +43,6 @@ fn parse_store(text: &str) -> Result<StoreChoice, CliError> {
     }
 }
 
-/// A URL with its credentials left out, for messages.
-fn redacted(url: &str) -> String {
-    tinyagent::tools::redact_url(url)
-}
-
 async fn open_store(
     choice: &StoreChoice,
     lease: Duration,
@@ -79,7 +74,7 @@ async fn open_store(
         StoreChoice::Postgres(url) => Arc::new(with_ttl(
             PostgresStore::connect(url)
                 .await
-                .map_err(|e| failed(redacted(url), e))?
+                .map_err(|e| failed(tinyagent::redact::url(url), e))?
                 .lease(lease),
             ttl,
             PostgresStore::ttl,
@@ -87,7 +82,7 @@ async fn open_store(
         StoreChoice::Redis(url) => Arc::new(with_ttl(
             RedisStore::connect(url)
                 .await
-                .map_err(|e| failed(redacted(url), e))?
+                .map_err(|e| failed(tinyagent::redact::url(url), e))?
                 .lease(lease),
             ttl,
             RedisStore::ttl,
@@ -240,7 +235,7 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     }
     let server = server
         .agent(assembled.agent)
-        .shared_store(store)
+        .store(store)
         .max_sessions_per_key(args.max_sessions_per_key.map(|n| n as usize))
         .max_history(args.max_history.map(|n| n as usize))
         .rate_limit(args.rate_limit)
@@ -266,7 +261,7 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     let store_text = match &store_choice {
         StoreChoice::Memory => "memory".to_owned(),
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),
-        StoreChoice::Postgres(url) | StoreChoice::Redis(url) => redacted(url),
+        StoreChoice::Postgres(url) | StoreChoice::Redis(url) => tinyagent::redact::url(url),
     };
     eprintln!(
         "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {})",
@@ -313,10 +308,13 @@ mod tests {
     #[test]
     fn passwords_stay_out_of_messages() {
         assert_eq!(
-            redacted("postgres://app:hunter2@db:5432/x"),
+            tinyagent::redact::url("postgres://app:hunter2@db:5432/x"),
             "postgres://app:[REDACTED]@db:5432/x"
         );
-        assert_eq!(redacted("redis://127.0.0.1/"), "redis://127.0.0.1/");
+        assert_eq!(
+            tinyagent::redact::url("redis://127.0.0.1/"),
+            "redis://127.0.0.1/"
+        );
     }
 
     #[test]

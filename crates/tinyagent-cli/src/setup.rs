@@ -77,7 +77,7 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
     let mut toolsets = Vec::new();
     for command in &args.mcp {
         let toolset = McpToolset::stdio(command)
-            .map(|t| t.name(command.as_str()))
+            .map(|t| t.server_name(command.as_str()))
             .map_err(|e| {
                 CliError::usage(e)
                     .with_hint("--mcp takes a command line such as \"python3 server.py\"")
@@ -105,7 +105,7 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(CliError::usage(format!(
                 "invalid MCP server URL {:?}: expected http:// or https://, such as http://127.0.0.1:8000/mcp",
-                tinyagent::tools::redact_url(url)
+                tinyagent::redact::url(url)
             )));
         }
         let mut toolset = McpToolset::http(url.as_str());
@@ -125,7 +125,7 @@ pub async fn connect_toolsets(args: &ToolArgs) -> Result<Vec<McpToolset>, CliErr
     .await;
     for (toolset, result) in connected {
         if let Err(e) = result {
-            let is_url = args.mcp_url.iter().any(|u| u == toolset.server_name());
+            let is_url = args.mcp_url.iter().any(|u| u == toolset.name());
             let (message, kind) = match &e {
                 McpClientError::Connect(e) => (e.message().to_owned(), Some(e.kind())),
                 other => (other.to_string(), None),
@@ -206,16 +206,12 @@ pub async fn all_tools(args: &ToolArgs) -> Result<ToolList, CliError> {
         let failed = |e: tinyagent::ToolError| {
             CliError::failure(
                 "mcp",
-                format!(
-                    "MCP server {} failed: {}",
-                    toolset.server_name(),
-                    e.message()
-                ),
+                format!("MCP server {} failed: {}", toolset.name(), e.message()),
             )
         };
         let tools = toolset.tools().await.map_err(failed)?;
         let infos = toolset.tool_infos().await.map_err(failed)?;
-        let source = toolset.server_name().to_owned();
+        let source = toolset.name().to_owned();
         for tool in tools {
             let remote_name = infos
                 .iter()

@@ -43,7 +43,7 @@ fn configured_model() -> Result<ModelAndTools, String> {
             );
             return Ok((Arc::new(model), demo::seed_tools()));
         }
-        Err(ConfigError::NotConfigured) => {}
+        Err(ConfigError::NotConfigured { .. }) => {}
         Err(err) => return Err(err.to_string()),
     }
     match tinyagent_anthropic::AnthropicModel::from_env() {
@@ -51,7 +51,7 @@ fn configured_model() -> Result<ModelAndTools, String> {
             println!("model: {} (Anthropic)", model.name());
             return Ok((Arc::new(model), demo::seed_tools()));
         }
-        Err(tinyagent_anthropic::ConfigError::NotConfigured) => {}
+        Err(tinyagent_anthropic::ConfigError::NotConfigured { .. }) => {}
         Err(err) => return Err(err.to_string()),
     }
     match tinyagent_gemini::GeminiModel::from_env() {
@@ -59,7 +59,7 @@ fn configured_model() -> Result<ModelAndTools, String> {
             println!("model: {} (Gemini)", model.name());
             return Ok((Arc::new(model), demo::seed_tools()));
         }
-        Err(tinyagent_gemini::ConfigError::NotConfigured) => {}
+        Err(tinyagent_gemini::ConfigError::NotConfigured { .. }) => {}
         Err(err) => return Err(err.to_string()),
     }
     let (model, tools) = tinyagent_examples::local_demo_model().map_err(|err| err.to_string())?;

@@ -162,7 +162,7 @@ async fn the_demo_runs_on_the_provider_against_a_hand_built_exchange() {
 async fn the_demo_runs_against_a_configured_endpoint() {
     let model = match OpenAiModel::from_env() {
         Ok(model) => model,
-        Err(ConfigError::NotConfigured) => {
+        Err(ConfigError::NotConfigured { .. }) => {
             eprintln!("no OPENAI_API_KEY / OPENAI_BASE_URL set: skipping the real-endpoint run");
             return;
         }

@@ -1,9 +1,9 @@
 //! [`GeminiConfig`]: where the API is, which model, and how requests are made.
 
 use std::fmt;
-use std::time::Duration;
 
-use serde_json::{Map, Value};
+pub use tinyagent_http::ConfigError;
+use tinyagent_http::{HttpConfig, HttpSettings};
 
 /// The environment variable holding the API key, sent as `x-goog-api-key`.
 pub const ENV_API_KEY: &str = "GEMINI_API_KEY";
@@ -20,28 +20,9 @@ pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
 /// The token limit (`maxOutputTokens`) sent when a request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// Why a configuration could not be made into a model.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Neither `GEMINI_API_KEY` nor `GEMINI_BASE_URL` is set.
-    #[error(
-        "no Gemini model is configured: set GEMINI_API_KEY (and optionally GEMINI_MODEL, \
-         default {DEFAULT_MODEL}, and GEMINI_BASE_URL for a gateway)"
-    )]
-    NotConfigured,
-    /// The base URL is not an `http://` or `https://` URL.
-    #[error(
-        "invalid base URL {0:?}: expected an http:// or https:// URL such as {DEFAULT_BASE_URL}"
-    )]
-    InvalidBaseUrl(String),
-    /// The model name is empty, or has characters a URL path segment cannot.
-    #[error("invalid model name {0:?}: set it with `model(..)` or GEMINI_MODEL")]
-    InvalidModel(String),
-    /// The HTTP client could not be built (a header value that is not valid, for example).
-    #[error("could not build the HTTP client: {0}")]
-    Client(String),
-}
+/// What [`GeminiConfig::from_env`] asks for when nothing is set.
+const NOT_CONFIGURED: &str = "set GEMINI_API_KEY (and optionally GEMINI_MODEL, default \
+     gemini-2.5-flash, and GEMINI_BASE_URL for a gateway)";
 
 /// How to reach the Gemini API, and how to talk to it.
 ///
@@ -51,7 +32,7 @@ pub enum ConfigError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tinyagent_gemini::{GeminiConfig, GeminiModel};
+/// use tinyagent_gemini::{GeminiConfig, GeminiModel, HttpConfig};
 ///
 /// let config = GeminiConfig::new("gemini-2.5-flash")
 ///     .api_key("AIza...")
@@ -74,50 +55,19 @@ pub struct GeminiConfig {
     /// The token limit (`generationConfig.maxOutputTokens`) sent when a request sets none;
     /// `None` leaves it to the API.
     pub max_tokens: Option<u32>,
-    /// How often a failed request (429, 5xx, a connection failure or timeout, a cut
-    /// stream) is retried.
-    pub max_retries: u32,
-    /// The first retry's backoff; it doubles on each retry, with jitter.
-    pub initial_backoff: Duration,
-    /// The longest backoff between two attempts.
-    pub max_backoff: Duration,
-    /// The longest wait a server's `retry-after` may ask for; a longer one is cut to this.
-    pub max_retry_after: Duration,
-    /// How long connecting may take.
-    pub connect_timeout: Duration,
-    /// How long the API may take to start answering (headers, then a stream's first event).
-    pub first_byte_timeout: Duration,
-    /// How long a stream may stay silent between two events once it has started.
-    pub idle_timeout: Duration,
-    /// A deadline for a whole call, every retry and wait included; `None` for none.
-    pub request_timeout: Option<Duration>,
-    /// The most bytes of one response body read.
-    pub max_reply_bytes: usize,
-    /// Extra HTTP headers sent with every request.
-    pub headers: Vec<(String, String)>,
-    /// Extra top-level fields merged into every request body (`safetySettings`,
-    /// `cachedContent`…); they override the provider's fields of the same name.
-    pub extra_body: Map<String, Value>,
+    /// How requests are made: retries, timeouts, sizes, extra headers and body fields.
+    pub http: HttpSettings,
 }
 
 impl fmt::Debug for GeminiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GeminiConfig")
-            .field("base_url", &tinyagent::tools::redact_url(&self.base_url))
+            .field("base_url", &tinyagent::redact::url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
-            .field("max_retries", &self.max_retries)
-            .field("first_byte_timeout", &self.first_byte_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("max_reply_bytes", &self.max_reply_bytes)
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .field("extra_body", &self.extra_body)
-            .finish_non_exhaustive()
+            .field("http", &self.http)
+            .finish()
     }
 }
 
@@ -128,28 +78,15 @@ impl Default for GeminiConfig {
 }
 
 impl GeminiConfig {
-    /// A configuration for this model on Google's API, without a key, with the defaults of
-    /// the other HTTP providers: 2 retries from 500 ms backoff (at most 30 s), `retry-after`
-    /// honoured up to 60 s, 10 s to connect, 60 s to the first byte and between events, 600 s
-    /// for a whole call, a token limit of [`DEFAULT_MAX_TOKENS`] and replies of at most 16 MiB.
+    /// A configuration for this model on Google's API, without a key, with the default
+    /// [`HttpSettings`] and a token limit of [`DEFAULT_MAX_TOKENS`].
     pub fn new(model: impl Into<String>) -> Self {
-        let limits = tinyagent_http::Limits::default();
         Self {
             base_url: DEFAULT_BASE_URL.to_owned(),
             api_key: None,
             model: model.into(),
             max_tokens: Some(DEFAULT_MAX_TOKENS),
-            max_retries: limits.max_retries,
-            initial_backoff: limits.initial_backoff,
-            max_backoff: limits.max_backoff,
-            max_retry_after: limits.max_retry_after,
-            connect_timeout: Duration::from_secs(10),
-            first_byte_timeout: limits.first_byte_timeout,
-            idle_timeout: limits.idle_timeout,
-            request_timeout: limits.request_timeout,
-            max_reply_bytes: limits.max_reply_bytes,
-            headers: Vec::new(),
-            extra_body: Map::new(),
+            http: HttpSettings::default(),
         }
     }
 
@@ -176,7 +113,9 @@ impl GeminiConfig {
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
-            .ok_or(ConfigError::NotConfigured)?;
+            .ok_or(ConfigError::NotConfigured {
+                help: NOT_CONFIGURED,
+            })?;
         let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
         config.base_url = env.base_url.unwrap_or(config.base_url);
         config.api_key = env.api_key;
@@ -218,27 +157,61 @@ impl GeminiConfig {
         )
     }
 
-    /// The limits the shared transport runs a call within.
-    pub(crate) fn limits(&self) -> tinyagent_http::Limits {
-        let mut limits = self.transport_limits();
-        limits.max_tokens = self.max_tokens;
-        limits
+    /// Sets the base URL.
+    #[must_use]
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the model name.
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sets how requests are made (see [`HttpSettings`]).
+    #[must_use]
+    pub fn http(mut self, http: HttpSettings) -> Self {
+        self.http = http;
+        self
     }
 
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        if !tinyagent_http::is_http_url(&self.base_url) {
-            return Err(ConfigError::InvalidBaseUrl(self.base_url.clone()));
-        }
-        let model = self.model.trim();
+        tinyagent_http::check_base_url_and_model(
+            &self.base_url,
+            DEFAULT_BASE_URL,
+            &self.model,
+            ENV_MODEL,
+        )?;
+        // The name goes into the URL path.
         let ok = |c: char| c.is_ascii_alphanumeric() || "-_./@".contains(c);
-        if model.is_empty() || !model.chars().all(ok) {
-            return Err(ConfigError::InvalidModel(self.model.clone()));
+        if !self.model.trim().chars().all(ok) {
+            return Err(ConfigError::InvalidModel {
+                model: self.model.clone(),
+                reason: format!(
+                    "only letters, digits and -_./@ are allowed: set it with `model(..)` or \
+                     {ENV_MODEL}"
+                ),
+            });
         }
         Ok(())
     }
 }
 
-tinyagent_http::transport_setters!(GeminiConfig);
+impl HttpConfig for GeminiConfig {
+    fn http_settings(&mut self) -> &mut HttpSettings {
+        &mut self.http
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -261,11 +234,11 @@ mod tests {
         assert!(c.validate().is_ok());
         assert!(matches!(
             GeminiConfig::new("a b").validate(),
-            Err(ConfigError::InvalidModel(_))
+            Err(ConfigError::InvalidModel { .. })
         ));
         assert!(matches!(
             GeminiConfig::new("m").base_url("x").validate(),
-            Err(ConfigError::InvalidBaseUrl(_))
+            Err(ConfigError::InvalidBaseUrl { .. })
         ));
         assert!(!format!("{:?}", c.api_key("AIza-secret")).contains("AIza-secret"));
     }

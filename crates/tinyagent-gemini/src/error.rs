@@ -5,7 +5,7 @@
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use tinyagent::{ModelError, ModelErrorKind};
+use tinyagent::{ModelError, model::ModelErrorKind};
 use tinyagent_http::{field_text, snippet};
 
 use crate::config::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL};

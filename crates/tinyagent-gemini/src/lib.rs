@@ -30,7 +30,7 @@
 //!   `functionResponse` parts whose `response` is the tool's JSON object output, or
 //!   `{"result": …}` / `{"error": …}`), the tools as `functionDeclarations` whose
 //!   `parameters` are in Gemini's OpenAPI dialect
-//!   ([`gemini_schema`](tinyagent::tools::gemini_schema); what it drops is logged at WARN),
+//!   ([`gemini_schema`](tinyagent::tools::schema::gemini_schema); what it drops is logged at WARN),
 //!   `toolConfig.functionCallingConfig` (`AUTO`, `ANY`, `NONE`, `allowedFunctionNames`) and
 //!   `generationConfig` (temperature, `maxOutputTokens`: [`DEFAULT_MAX_TOKENS`] unless set);
 //! - answers may hold several function calls (run in parallel by the agent); thought parts
@@ -52,3 +52,4 @@ pub use config::{
     ENV_MODEL, GeminiConfig,
 };
 pub use model::GeminiModel;
+pub use tinyagent_http::{HttpConfig, HttpSettings};

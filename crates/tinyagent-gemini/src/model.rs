@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::stream::{self, BoxStream};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
 use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
 
 use crate::config::{ConfigError, DEFAULT_BASE_URL, GeminiConfig};
@@ -91,9 +91,9 @@ impl GeminiModel {
         }
         let client = build_client(
             headers,
-            &config.headers,
+            &config.http.headers,
             concat!("tinyagent-gemini/", env!("CARGO_PKG_VERSION")),
-            config.connect_timeout,
+            config.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
         let transport = |endpoint: String| {
@@ -102,7 +102,8 @@ impl GeminiModel {
                 endpoint,
                 config.base_url.clone(),
                 config.model.clone(),
-                config.limits(),
+                config.http.clone(),
+                config.max_tokens,
                 GeminiApi {
                     model: config.model.clone(),
                 },
@@ -136,7 +137,7 @@ impl GeminiModel {
     /// use tinyagent_gemini::{GeminiConfig, GeminiModel};
     ///
     /// let model = GeminiModel::new(GeminiConfig::new("gemini-2.5-flash"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).with_instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
     /// let body = model.request_body(&req);
     /// assert_eq!(body["systemInstruction"]["parts"][0]["text"], "你是一个全能助手。");
     /// assert_eq!(body["contents"][0]["parts"][0]["text"], "你好");

@@ -3,7 +3,7 @@
 //! reason and the usage. The stream ends when the connection closes.
 
 use serde_json::Value;
-use tinyagent::{Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role};
+use tinyagent::{Message, ModelError, ModelRequest, ModelResponse, Part, Role, model::ModelEvent};
 use tinyagent_http::{Decoder, Flow};
 
 use crate::wire;

@@ -5,10 +5,12 @@ use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
-use tinyagent::tools::gemini_schema;
+use tinyagent::tools::schema::gemini_schema;
 use tinyagent::{
-    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part, Role,
-    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
+    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolResult, Usage,
+    model::{FinishReason, ToolChoice, ToolDefinition},
+    store::new_id,
 };
 use tinyagent_http::{snippet, system_and_turns};
 
@@ -51,7 +53,7 @@ pub(crate) fn request_body(config: &GeminiConfig, req: &ModelRequest) -> Value {
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
-    for (k, v) in &config.extra_body {
+    for (k, v) in &config.http.extra_body {
         body.insert(k.clone(), v.clone());
     }
     Value::Object(body)

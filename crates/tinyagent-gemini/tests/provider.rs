@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Part, Role, ToolCall,
-    ToolChoice, ToolDefinition, ToolResult, demo,
+    Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult, demo,
+    model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_gemini::GeminiModel;
+use tinyagent_gemini::HttpConfig;
 use wiremock::{MockServer, ResponseTemplate};
 
 fn weather_def() -> ToolDefinition {
@@ -36,7 +37,7 @@ async fn a_text_answer_streamed_and_not() {
     mount(&server, sse_reply("stream_text.sse"), Some(1)).await;
     mount(&server, json_reply("generate_text.json"), None).await;
     let model = model_for(&server);
-    let req = ask("你好").with_temperature(0.2);
+    let req = ask("你好").temperature(0.2);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
@@ -76,8 +77,8 @@ async fn parallel_function_calls_and_their_signature_come_back_and_go_out_again(
     mount(&server, json_reply("generate_text.json"), None).await;
     let model = model_for(&server);
     let req = ask("北京天气怎么样？再算一下 7 乘以 8。")
-        .with_tools(vec![weather_def(), calculator_def()])
-        .with_tool_choice(ToolChoice::Required);
+        .tools(vec![weather_def(), calculator_def()])
+        .tool_choice(ToolChoice::Required);
     let resp = model.generate(&req).await.unwrap();
     assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
     let calls: Vec<_> = resp.message.tool_calls().cloned().collect();
@@ -153,7 +154,7 @@ async fn parallel_function_calls_and_their_signature_come_back_and_go_out_again(
 async fn streamed_thoughts_are_kept_apart_from_the_text() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_thoughts_call.sse"), None).await;
-    let req = ask("北京天气怎么样？").with_tools(vec![weather_def()]);
+    let req = ask("北京天气怎么样？").tools(vec![weather_def()]);
     let (events, err) = stream_all(&model_for(&server), &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&events), "");
@@ -193,9 +194,9 @@ async fn the_history_goes_out_as_user_and_model_turns() {
         Message::user("谢谢"),
         Message::system("回答要简短。"),
     ])
-    .with_tools(vec![weather_def()])
-    .with_tool_choice(ToolChoice::Tool("get_weather".into()))
-    .with_max_tokens(256);
+    .tools(vec![weather_def()])
+    .tool_choice(ToolChoice::Tool("get_weather".into()))
+    .max_tokens(256);
     model_for(&server).generate(&req).await.unwrap();
     let bodies = validated_bodies(&server).await;
     assert_eq!(
@@ -406,7 +407,7 @@ async fn a_call_cut_by_max_tokens_is_a_length_finish() {
     let server = MockServer::start().await;
     mount(&server, json_reply("generate_max_tokens_call.json"), None).await;
     let resp = model_for(&server)
-        .generate(&ask("北京天气怎么样？").with_tools(vec![weather_def()]))
+        .generate(&ask("北京天气怎么样？").tools(vec![weather_def()]))
         .await
         .unwrap();
     assert_eq!(resp.finish_reason, FinishReason::Length);

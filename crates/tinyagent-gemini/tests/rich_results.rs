@@ -19,7 +19,7 @@ async fn images_in_tool_results_are_inline_data_parts_of_the_response() {
         ContentPart::image("iVBORw0KGgo=", "image/png"),
         ContentPart::audio("UklGRg==", "audio/wav"),
     ];
-    let text = tinyagent::content_text(&parts);
+    let text = tinyagent::tools::content_text(&parts);
     let history = vec![
         Message::user("画出销售图"),
         Message::new(
@@ -30,13 +30,13 @@ async fn images_in_tool_results_are_inline_data_parts_of_the_response() {
             ],
         ),
         Message::from_tool_results([
-            ToolResult::ok("c1", "chart", text.clone()).with_parts(parts),
+            ToolResult::ok("c1", "chart", text.clone()).parts(parts),
             ToolResult::ok("c2", "tiff", "[image image/tiff, 3 B]")
-                .with_parts(vec![ContentPart::image("AAAA", "image/tiff")]),
+                .parts(vec![ContentPart::image("AAAA", "image/tiff")]),
         ]),
     ];
     model
-        .generate(&ModelRequest::new(history).with_instruction("你是一个全能助手。"))
+        .generate(&ModelRequest::new(history).instruction("你是一个全能助手。"))
         .await
         .unwrap();
 

@@ -8,7 +8,8 @@ use futures::{Stream, StreamExt};
 use reqwest::header::CONTENT_TYPE;
 use tokio::time::Instant;
 
-use crate::limits::{Budget, Limit, Limits};
+use crate::HttpSettings;
+use crate::limits::{Attempts, Limit};
 
 /// Why a body could not be read.
 #[derive(Debug)]
@@ -46,8 +47,8 @@ pub fn content_type(resp: &reqwest::Response) -> String {
 pub async fn read_body(
     mut resp: reqwest::Response,
     max: usize,
-    budget: &Budget,
-    limits: &Limits,
+    budget: &Attempts,
+    limits: &HttpSettings,
 ) -> Result<bytes::Bytes, BodyError> {
     let mut out = Vec::new();
     loop {

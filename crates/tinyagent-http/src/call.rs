@@ -11,14 +11,18 @@ use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::ACCEPT;
-use tinyagent::{ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{
+    ModelError, ModelRequest, ModelResponse,
+    model::{ModelErrorKind, ModelEvent},
+};
 use tokio::time::Instant;
 
+use crate::HttpSettings;
 use crate::body::{
     BodyError, content_type, guarded, read_body, read_error_body, strip_bom, without_bom,
 };
 use crate::errors::{retry_after, too_large, transport_error, unexpected_body};
-use crate::limits::{Budget, Limit, Limits, backoff, secs};
+use crate::limits::{Attempts, Limit, backoff, secs};
 
 /// What a decoder makes of one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +73,8 @@ pub trait Decoder: Send {
 /// ```
 /// use futures::StreamExt;
 /// use reqwest::StatusCode;
-/// use tinyagent::{FinishReason, Message, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse, Usage};
-/// use tinyagent_http::{Decoder, Flow, Limits, Protocol, Transport};
+/// use tinyagent::{Message, ModelError, ModelRequest, ModelResponse, Usage, model::{FinishReason, ModelErrorKind, ModelEvent}};
+/// use tinyagent_http::{Decoder, Flow, HttpSettings, Protocol, Transport};
 ///
 /// #[derive(Debug)]
 /// struct Plain;
@@ -127,7 +131,7 @@ pub trait Decoder: Send {
 ///
 /// let transport = Transport::new(
 ///     reqwest::Client::new(), format!("{}/generate", server.uri()), server.uri(), "toy",
-///     Limits::default(), Plain,
+///     HttpSettings::default(), None, Plain,
 /// );
 /// let req = ModelRequest::new(vec![Message::user("hi")]);
 /// let events: Vec<ModelEvent> = transport.stream(b"{}".to_vec(), &req)
@@ -162,7 +166,7 @@ pub trait Protocol: Send + Sync {
     fn base_url_hint(&self) -> String;
 }
 
-/// Posts requests to one endpoint within [`Limits`], for one [`Protocol`].
+/// Posts requests to one endpoint within [`HttpSettings`], for one [`Protocol`].
 ///
 /// Failures that may pass (429, 5xx, connection failures, timeouts, a stream cut in the
 /// middle, a retryable error event) are retried with backoff, honouring `Retry-After`; a
@@ -175,7 +179,8 @@ pub struct Transport<P> {
     /// The base URL as errors and logs show it (credentials redacted).
     base_url: String,
     model: String,
-    limits: Limits,
+    limits: HttpSettings,
+    max_tokens: Option<u32>,
     protocol: P,
 }
 
@@ -193,23 +198,25 @@ impl<P: fmt::Debug> fmt::Debug for Transport<P> {
 impl<P: Protocol> Transport<P> {
     /// A transport posting to `endpoint` with `client` (which carries the provider's
     /// headers); `base_url` and `model` are named in errors and logs, URLs always with their
-    /// credentials redacted ([`redact_url`](tinyagent::tools::redact_url)).
+    /// credentials redacted ([`redact_url`](tinyagent::redact::url)).
     pub fn new(
         client: reqwest::Client,
         endpoint: impl Into<String>,
         base_url: impl Into<String>,
         model: impl Into<String>,
-        limits: Limits,
+        settings: HttpSettings,
+        max_tokens: Option<u32>,
         protocol: P,
     ) -> Self {
         let endpoint = endpoint.into();
         Self {
             client,
-            shown_endpoint: tinyagent::tools::redact_url(&endpoint),
+            shown_endpoint: tinyagent::redact::url(&endpoint),
             endpoint,
-            base_url: tinyagent::tools::redact_url(&base_url.into()),
+            base_url: tinyagent::redact::url(&base_url.into()),
             model: model.into(),
-            limits,
+            limits: settings,
+            max_tokens,
             protocol,
         }
     }
@@ -219,8 +226,8 @@ impl<P: Protocol> Transport<P> {
         &self.endpoint
     }
 
-    /// The limits.
-    pub fn limits(&self) -> &Limits {
+    /// The HTTP settings calls run within.
+    pub fn settings(&self) -> &HttpSettings {
         &self.limits
     }
 
@@ -236,7 +243,7 @@ impl<P: Protocol> Transport<P> {
         &self,
         body: &bytes::Bytes,
         stream: bool,
-        budget: &mut Budget,
+        budget: &mut Attempts,
     ) -> Result<reqwest::Response, ModelError> {
         let limits = &self.limits;
         loop {
@@ -270,7 +277,7 @@ impl<P: Protocol> Transport<P> {
         &self,
         err: ModelError,
         wait: Option<Duration>,
-        budget: &mut Budget,
+        budget: &mut Attempts,
     ) -> Result<(), ModelError> {
         let limits = &self.limits;
         if !err.is_retryable() || budget.attempt >= limits.max_retries {
@@ -300,7 +307,7 @@ impl<P: Protocol> Transport<P> {
     }
 
     /// The error of a wait that hit `limit`; `events` events had arrived.
-    fn timeout_error(&self, limit: Limit, budget: &Budget, events: usize) -> ModelError {
+    fn timeout_error(&self, limit: Limit, budget: &Attempts, events: usize) -> ModelError {
         let limits = &self.limits;
         let url = &self.shown_endpoint;
         let tries = match budget.attempt {
@@ -361,7 +368,7 @@ impl<P: Protocol> Transport<P> {
     ) -> Result<ModelResponse, ModelError> {
         let limits = &self.limits;
         let body = bytes::Bytes::from(body);
-        let mut budget = Budget::new(limits);
+        let mut budget = Attempts::new(limits);
         loop {
             let resp = self.send(&body, false, &mut budget).await?;
             let status = resp.status();
@@ -390,7 +397,7 @@ impl<P: Protocol> Transport<P> {
                     return Ok(out);
                 }
                 Err(BodyError::Http(e)) => transport_error(e, &self.shown_endpoint),
-                Err(BodyError::TooLarge(n)) => return Err(too_large(n, limits)),
+                Err(BodyError::TooLarge(n)) => return Err(too_large(n, limits, self.max_tokens)),
                 Err(BodyError::TimedOut(limit)) => self.timeout_error(limit, &budget, 0),
             };
             self.before_retry(err, None, &mut budget).await?;
@@ -411,7 +418,7 @@ impl<P: Protocol> Transport<P> {
             phase: Phase::Connect,
             pending: VecDeque::new(),
             decoder: self.protocol.decoder(),
-            budget: Budget::new(&self.limits),
+            budget: Attempts::new(&self.limits),
             shown: false,
             restart: None,
         };
@@ -447,7 +454,7 @@ struct StreamState<'a, P: Protocol> {
     phase: Phase<'a>,
     pending: VecDeque<Result<ModelEvent, ModelError>>,
     decoder: P::Decoder,
-    budget: Budget,
+    budget: Attempts,
     /// Events of the current attempt went out to the consumer.
     shown: bool,
     /// Why the reply restarts, when a retry follows events already shown.
@@ -602,7 +609,7 @@ impl<P: Protocol> StreamState<'_, P> {
                 let cause = transport_error(e, &transport.shown_endpoint);
                 self.decoder.truncation_error(&format!("failed ({cause})"))
             }
-            BodyError::TooLarge(n) => too_large(n, &transport.limits),
+            BodyError::TooLarge(n) => too_large(n, &transport.limits, transport.max_tokens),
             BodyError::TimedOut(limit) => {
                 transport.timeout_error(limit, &self.budget, self.decoder.events())
             }

@@ -5,9 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use tinyagent::{ModelError, ModelErrorKind};
+use tinyagent::{ModelError, model::ModelErrorKind};
 
-use crate::limits::Limits;
+use crate::HttpSettings;
 
 /// The most characters of one field of an error body kept in an error: a server's message
 /// is quoted, not a whole page of it.
@@ -92,7 +92,7 @@ pub fn transport_error(err: reqwest::Error, url: &str) -> ModelError {
         source = s.source();
     }
     // Credentials in the URL never reach the message, also where a cause quotes the URL.
-    let text = tinyagent::tools::redact_url(&format!("{what} {url}{chain}"));
+    let text = tinyagent::redact::url(&format!("{what} {url}{chain}"));
     ModelError::new(kind, text).with_source(err.without_url())
 }
 
@@ -117,22 +117,22 @@ pub fn unexpected_body(
     } else {
         format!("{content_type} instead of {expected}: {}", snippet(body))
     };
-    let base_url = tinyagent::tools::redact_url(base_url);
+    let base_url = tinyagent::redact::url(base_url);
     ModelError::invalid_response(format!(
         "HTTP {status} from {base_url} with {what}; check the base URL: {hint}"
     ))
 }
 
-/// The error of a reply that grew past [`Limits::max_reply_bytes`] (`read` bytes so far).
-pub fn too_large(read: usize, limits: &Limits) -> ModelError {
-    let limit = match limits.max_tokens {
+/// The error of a reply that grew past [`HttpSettings::max_reply_bytes`] (`read` bytes so far).
+pub fn too_large(read: usize, settings: &HttpSettings, max_tokens: Option<u32>) -> ModelError {
+    let limit = match max_tokens {
         Some(n) => format!("the token limit sent, max_tokens {n}"),
         None => "the token limit (none was sent)".to_owned(),
     };
     ModelError::invalid_response(format!(
         "the reply grew past {read} bytes without finishing (the limit is max_reply_bytes = {}); \
          the server may be ignoring {limit}",
-        limits.max_reply_bytes
+        settings.max_reply_bytes
     ))
 }
 

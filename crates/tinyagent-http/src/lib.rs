@@ -7,10 +7,10 @@
 //!   (429, 5xx, connection failures, timeouts, a stream cut in the middle, a retryable error
 //!   event) with exponential backoff and jitter, honouring `Retry-After` (seconds or an HTTP
 //!   date) and `retry-after-ms`, and announces a retry after events were shown with
-//!   [`ModelEvent::Restart`](tinyagent::ModelEvent::Restart);
-//! - every wait runs against a limit ([`Limits`]): the first byte of the answer, the silence
+//!   [`ModelEvent::Restart`](tinyagent::model::ModelEvent::Restart);
+//! - every wait runs against a limit ([`HttpSettings`]): the first byte of the answer, the silence
 //!   between two events, the whole call with its retries; a body larger than
-//!   [`Limits::max_reply_bytes`] is cut off with an error;
+//!   [`HttpSettings::max_reply_bytes`] is cut off with an error;
 //! - server-sent events are read without panicking on byte order marks, and handed to the
 //!   provider's [`Decoder`]; a 200 that is not the API (an HTML page, an empty body) is an
 //!   error naming the status, the content type and the start of the body.
@@ -28,10 +28,14 @@
 
 mod body;
 mod call;
+mod config_error;
 mod errors;
 mod limits;
 mod settings;
 mod turns;
+
+#[cfg(feature = "server")]
+pub mod serve;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -40,10 +44,13 @@ pub use body::{
     BOM, BodyError, content_type, guarded, read_body, read_error_body, strip_bom, without_bom,
 };
 pub use call::{Decoder, Flow, Protocol, Transport};
+pub use config_error::{ConfigError, check_base_url_and_model};
 pub use errors::{
     bounded, field_text, parse_json, parse_shape, retry_after, serialize, snippet, too_large,
     transport_error, unexpected_body,
 };
-pub use limits::{Budget, Limit, Limits, backoff, far_future, secs};
-pub use settings::{EnvSettings, build_client, env_settings, is_http_url, key_header};
+pub use limits::{Attempts, Limit, backoff, far_future, secs};
+pub use settings::{
+    EnvSettings, HttpConfig, HttpSettings, build_client, env_settings, is_http_url, key_header,
+};
 pub use turns::system_and_turns;

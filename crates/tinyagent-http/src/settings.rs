@@ -1,149 +1,193 @@
-//! What every HTTP provider's configuration has: the setters of its retry, timeout and size
-//! settings ([`transport_setters!`](crate::transport_setters)), the check of its base URL and
-//! the HTTP client built from its headers.
+//! What every HTTP provider's configuration has: its [`HttpSettings`] (retries, timeouts,
+//! sizes, headers), the check of its base URL and the HTTP client built from its headers.
 
+use std::fmt;
 use std::time::Duration;
+
+use serde_json::{Map, Value};
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-/// Generates, for a provider's configuration struct, the setters of the settings every HTTP
-/// provider shares and `transport_limits()`, the [`Limits`](crate::Limits) they make.
+/// How a provider talks to its server over HTTP: retries, timeouts, sizes, and what every
+/// request carries besides the provider's own (headers, body fields). Each provider's
+/// configuration embeds one (its `http` field).
 ///
-/// The struct must have these public fields:
-/// `base_url: String`, `api_key: Option<String>`, `model: String`, `max_retries: u32`,
-/// `initial_backoff`, `max_backoff`, `max_retry_after`, `connect_timeout`, `first_byte_timeout`,
-/// `idle_timeout: Duration`, `request_timeout: Option<Duration>`, `max_reply_bytes: usize`,
-/// `headers: Vec<(String, String)>` and `extra_body: serde_json::Map<String, Value>`.
-#[macro_export]
-macro_rules! transport_setters {
-    ($config:ty) => {
-        impl $config {
-            /// Sets the base URL.
-            #[must_use]
-            pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-                self.base_url = base_url.into();
-                self
-            }
+/// The defaults: 2 retries from 500 ms backoff (at most 30 s), `Retry-After` honoured up to
+/// 60 s, 10 s to connect, 60 s to the first byte and between two events, 600 s for a whole
+/// call, 16 MiB replies.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagent_http::{HttpConfig, HttpSettings};
+///
+/// let http = HttpSettings::default()
+///     .max_retries(5)
+///     .silence_timeout(Duration::from_secs(120))
+///     .header("x-gateway-key", "k");
+/// assert_eq!(http.max_retries, 5);
+/// assert_eq!(http.first_byte_timeout, Duration::from_secs(120));
+/// assert_eq!(http.idle_timeout, Duration::from_secs(120));
+/// ```
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HttpSettings {
+    /// How often a failed request (429, 5xx, a connection failure, a timeout, a cut stream)
+    /// is retried.
+    pub max_retries: u32,
+    /// The first retry's backoff; it doubles on each retry, with jitter.
+    pub initial_backoff: Duration,
+    /// The longest backoff between two attempts.
+    pub max_backoff: Duration,
+    /// The longest wait a server's `Retry-After` may ask for; a longer one is cut to this.
+    pub max_retry_after: Duration,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// How long the server may take to start answering (headers, then a stream's first
+    /// event).
+    pub first_byte_timeout: Duration,
+    /// How long a stream may stay silent between two events (and a body between two chunks).
+    pub idle_timeout: Duration,
+    /// A deadline for a whole call, every retry and wait included; `None` for none.
+    pub request_timeout: Option<Duration>,
+    /// The most bytes of one response body read.
+    pub max_reply_bytes: usize,
+    /// Headers sent with every request (after the provider's own), always treated as
+    /// secrets: they often carry a gateway's key.
+    pub headers: Vec<(String, String)>,
+    /// Top-level fields added to every request body.
+    pub extra_body: Map<String, Value>,
+}
 
-            /// Sets the API key.
-            #[must_use]
-            pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-                self.api_key = Some(api_key.into());
-                self
-            }
-
-            /// Sets the model name.
-            #[must_use]
-            pub fn model(mut self, model: impl Into<String>) -> Self {
-                self.model = model.into();
-                self
-            }
-
-            /// Sets how often a failed request is retried (0 for never).
-            #[must_use]
-            pub fn max_retries(mut self, max_retries: u32) -> Self {
-                self.max_retries = max_retries;
-                self
-            }
-
-            /// Sets the first and the longest backoff between attempts.
-            #[must_use]
-            pub fn backoff(
-                mut self,
-                initial: ::std::time::Duration,
-                max: ::std::time::Duration,
-            ) -> Self {
-                self.initial_backoff = initial;
-                self.max_backoff = max.max(initial);
-                self
-            }
-
-            /// Sets the longest `Retry-After` wait honoured.
-            #[must_use]
-            pub fn max_retry_after(mut self, max: ::std::time::Duration) -> Self {
-                self.max_retry_after = max;
-                self
-            }
-
-            /// Sets the connect timeout.
-            #[must_use]
-            pub fn connect_timeout(mut self, timeout: ::std::time::Duration) -> Self {
-                self.connect_timeout = timeout;
-                self
-            }
-
-            /// Sets how long the server may take to start answering (see
-            /// [`first_byte_timeout`](Self::first_byte_timeout)).
-            #[must_use]
-            pub fn first_byte_timeout(mut self, timeout: ::std::time::Duration) -> Self {
-                self.first_byte_timeout = timeout;
-                self
-            }
-
-            /// Sets the longest silence between two events of a stream.
-            #[must_use]
-            pub fn idle_timeout(mut self, timeout: ::std::time::Duration) -> Self {
-                self.idle_timeout = timeout;
-                self
-            }
-
-            /// Sets both silence limits at once: [`first_byte_timeout`](Self::first_byte_timeout)
-            /// and [`idle_timeout`](Self::idle_timeout) (what a `--timeout` option means).
-            #[must_use]
-            pub fn silence_timeout(self, timeout: ::std::time::Duration) -> Self {
-                self.first_byte_timeout(timeout).idle_timeout(timeout)
-            }
-
-            /// Sets a deadline for each whole call, retries included (`None` for none).
-            #[must_use]
-            pub fn request_timeout(
-                mut self,
-                timeout: impl Into<Option<::std::time::Duration>>,
-            ) -> Self {
-                self.request_timeout = timeout.into();
-                self
-            }
-
-            /// Sets the most bytes of one response body.
-            #[must_use]
-            pub fn max_reply_bytes(mut self, max: usize) -> Self {
-                self.max_reply_bytes = max.max(1);
-                self
-            }
-
-            /// Adds a header sent with every request.
-            #[must_use]
-            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-                self.headers.push((name.into(), value.into()));
-                self
-            }
-
-            /// Adds a top-level field to every request body.
-            #[must_use]
-            pub fn extra_body(
-                mut self,
-                key: impl Into<String>,
-                value: ::serde_json::Value,
-            ) -> Self {
-                self.extra_body.insert(key.into(), value);
-                self
-            }
-
-            /// The limits the shared transport runs a call within (`max_tokens` unset).
-            pub(crate) fn transport_limits(&self) -> $crate::Limits {
-                let mut limits = $crate::Limits::default();
-                limits.max_retries = self.max_retries;
-                limits.initial_backoff = self.initial_backoff;
-                limits.max_backoff = self.max_backoff;
-                limits.max_retry_after = self.max_retry_after;
-                limits.first_byte_timeout = self.first_byte_timeout;
-                limits.idle_timeout = self.idle_timeout;
-                limits.request_timeout = self.request_timeout;
-                limits.max_reply_bytes = self.max_reply_bytes;
-                limits
-            }
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            request_timeout: Some(Duration::from_secs(600)),
+            max_reply_bytes: 16 * 1024 * 1024,
+            headers: Vec::new(),
+            extra_body: Map::new(),
         }
-    };
+    }
+}
+
+impl fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpSettings")
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("first_byte_timeout", &self.first_byte_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("headers", &header_names)
+            .field("extra_body", &self.extra_body.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The setters of [`HttpSettings`], on it and on every configuration that embeds one (each
+/// provider's config): `OpenAiConfig::new(model).max_retries(3)` sets its `http.max_retries`.
+/// A configuration implements [`http_settings`](Self::http_settings); the setters come with
+/// it.
+pub trait HttpConfig: Sized {
+    /// The settings to change.
+    fn http_settings(&mut self) -> &mut HttpSettings;
+
+    /// Sets [`max_retries`](HttpSettings::max_retries) (0 for never).
+    #[must_use]
+    fn max_retries(mut self, max_retries: u32) -> Self {
+        self.http_settings().max_retries = max_retries;
+        self
+    }
+
+    /// Sets the first and the longest backoff between attempts.
+    #[must_use]
+    fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.http_settings().initial_backoff = initial;
+        self.http_settings().max_backoff = max.max(initial);
+        self
+    }
+
+    /// Sets [`max_retry_after`](HttpSettings::max_retry_after).
+    #[must_use]
+    fn max_retry_after(mut self, max: Duration) -> Self {
+        self.http_settings().max_retry_after = max;
+        self
+    }
+
+    /// Sets [`connect_timeout`](HttpSettings::connect_timeout).
+    #[must_use]
+    fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.http_settings().connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`first_byte_timeout`](HttpSettings::first_byte_timeout).
+    #[must_use]
+    fn first_byte_timeout(mut self, timeout: Duration) -> Self {
+        self.http_settings().first_byte_timeout = timeout;
+        self
+    }
+
+    /// Sets [`idle_timeout`](HttpSettings::idle_timeout).
+    #[must_use]
+    fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.http_settings().idle_timeout = timeout;
+        self
+    }
+
+    /// Sets both silence limits at once: [`first_byte_timeout`](HttpSettings::first_byte_timeout)
+    /// and [`idle_timeout`](HttpSettings::idle_timeout) (what a `--timeout` option means).
+    #[must_use]
+    fn silence_timeout(self, timeout: Duration) -> Self {
+        self.first_byte_timeout(timeout).idle_timeout(timeout)
+    }
+
+    /// Sets [`request_timeout`](HttpSettings::request_timeout) (`None` for none).
+    #[must_use]
+    fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.http_settings().request_timeout = timeout.into();
+        self
+    }
+
+    /// Sets [`max_reply_bytes`](HttpSettings::max_reply_bytes) (at least 1).
+    #[must_use]
+    fn max_reply_bytes(mut self, max: usize) -> Self {
+        self.http_settings().max_reply_bytes = max.max(1);
+        self
+    }
+
+    /// Adds a header sent with every request.
+    #[must_use]
+    fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.http_settings()
+            .headers
+            .push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds a top-level field to every request body.
+    #[must_use]
+    fn extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.http_settings().extra_body.insert(key.into(), value);
+        self
+    }
+}
+
+impl HttpConfig for HttpSettings {
+    fn http_settings(&mut self) -> &mut HttpSettings {
+        self
+    }
 }
 
 /// What a provider reads from its three environment variables (the key, the base URL, the

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
-use tinyagent::{Agent, Event, Invocation, Model, ModelError, ModelEvent, ModelRequest, Session};
+use tinyagent::{
+    Agent, Event, Invocation, Model, ModelError, ModelRequest, Session, model::ModelEvent,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::{Request, Respond, ResponseTemplate};
 

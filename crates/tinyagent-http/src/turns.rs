@@ -17,7 +17,7 @@ use tinyagent::{Message, ModelRequest, Role};
 ///     Message::from_tool_results([ToolResult::ok("c1", "t", "ok")]),
 ///     Message::user("thanks"),
 /// ])
-/// .with_instruction("you help");
+/// .instruction("you help");
 /// let (system, turns) = tinyagent_http::system_and_turns(&req, |m| {
 ///     let role = if m.role == tinyagent::Role::Assistant { "assistant" } else { "user" };
 ///     (role, vec![m.text()])

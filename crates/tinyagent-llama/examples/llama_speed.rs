@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use tinyagent::{Message, ModelRequest, ToolDefinition, demo};
+use tinyagent::{Message, ModelRequest, demo, model::ToolDefinition};
 use tinyagent_llama::{LlamaConfig, LlamaModel, find_default_model};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,8 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The weather agent's first prompt: instruction, tool list and output protocol.
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
-        .with_instruction("你是一个全能助手。")
-        .with_tools(vec![ToolDefinition::from_tool(
+        .instruction("你是一个全能助手。")
+        .tools(vec![ToolDefinition::from_tool(
             demo::weather_tool().as_ref(),
         )]);
     let prompt = model.prompt(&req)?;

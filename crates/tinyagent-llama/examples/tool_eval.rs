@@ -22,7 +22,7 @@
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use tinyagent::{Message, Model, ModelRequest, ToolDefinition, demo};
+use tinyagent::{Message, Model, ModelRequest, demo, model::ToolDefinition};
 use tinyagent_llama::{LlamaConfig, LlamaModel, ToolFormat, ToolSelection, find_default_model};
 
 /// What an argument must be.
@@ -511,10 +511,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut tally = Tally::default();
             for case in &cases {
                 let req = ModelRequest::new(vec![Message::user(case.question)])
-                    .with_instruction("你是一个全能助手。")
-                    .with_tools(tools.clone())
+                    .instruction("你是一个全能助手。")
+                    .tools(tools.clone())
                     // What is scored is the choice and the arguments; answers are cut short.
-                    .with_max_tokens(48);
+                    .max_tokens(48);
                 let started = Instant::now();
                 let result = model.generate(&req).await;
                 tally.seconds.push(started.elapsed().as_secs_f64());

@@ -13,7 +13,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-use tinyagent::{ModelError, ModelErrorKind};
+use tinyagent::{ModelError, model::ModelErrorKind};
 
 use crate::backend;
 use crate::model::{Completion, Speed};

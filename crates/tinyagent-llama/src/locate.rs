@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use tinyagent::{ModelError, ModelErrorKind};
+use tinyagent::{ModelError, model::ModelErrorKind};
 
 /// The environment variable naming a GGUF file to use instead of the default model.
 pub const ENV_MODEL: &str = "TINYAGENT_MODEL";

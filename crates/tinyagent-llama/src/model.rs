@@ -12,10 +12,10 @@ use futures::stream::{self, BoxStream};
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel as RawModel};
 use serde_json::json;
-use tinyagent::tools::SchemaValidator;
+use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{
-    BoxFuture, FinishReason, Message, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
-    ModelResponse, Part, Role, ToolDefinition, Usage,
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Part, Role, Usage,
+    model::{FinishReason, ModelErrorKind, ModelEvent, ToolDefinition},
 };
 
 use crate::engine::{self, Decoder, Job, Stop};

@@ -2,10 +2,11 @@
 //! the model's output back to message parts.
 
 use serde_json::{Map, Value, json};
-use tinyagent::tools::SchemaValidator;
+use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{
-    Message, ModelError, ModelErrorKind, ModelRequest, Part, Role, ToolCall, ToolChoice,
-    ToolDefinition, new_id,
+    Message, ModelError, ModelRequest, Part, Role, ToolCall,
+    model::{ModelErrorKind, ToolChoice, ToolDefinition},
+    store::new_id,
 };
 
 use crate::LlamaConfig;

@@ -10,8 +10,10 @@ use futures::StreamExt;
 use serde_json::Value;
 use tinyagent::tools::IntoTool;
 use tinyagent::{
-    AgentExt, LlmAgent, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, Role, Session,
-    ToolCall, ToolChoice, ToolDefinition, ToolError, ToolResult, demo, tools,
+    AgentExt, LlmAgent, Message, Model, ModelRequest, Role, Session, ToolCall, ToolError,
+    ToolResult, demo,
+    model::{ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
+    tools,
 };
 use tinyagent_llama::{LlamaConfig, LlamaModel};
 
@@ -230,19 +232,19 @@ async fn a_forced_tool_is_called_even_when_another_fits_the_question() {
     // Left to itself the model calls get_weather here (see the tests above); tool_choice
     // must override that.
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
-        .with_tools(
+        .tools(
             demo::seed_tools()
                 .iter()
                 .map(|t| ToolDefinition::from_tool(t.as_ref()))
                 .collect(),
         )
-        .with_tool_choice(ToolChoice::Tool("calculator".into()));
+        .tool_choice(ToolChoice::Tool("calculator".into()));
     let response = model().generate(&req).await.unwrap();
     let calls: Vec<_> = response.message.tool_calls().collect();
     assert_eq!(calls.len(), 1, "{response:?}");
     assert_eq!(calls[0].name, "calculator");
     let free = model()
-        .generate(&req.clone().with_tool_choice(ToolChoice::Auto))
+        .generate(&req.clone().tool_choice(ToolChoice::Auto))
         .await
         .unwrap();
     let chosen: Vec<_> = free.message.tool_calls().map(|c| c.name.clone()).collect();
@@ -404,8 +406,8 @@ fn the_prompt_uses_the_models_template_and_lists_the_tools() {
     let model = model();
     assert!(!model.uses_fallback_template());
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
-        .with_instruction("你是一个全能助手。")
-        .with_tools(vec![ToolDefinition::from_tool(
+        .instruction("你是一个全能助手。")
+        .tools(vec![ToolDefinition::from_tool(
             demo::weather_tool().as_ref(),
         )]);
     let prompt = model.prompt(&req).unwrap();

@@ -322,21 +322,21 @@ fn expand(options: ToolOptions, mut item: ItemFn) -> syn::Result<TokenStream2> {
     });
     let read_only = options.read_only;
     let mut hints = if read_only {
-        quote!(::tinyagent::ToolHints::read_only())
+        quote!(::tinyagent::ToolHints::READ_ONLY)
     } else {
         quote!(::tinyagent::ToolHints::default())
     };
     if let Some(i) = options.idempotent {
-        hints = quote!(#hints.with_idempotent(#i));
+        hints = quote!(#hints.idempotent(#i));
     }
     if let Some(d) = options.destructive {
-        hints = quote!(#hints.with_destructive(#d));
+        hints = quote!(#hints.destructive(#d));
     }
     if let Some(o) = options.open_world {
-        hints = quote!(#hints.with_open_world(#o));
+        hints = quote!(#hints.open_world(#o));
     }
     if options.blocking {
-        hints = quote!(#hints.with_blocking(true));
+        hints = quote!(#hints.blocking(true));
     }
     let into_result = quote_spanned! {ret_ty.span()=>
         ::tinyagent::__macro_support::into_tool_result(__returned)

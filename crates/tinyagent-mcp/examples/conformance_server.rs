@@ -21,7 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tinyagent::tools::{self, ToolOutput};
 use tinyagent::{
-    ContentPart, Elicitation, LogLevel, SamplingRequest, Tool, ToolContext, ToolError,
+    ContentPart, Tool, ToolContext, ToolError,
+    host::{Elicitation, LogLevel, SamplingRequest},
 };
 use tinyagent_mcp::McpServer;
 
@@ -244,7 +245,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:3001".to_owned());
     let server = McpServer::new(conformance_tools()?)
-        .name("tinyagent-conformance")
+        .server_name("tinyagent-conformance")
         .serve_http(addr.as_str())
         .await?;
     println!("listening on {}", server.url());

@@ -24,7 +24,7 @@ use tinyagent_openai::{ConfigError, OpenAiModel};
 fn configured_model() -> Result<Option<Arc<dyn Model>>, ConfigError> {
     match OpenAiModel::from_env() {
         Ok(model) => Ok(Some(Arc::new(model))),
-        Err(ConfigError::NotConfigured) => Ok(None),
+        Err(ConfigError::NotConfigured { .. }) => Ok(None),
         Err(err) => Err(err),
     }
 }
@@ -40,18 +40,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(_) => McpToolset::stdio(&args.join(" "))?,
         None => {
             let handle = McpServer::new(tinyagent::demo::seed_tools())
-                .name("demo-tools")
+                .server_name("demo-tools")
                 .serve_http("127.0.0.1:0")
                 .await?;
             println!("serving the demo tools over MCP at {}", handle.url());
-            let toolset = McpToolset::http(handle.url()).name("demo-tools");
+            let toolset = McpToolset::http(handle.url()).server_name("demo-tools");
             _served = Some(handle);
             toolset
         }
     };
 
     let tools = toolset.tools().await?;
-    println!("tools from MCP server `{}`:", toolset.server_name());
+    println!("tools from MCP server `{}`:", toolset.name());
     for tool in &tools {
         println!("  {:<20} {}", tool.name(), tool.description());
     }

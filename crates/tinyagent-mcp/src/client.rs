@@ -1,17 +1,11 @@
 //! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server.
 
-use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tinyagent::tools::ToolResolver;
 use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolErrorKind, ToolHints};
@@ -19,8 +13,8 @@ use tokio::sync::Mutex;
 
 use crate::command_line::split_command_line;
 use crate::content::DEFAULT_MAX_RESULT_BYTES;
-use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
-use crate::remote_tool::{McpTool, McpToolInfo, service_error};
+use crate::errors::{McpClientError, service_error};
+use crate::remote_tool::{McpTool, McpToolInfo};
 use crate::stdio::ChildOutput;
 
 mod bridge;
@@ -28,23 +22,17 @@ mod connection;
 mod endpoint;
 
 pub(crate) use bridge::Bridge;
-pub use bridge::ElicitationHandler;
+pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 
 use endpoint::Endpoint;
 
-use connection::ToolsetClient;
+use connection::{Inner, Secret};
 
 /// How long a tool call may take by default before it fails with a timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long connecting (spawning, the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long a server that wrote something other than MCP on its standard output gets to
-/// finish the handshake anyway before connecting fails, naming what it wrote.
-const GARBAGE_GRACE: Duration = Duration::from_secs(2);
-
-type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The tools of one MCP server, offered to an agent: a [`ToolResolver`].
 ///
@@ -110,39 +98,6 @@ pub struct McpToolset {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    label: String,
-    endpoint: Endpoint,
-    prefix: String,
-    filter: Option<NameFilter>,
-    call_timeout: Duration,
-    connect_timeout: Duration,
-    max_result_bytes: usize,
-    headers: Vec<(String, Secret)>,
-    oauth: Option<crate::oauth::McpOAuth>,
-    bridge: Arc<Bridge>,
-    state: Mutex<Option<Connection>>,
-}
-
-/// A header value or token: kept out of `Debug` output and logs.
-#[derive(Clone)]
-struct Secret(Arc<str>);
-
-struct Connection {
-    service: RunningService<RoleClient, ToolsetClient>,
-    /// The server process (killed when dropped), for stdio.
-    _child: Option<tokio::process::Child>,
-    /// What the server process wrote, for stdio.
-    output: Option<Arc<ChildOutput>>,
-    /// Every listed tool, offered or not.
-    infos: Vec<McpToolInfo>,
-    /// Set when the server says its tool list changed.
-    stale: Arc<AtomicBool>,
-    /// Set when a call found the connection gone (HTTP has no connection to watch).
-    broken: Arc<AtomicBool>,
-    tools: Option<Vec<Arc<dyn Tool>>>,
-}
-
 impl fmt::Debug for McpToolset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpToolset")
@@ -162,23 +117,6 @@ impl fmt::Debug for McpToolset {
             .field("oauth", &self.inner.oauth)
             .finish_non_exhaustive()
     }
-}
-
-/// Why a toolset could not be made or could not connect.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpClientError {
-    /// The command line was empty or its quoting unbalanced.
-    #[error("invalid MCP server command line `{command}`: {reason}")]
-    InvalidCommand {
-        /// The command line as given.
-        command: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// Connecting or listing the tools failed.
-    #[error("{0}")]
-    Connect(#[source] ToolError),
 }
 
 impl McpToolset {
@@ -257,12 +195,12 @@ impl McpToolset {
     /// ```
     /// use tinyagent_mcp::McpToolset;
     ///
-    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").name("notes");
+    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").server_name("notes");
     /// ```
     pub fn http(url: impl Into<String>) -> Self {
         let url = url.into();
         // The label names the server in errors and logs: never with its credentials.
-        Self::with_endpoint(tinyagent::tools::redact_url(&url), Endpoint::Http { url })
+        Self::with_endpoint(tinyagent::redact::url(&url), Endpoint::Http { url })
     }
 
     fn with_endpoint(label: String, endpoint: Endpoint) -> Self {
@@ -329,28 +267,22 @@ impl McpToolset {
     /// caused it, or is declined.
     ///
     /// ```
-    /// use tinyagent::Elicitation;
-    /// use tinyagent_mcp::McpToolset;
+    /// use tinyagent::host::Elicitation;
+    /// use tinyagent_mcp::{McpToolset, elicitation_fn};
     ///
-    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").elicitation_fn(|request| {
-    ///     Box::pin(async move {
+    /// let tools = McpToolset::http("http://127.0.0.1:8000/mcp").elicitation(elicitation_fn(
+    ///     |request| async move {
     ///         if request.message.contains("delete") {
     ///             Elicitation::Decline
     ///         } else {
     ///             Elicitation::Accept(serde_json::json!({"confirm": true}))
     ///         }
-    ///     })
-    /// });
+    ///     },
+    /// ));
     /// ```
     #[must_use]
-    pub fn elicitation_fn(
-        self,
-        handler: impl Fn(tinyagent::ElicitationRequest) -> BoxFuture<'static, tinyagent::Elicitation>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        let handler: ElicitationHandler = Arc::new(handler);
+    pub fn elicitation(self, handler: impl ElicitationHandler) -> Self {
+        let handler: Arc<dyn ElicitationHandler> = Arc::new(handler);
         self.configure(|inner| {
             inner.bridge = Arc::new(Bridge::with_handlers(
                 inner.bridge.sampling.clone(),
@@ -361,7 +293,7 @@ impl McpToolset {
 
     /// Names the server in error messages and logs (default: the command, or the URL).
     #[must_use]
-    pub fn name(self, name: impl Into<String>) -> Self {
+    pub fn server_name(self, name: impl Into<String>) -> Self {
         let name = name.into();
         self.configure(|inner| inner.label = name)
     }
@@ -453,7 +385,7 @@ impl McpToolset {
     }
 
     /// The server's name as used in messages.
-    pub fn server_name(&self) -> &str {
+    pub fn name(&self) -> &str {
         &self.inner.label
     }
 
@@ -579,10 +511,10 @@ impl McpToolset {
                 .as_ref()
                 .map_or_else(ToolHints::default, |a| {
                     let d = ToolHints::default();
-                    d.with_read_only(a.read_only_hint.unwrap_or(d.read_only))
-                        .with_destructive(a.destructive_hint.unwrap_or(d.destructive))
-                        .with_idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
-                        .with_open_world(a.open_world_hint.unwrap_or(d.open_world))
+                    d.read_only(a.read_only_hint.unwrap_or(d.read_only))
+                        .destructive(a.destructive_hint.unwrap_or(d.destructive))
+                        .idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
+                        .open_world(a.open_world_hint.unwrap_or(d.open_world))
                 });
             let not_offered = if inner.filter.as_ref().is_some_and(|keep| !keep(&remote)) {
                 Some("left out by the toolset's filter".to_owned())

@@ -1,7 +1,8 @@
 //! MCP content and tinyagent's [`ContentPart`]s, both ways, and the text a model reads.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use tinyagent::{ContentPart, RichContent, content_text};
+use tinyagent::tools::ToolOutput;
+use tinyagent::{ContentPart, tools::content_text};
 
 /// An MCP content block as a content part: text, image, audio, embedded resource (text or
 /// blob) and resource link each become their own kind; a kind this client does not know
@@ -94,13 +95,18 @@ pub fn content_block(part: &ContentPart) -> ContentBlock {
     }
 }
 
-/// The rich part of a `tools/call` result: every content block as a [`ContentPart`], and the
-/// structured content.
-pub fn rich_content(result: &CallToolResult) -> RichContent {
-    RichContent::new(
-        result.content.iter().map(content_part).collect(),
-        result.structured_content.clone(),
-    )
+/// A `tools/call` result as a [`ToolOutput`]: every content block as a [`ContentPart`], the
+/// structured content, and the error flag; its text is [`result_text`].
+pub fn tool_output(result: &CallToolResult) -> ToolOutput {
+    let parts: Vec<ContentPart> = result.content.iter().map(content_part).collect();
+    let mut output = ToolOutput::parts(parts).with_text(result_text(result));
+    if let Some(value) = &result.structured_content {
+        output = output.with_structured(value.clone());
+    }
+    if result.is_error == Some(true) {
+        output = output.into_error();
+    }
+    output
 }
 
 /// Renders the content of a `tools/call` result as text.

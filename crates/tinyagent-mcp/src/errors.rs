@@ -1,10 +1,12 @@
 //! rmcp's errors as text a person (or a model) can act on: no internal type names, the cause
 //! first, and what kind of failure it is.
 
-use rmcp::service::ClientInitializeError;
+use rmcp::model::ErrorCode;
+use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpError,
 };
+use tinyagent::ToolError;
 
 /// An HTTP server's refusal to let us in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +34,7 @@ pub(crate) fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
         current = e.source();
     }
     // A cause may quote the server's URL (reqwest's errors do): never with its credentials.
-    tinyagent::tools::redact_url(&parts.join(": "))
+    tinyagent::redact::url(&parts.join(": "))
 }
 
 /// Whether an error (or one of its sources) is an HTTP 401 or 403.
@@ -93,6 +95,75 @@ pub(crate) fn init_error_text(error: &ClientInitializeError) -> String {
         }
         other => chain_text(other),
     }
+}
+
+/// A failed request, as the model should read it.
+pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
+    match err {
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            let cause = match &err {
+                ServiceError::TransportSend(e) => format!(" ({})", chain_text(e)),
+                _ => String::new(),
+            };
+            ToolError::unavailable(format!(
+                "MCP server `{label}` is not running: the connection closed while {doing}{cause}; \
+                 it will be reconnected on the next invocation"
+            ))
+            .with_source(err)
+        }
+        ServiceError::Timeout { timeout } => ToolError::timed_out(format!(
+            "MCP server `{label}` timed out after {timeout:?} while {doing}"
+        ))
+        .with_source(err),
+        ServiceError::Cancelled { ref reason } => ToolError::cancelled(format!(
+            "MCP server `{label}` cancelled {doing}{}",
+            reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ))
+        .with_source(err),
+        ServiceError::McpError(ref data) => {
+            let message = format!(
+                "MCP server `{label}` returned an error while {doing}: {}",
+                data.message
+            );
+            let error = if data.code == ErrorCode::INVALID_PARAMS {
+                ToolError::invalid_input(message)
+            } else if data.code == ErrorCode::METHOD_NOT_FOUND {
+                ToolError::not_found(message)
+            } else {
+                ToolError::failed(message)
+            };
+            error.with_source(err)
+        }
+        ServiceError::UnexpectedResponse => ToolError::failed(format!(
+            "MCP server `{label}` sent an answer of the wrong kind while {doing}"
+        ))
+        .with_source(err),
+        other => ToolError::failed(format!(
+            "MCP server `{label}` failed while {doing}: {}",
+            chain_text(&other)
+        ))
+        .with_source(other),
+    }
+}
+
+/// Why a toolset could not be made or could not connect.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpClientError {
+    /// The command line was empty or its quoting unbalanced.
+    #[error("invalid MCP server command line `{command}`: {reason}")]
+    InvalidCommand {
+        /// The command line as given.
+        command: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Connecting or listing the tools failed.
+    #[error("{0}")]
+    Connect(#[source] ToolError),
 }
 
 #[cfg(test)]

@@ -10,17 +10,14 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use tinyagent_http::serve::{Arrival, host_allowed, is_loopback_name};
+use tokio_util::sync::CancellationToken;
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -31,34 +28,8 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 
-use crate::McpServer;
-
-/// Who may call the endpoint.
-#[derive(Clone, Default)]
-pub(crate) struct Access {
-    /// Origins allowed besides loopback ones (`scheme://host[:port]`, `*` for any).
-    pub origins: Vec<String>,
-    /// The bearer token a request must carry, if any.
-    pub bearer_token: Option<Arc<str>>,
-    /// The `Host` check of [`McpServer::serve_http`](crate::McpServer::serve_http), which
-    /// knows the address each connection arrived at: the listed hosts (`name`, `name:port`,
-    /// `*`), the address connected to, and loopback names on a loopback address only. `None`
-    /// when mounted elsewhere (rmcp's check applies then).
-    pub hosts: Option<Vec<String>>,
-}
-
-impl fmt::Debug for Access {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Access")
-            .field("origins", &self.origins)
-            .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("hosts", &self.hosts)
-            .finish()
-    }
-}
+use crate::server::Access;
+use crate::{McpServeError, McpServer};
 
 /// A tower service speaking MCP's streamable HTTP transport for an [`McpServer`], from
 /// [`McpServer::http_service`]; mount it in an axum router with `nest_service` or
@@ -277,140 +248,217 @@ pub(crate) fn origin_allowed(origin: &HeaderValue, allowed: &[String]) -> bool {
     } else {
         rest.split(':').next().unwrap_or_default()
     };
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    is_loopback_name(host)
 }
 
-/// The local address a connection arrived at, set by the accept loop.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Arrival {
-    pub local: SocketAddr,
-}
+/// The path [`McpServer::serve_http`] serves MCP under.
+pub const MCP_HTTP_PATH: &str = "/mcp";
 
-/// `name[:port]` lower-cased, IPv6 without brackets; `None` when malformed.
-fn split_host(text: &str) -> Option<(String, Option<u16>)> {
-    let text = text.trim().to_ascii_lowercase();
-    if text.is_empty() || text.contains(['/', '@', ' ']) {
-        return None;
+impl McpServer {
+    /// Browser origins allowed to call the HTTP endpoint besides loopback ones, such as
+    /// `https://app.example.com` or `http://intranet:8080` (`scheme://host[:port]`; `*`
+    /// allows every origin). A request with any other `Origin` header gets 403, as MCP
+    /// requires against DNS rebinding; requests without `Origin` (non-browser clients) pass.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// let server = McpServer::new(tinyagent::demo::seed_tools())
+    ///     .allowed_origins(["https://app.example.com"]);
+    /// ```
+    #[must_use]
+    pub fn allowed_origins(self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let origins: Vec<String> = origins.into_iter().map(Into::into).collect();
+        self.configure(|inner| inner.access.origins = origins)
     }
-    if let Some(v6) = text.strip_prefix('[') {
-        let (addr, rest) = v6.split_once(']')?;
-        let port = match rest.strip_prefix(':') {
-            Some(p) => Some(p.parse().ok()?),
-            None if rest.is_empty() => None,
-            None => return None,
-        };
-        return Some((addr.to_owned(), port));
+
+    /// Host names (or `host:port`; `*` for any) the HTTP endpoint answers to. Requests naming
+    /// another `Host` get 403. By default, [`serve_http`](Self::serve_http) answers the
+    /// address a client connected to and, only on a loopback address, `localhost` (with the
+    /// right port); [`http_service`](Self::http_service) answers loopback names. Set this
+    /// when clients reach the server under a name.
+    #[must_use]
+    pub fn allowed_hosts(self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
+        self.configure(|inner| inner.allowed_hosts = Some(hosts))
     }
-    match text.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => {
-            Some((name.to_owned(), Some(port.parse().ok()?)))
+
+    /// Requires `Authorization: Bearer TOKEN` on every HTTP request; others get 401 with a
+    /// `WWW-Authenticate: Bearer` challenge. The token is never logged.
+    ///
+    /// ```
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// let server = McpServer::new(tinyagent::demo::seed_tools()).bearer_token("s3cret");
+    /// assert!(!format!("{server:?}").contains("s3cret"));
+    /// ```
+    #[must_use]
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        let token: Arc<str> = Arc::from(token.into());
+        self.configure(|inner| inner.access.bearer_token = Some(token))
+    }
+
+    /// Lets [`serve_http`](Self::serve_http) serve an address other than loopback without a
+    /// [bearer token](Self::bearer_token), open to anyone who can reach it (off by default:
+    /// it refuses with [`McpServeError::Unauthenticated`]).
+    #[must_use]
+    pub fn allow_unauthenticated(self, allow: bool) -> Self {
+        self.configure(|inner| inner.allow_unauthenticated = allow)
+    }
+
+    /// How long a client of [`serve_http`](Self::serve_http) may take to send a request's
+    /// headers, which also bounds how long a kept-alive connection may stay idle
+    /// ([`DEFAULT_HTTP_HEADER_TIMEOUT`] by default).
+    #[must_use]
+    pub fn http_header_timeout(self, timeout: std::time::Duration) -> Self {
+        self.configure(|inner| inner.http_limits.header_timeout = timeout)
+    }
+
+    /// How many connections [`serve_http`](Self::serve_http) keeps open at once; one more is
+    /// answered `503` and closed ([`DEFAULT_HTTP_MAX_CONNECTIONS`] by default).
+    #[must_use]
+    pub fn http_max_connections(self, max: usize) -> Self {
+        self.configure(|inner| inner.http_limits.max_connections = max.max(1))
+    }
+
+    /// A tower service speaking MCP's streamable HTTP transport (with sessions), to mount in a
+    /// router of your own. Requests whose `Host` is not a loopback name are refused, as rmcp
+    /// does by default against DNS rebinding (see [`allowed_hosts`](Self::allowed_hosts)), and
+    /// so are requests from foreign browser origins (see
+    /// [`allowed_origins`](Self::allowed_origins)).
+    pub fn http_service(&self) -> McpHttpService {
+        let mut config = StreamableHttpServerConfig::default();
+        if let Some(hosts) = &self.inner.allowed_hosts {
+            config = config.with_allowed_hosts(hosts.clone());
         }
-        _ => Some((text, None)),
+        self.http_service_with(config)
     }
-}
 
-/// Whether `host` may be served on a connection that arrived at `local`: a listed host, the
-/// address connected to (with its port), or a loopback name with the right port when that
-/// address is loopback — a client off the machine cannot pass by sending `Host: localhost`.
-pub(crate) fn host_allowed(host: &str, listed: &[String], local: SocketAddr) -> bool {
-    if listed.iter().any(|h| h.trim() == "*") {
-        return true;
+    /// Like [`http_service`](Self::http_service), with rmcp's configuration (its
+    /// `allowed_hosts` apply as given; origins and the bearer token are this server's).
+    pub fn http_service_with(&self, config: StreamableHttpServerConfig) -> McpHttpService {
+        let max_body_bytes = config.max_request_body_bytes;
+        let server = self.clone();
+        let inner = StreamableHttpService::new(
+            move || Ok(server.new_session()),
+            Default::default(),
+            config,
+        );
+        McpHttpService::new(inner, self.inner.access.clone(), max_body_bytes)
     }
-    let Some((name, port)) = split_host(host) else {
-        return false;
-    };
-    let in_list = listed.iter().any(|entry| match split_host(entry) {
-        Some((n, Some(p))) => n == name && Some(p) == port,
-        Some((n, None)) => n == name,
-        None => false,
-    });
-    if in_list {
-        return true;
-    }
-    if port.unwrap_or(80) != local.port() {
-        return false;
-    }
-    if let Ok(ip) = name.parse::<IpAddr>() {
-        return ip == local.ip() || (ip.is_loopback() && local.ip().is_loopback());
-    }
-    name == "localhost" && local.ip().is_loopback()
-}
 
-/// Limits of the accept loop of [`McpServer::serve_http`](crate::McpServer::serve_http).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ConnLimits {
-    pub header_timeout: Duration,
-    pub max_connections: usize,
-}
-
-/// Serves `router` on `listener` until `stop` completes, then lets the requests in flight
-/// finish: HTTP/1 connections with a header-read timeout (also bounding idle keep-alive), at
-/// most `max_connections` at once (one more gets 503 and is closed), `TCP_NODELAY` on each.
-pub(crate) async fn accept_loop(
-    listener: TcpListener,
-    router: axum::Router,
-    limits: ConnLimits,
-    stop: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .keep_alive(true);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    tokio::pin!(stop);
-    loop {
-        let (mut tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot accept an MCP connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut stop => break,
-        };
-        let _ = tcp.set_nodelay(true);
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, "refused an MCP connection: as many are open as allowed");
-            tokio::spawn(async move {
-                let answer = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
-                              retry-after: 1\r\nconnection: close\r\ncontent-length: 19\r\n\r\n\
-                              Service Unavailable";
-                let _ = tokio::time::timeout(Duration::from_secs(1), async {
-                    tcp.write_all(answer.as_bytes()).await?;
-                    tcp.shutdown().await
-                })
-                .await;
-            });
-            continue;
-        };
-        let Ok(local) = tcp.local_addr() else {
-            continue;
-        };
-        let arrival = Arrival { local };
-        let router = router.clone();
-        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
-            request.extensions_mut().insert(arrival);
-            let mut router = router.clone();
-            tower_service::Service::call(&mut router, request.map(Body::new))
-        });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%peer, %error, "MCP connection ended with an error");
+    /// Binds `addr` and serves MCP over streamable HTTP at [`MCP_HTTP_PATH`] in a background
+    /// task, until the returned handle is shut down or dropped. Bind port 0 to get a free port,
+    /// then read it from [`HttpServerHandle::local_addr`].
+    ///
+    /// Refuses an address other than loopback without a [bearer token](Self::bearer_token),
+    /// unless [allowed](Self::allow_unauthenticated). Only requests whose `Host` names the
+    /// address connected to, `localhost` on a loopback address, or an [allowed
+    /// host](Self::allowed_hosts) are served (against DNS rebinding). Connections are bounded:
+    /// a header-read timeout ([`http_header_timeout`](Self::http_header_timeout)) and a
+    /// maximum number ([`http_max_connections`](Self::http_max_connections)).
+    ///
+    /// ```no_run
+    /// use tinyagent_mcp::McpServer;
+    ///
+    /// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
+    /// let handle = McpServer::new(tinyagent::demo::seed_tools())
+    ///     .serve_http("127.0.0.1:0")
+    ///     .await?;
+    /// println!("serving at {}", handle.url());
+    /// handle.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> Result<HttpServerHandle, McpServeError> {
+        // Checked before binding: an open address is never listened on, even briefly.
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
+        if self.inner.access.bearer_token.is_none() && !self.inner.allow_unauthenticated {
+            if let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(McpServeError::Unauthenticated { addr: *open });
             }
-            drop(slot);
+        }
+        let listener = tokio::net::TcpListener::bind(&addrs[..]).await?;
+        let local_addr = listener.local_addr()?;
+        // Without a token on loopback is the usual local setup (the Host and Origin checks
+        // keep browsers' pages out); on any other address it was asked for, and worth a warning.
+        if self.inner.access.bearer_token.is_none() && !local_addr.ip().is_loopback() {
+            tracing::warn!(%local_addr, "serving MCP without a bearer token: anyone who can reach the address may call the tools");
+        }
+        let cancel = CancellationToken::new();
+        // The Host check is this server's own, which knows where each connection arrived.
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel.child_token())
+            .disable_allowed_hosts();
+        let mut service = self.http_service_with(config);
+        service.check_hosts(self.inner.allowed_hosts.clone().unwrap_or_default());
+        let router = axum::Router::new().nest_service(MCP_HTTP_PATH, service);
+        let shutdown = cancel.clone();
+        let limits = self.inner.http_limits;
+        let handle = move |request: hyper::Request<hyper::body::Incoming>| {
+            let mut router = router.clone();
+            async move { tower_service::Service::call(&mut router, request.map(Body::new)).await }
+        };
+        let task = tokio::spawn(async move {
+            let stop = async move { shutdown.cancelled_owned().await };
+            let (drained, _cut) =
+                tinyagent_http::serve::serve(listener, handle, limits, refusal, stop).await;
+            drained.await;
+            Ok(())
         });
+        tracing::info!(%local_addr, "serving MCP over streamable HTTP");
+        Ok(HttpServerHandle {
+            local_addr,
+            cancel,
+            task: Some(task),
+        })
     }
-    drop(listener);
-    graceful.shutdown().await;
-    Ok(())
+}
+
+/// A running streamable HTTP server from [`McpServer::serve_http`]; dropping it stops the
+/// server.
+#[derive(Debug)]
+pub struct HttpServerHandle {
+    local_addr: SocketAddr,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl HttpServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The URL of the MCP endpoint, such as `http://127.0.0.1:41234/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{MCP_HTTP_PATH}", self.local_addr)
+    }
+
+    /// Stops accepting connections, ends the sessions, and waits for the server task.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take()
+            && let Ok(Err(e)) = task.await
+        {
+            tracing::warn!(error = %e, "MCP HTTP server ended with an error");
+        }
+    }
+}
+
+impl Drop for HttpServerHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The answer to a connection over the limit: `503`.
+fn refusal() -> String {
+    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nretry-after: 1\r\n\
+     connection: close\r\ncontent-length: 19\r\n\r\nService Unavailable"
+        .to_owned()
 }
 
 #[cfg(test)]

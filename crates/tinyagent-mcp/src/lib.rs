@@ -43,18 +43,19 @@ mod stdio;
 pub mod __fuzz;
 
 pub use client::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationHandler, McpClientError, McpToolset,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpToolset,
+    elicitation_fn,
 };
 pub use content::{
-    DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, rich_content,
+    DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, tool_output,
     truncate_result,
 };
-pub use http::McpHttpService;
+pub use errors::McpClientError;
+pub use http::{HttpServerHandle, MCP_HTTP_PATH, McpHttpService};
 pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
 pub use remote_tool::McpToolInfo;
 pub use server::{
-    DEFAULT_HTTP_HEADER_TIMEOUT, DEFAULT_HTTP_MAX_CONNECTIONS, HttpServerHandle, MCP_HTTP_PATH,
-    McpServeError, McpServer,
+    DEFAULT_HTTP_HEADER_TIMEOUT, DEFAULT_HTTP_MAX_CONNECTIONS, McpServeError, McpServer,
 };
 
 /// rmcp, the MCP SDK this crate is built on, for its model types and transports.

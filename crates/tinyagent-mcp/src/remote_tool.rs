@@ -4,16 +4,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ErrorCode};
-use rmcp::service::ServiceError;
+use rmcp::model::CallToolRequestParams;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
+use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{
-    BoxFuture, RichContent, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, content_text,
+    BoxFuture, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, tools::content_text,
 };
 
-use crate::content::{bound_parts, result_text, rich_content, truncate_result};
-use crate::errors::chain_text;
+use crate::content::{bound_parts, result_text, tool_output, truncate_result};
+use crate::errors::service_error;
 
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
 /// [`McpToolset::tool_infos`](crate::McpToolset::tool_infos).
@@ -92,13 +92,13 @@ impl Tool for McpTool {
         self.output_schema.as_ref()
     }
 
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let arguments = parse_arguments(input)?;
+            let arguments = arguments_of(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
             // The call's progress token: the server's progress and logs, and what it asks
@@ -135,22 +135,6 @@ impl Tool for McpTool {
                     )));
                 }
             };
-            let rich = rich_content(&result);
-            if result.is_error != Some(true) && !rich.is_plain() {
-                // Media, resources or structured content: the parts go to whoever runs the
-                // call (an agent hands images to providers that take them), bounded like text.
-                let parts = bound_parts(rich.parts, self.max_result_bytes);
-                let text = if parts.is_empty() {
-                    result_text(&result)
-                } else {
-                    content_text(&parts)
-                };
-                let structured = rich
-                    .structured
-                    .filter(|s| s.to_string().len() <= self.max_result_bytes);
-                ctx.put_rich_content(RichContent::new(parts, structured));
-                return Ok(truncate_result(text, self.max_result_bytes));
-            }
             let text = truncate_result(result_text(&result), self.max_result_bytes);
             if result.is_error == Some(true) {
                 let message = if text.is_empty() {
@@ -160,68 +144,36 @@ impl Tool for McpTool {
                 };
                 return Err(ToolError::failed(message));
             }
-            Ok(text)
-        })
-    }
-}
-
-/// A failed request, as the model should read it.
-pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> ToolError {
-    match err {
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            let cause = match &err {
-                ServiceError::TransportSend(e) => format!(" ({})", chain_text(e)),
-                _ => String::new(),
-            };
-            ToolError::unavailable(format!(
-                "MCP server `{label}` is not running: the connection closed while {doing}{cause}; \
-                 it will be reconnected on the next invocation"
-            ))
-            .with_source(err)
-        }
-        ServiceError::Timeout { timeout } => ToolError::timed_out(format!(
-            "MCP server `{label}` timed out after {timeout:?} while {doing}"
-        ))
-        .with_source(err),
-        ServiceError::Cancelled { ref reason } => ToolError::cancelled(format!(
-            "MCP server `{label}` cancelled {doing}{}",
-            reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ))
-        .with_source(err),
-        ServiceError::McpError(ref data) => {
-            let message = format!(
-                "MCP server `{label}` returned an error while {doing}: {}",
-                data.message
-            );
-            let error = if data.code == ErrorCode::INVALID_PARAMS {
-                ToolError::invalid_input(message)
-            } else if data.code == ErrorCode::METHOD_NOT_FOUND {
-                ToolError::not_found(message)
+            let output = tool_output(&result);
+            if output.content_parts().iter().all(|p| p.is_text())
+                && output.structured_content().is_none()
+            {
+                return Ok(ToolOutput::text(text));
+            }
+            // Media, resources or structured content: all of it goes to whoever runs the call
+            // (an agent hands images to providers that take them), bounded like text.
+            let (_, parts, structured) = output.into_parts();
+            let parts = bound_parts(parts, self.max_result_bytes);
+            let mut output = if parts.is_empty() {
+                ToolOutput::text(text)
             } else {
-                ToolError::failed(message)
+                let text = truncate_result(content_text(&parts), self.max_result_bytes);
+                ToolOutput::parts(parts).with_text(text)
             };
-            error.with_source(err)
-        }
-        ServiceError::UnexpectedResponse => ToolError::failed(format!(
-            "MCP server `{label}` sent an answer of the wrong kind while {doing}"
-        ))
-        .with_source(err),
-        other => ToolError::failed(format!(
-            "MCP server `{label}` failed while {doing}: {}",
-            chain_text(&other)
-        ))
-        .with_source(other),
+            if let Some(value) = structured.filter(|s| s.to_string().len() <= self.max_result_bytes)
+            {
+                output = output.with_structured(value);
+            }
+            Ok(output)
+        })
     }
 }
 
 /// The call's arguments as the JSON object MCP sends, read by the core's strict reader
 /// (`tools::parse_arguments`: blank means `{}`, duplicate keys and lone surrogates are refused,
 /// errors are bounded); `null` counts as no arguments.
-fn parse_arguments(input: &str) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
-    match tinyagent::tools::parse_arguments(input)? {
+fn arguments_of(input: ToolInput) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
+    match input.into_value()? {
         Value::Object(map) => Ok(Some(map)),
         Value::Null => Ok(Some(serde_json::Map::new())),
         other => Err(ToolError::invalid_input(format!(
@@ -245,17 +197,19 @@ fn kind_of(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::service::ServiceError;
 
     #[test]
     fn arguments_must_be_a_json_object() {
-        assert!(parse_arguments("").unwrap().unwrap().is_empty());
-        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
-        let err = parse_arguments("[1]").unwrap_err();
+        let args = |text: &str| arguments_of(ToolInput::from_text(text));
+        assert!(args("").unwrap().unwrap().is_empty());
+        assert_eq!(args(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
+        let err = args("[1]").unwrap_err();
         assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
         assert!(err.message().contains("an array"), "{err}");
-        let err = parse_arguments("{").unwrap_err();
+        let err = args("{").unwrap_err();
         assert!(err.message().contains("not valid JSON"), "{err}");
-        let err = parse_arguments(r#"{"a":1,"a":2}"#).unwrap_err();
+        let err = args(r#"{"a":1,"a":2}"#).unwrap_err();
         assert_eq!(err.kind(), tinyagent::ToolErrorKind::InvalidInput);
     }
 

@@ -12,20 +12,16 @@ use rmcp::model::{
     ServerConfig, TextContent, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::Value;
-use tinyagent::tools::SchemaValidator;
-use tinyagent::{ContentSlot, RichContent, Tool, ToolContext, ToolError};
+use tinyagent::tools::schema::SchemaValidator;
+use tinyagent::tools::{ToolInput, ToolOutput};
+use tinyagent::{Tool, ToolContext, ToolError};
 
 use crate::content::content_block;
 use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
-use tokio_util::sync::CancellationToken;
 
-use crate::http::{Access, ConnLimits, McpHttpService};
-
-/// The path [`McpServer::serve_http`] serves MCP under.
-pub const MCP_HTTP_PATH: &str = "/mcp";
+use tinyagent_http::serve::ConnLimits;
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -78,30 +74,57 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
 ///
 /// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
 /// McpServer::new(tinyagent::demo::seed_tools())
-///     .name("demo-tools")
+///     .server_name("demo-tools")
 ///     .serve_stdio()
 ///     .await
 /// # }
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
-    inner: Arc<ServerInner>,
+    pub(crate) inner: Arc<ServerInner>,
     /// The session's `logging/setLevel` (each HTTP session gets its own).
     log_level: SessionLogLevel,
 }
 
-struct ServerInner {
-    implementation: Implementation,
-    instructions: Option<String>,
-    access: Access,
-    allowed_hosts: Option<Vec<String>>,
-    allow_unauthenticated: bool,
-    http_limits: ConnLimits,
-    tools: Vec<ServedTool>,
-    by_name: HashMap<String, usize>,
+/// Who may call the endpoint.
+#[derive(Clone, Default)]
+pub(crate) struct Access {
+    /// Origins allowed besides loopback ones (`scheme://host[:port]`, `*` for any).
+    pub origins: Vec<String>,
+    /// The bearer token a request must carry, if any.
+    pub bearer_token: Option<Arc<str>>,
+    /// The `Host` check of [`McpServer::serve_http`](crate::McpServer::serve_http), which
+    /// knows the address each connection arrived at: the listed hosts (`name`, `name:port`,
+    /// `*`), the address connected to, and loopback names on a loopback address only. `None`
+    /// when mounted elsewhere (rmcp's check applies then).
+    pub hosts: Option<Vec<String>>,
 }
 
-struct ServedTool {
+impl fmt::Debug for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Access")
+            .field("origins", &self.origins)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("hosts", &self.hosts)
+            .finish()
+    }
+}
+
+pub(crate) struct ServerInner {
+    pub(crate) implementation: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) access: Access,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    pub(crate) allow_unauthenticated: bool,
+    pub(crate) http_limits: ConnLimits,
+    pub(crate) tools: Vec<ServedTool>,
+    pub(crate) by_name: HashMap<String, usize>,
+}
+
+pub(crate) struct ServedTool {
     tool: Arc<dyn Tool>,
     listed: rmcp::model::Tool,
     validator: Option<SchemaValidator>,
@@ -198,10 +221,10 @@ impl McpServer {
                 access: Access::default(),
                 allowed_hosts: None,
                 allow_unauthenticated: false,
-                http_limits: ConnLimits {
-                    header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
-                    max_connections: DEFAULT_HTTP_MAX_CONNECTIONS,
-                },
+                http_limits: ConnLimits::new(
+                    DEFAULT_HTTP_HEADER_TIMEOUT,
+                    DEFAULT_HTTP_MAX_CONNECTIONS,
+                ),
                 tools: served,
                 by_name,
             }),
@@ -209,7 +232,7 @@ impl McpServer {
         }
     }
 
-    fn configure(self, f: impl FnOnce(&mut ServerInner)) -> Self {
+    pub(crate) fn configure(self, f: impl FnOnce(&mut ServerInner)) -> Self {
         let mut inner = take_inner(self.inner);
         f(&mut inner);
         Self {
@@ -220,7 +243,7 @@ impl McpServer {
 
     /// The server's name as told to clients (default `tinyagent`).
     #[must_use]
-    pub fn name(self, name: impl Into<String>) -> Self {
+    pub fn server_name(self, name: impl Into<String>) -> Self {
         let name = name.into();
         self.configure(|inner| inner.implementation.name = name)
     }
@@ -237,72 +260,6 @@ impl McpServer {
     pub fn instructions(self, instructions: impl Into<String>) -> Self {
         let instructions = instructions.into();
         self.configure(|inner| inner.instructions = Some(instructions))
-    }
-
-    /// Browser origins allowed to call the HTTP endpoint besides loopback ones, such as
-    /// `https://app.example.com` or `http://intranet:8080` (`scheme://host[:port]`; `*`
-    /// allows every origin). A request with any other `Origin` header gets 403, as MCP
-    /// requires against DNS rebinding; requests without `Origin` (non-browser clients) pass.
-    ///
-    /// ```
-    /// use tinyagent_mcp::McpServer;
-    ///
-    /// let server = McpServer::new(tinyagent::demo::seed_tools())
-    ///     .allowed_origins(["https://app.example.com"]);
-    /// ```
-    #[must_use]
-    pub fn allowed_origins(self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let origins: Vec<String> = origins.into_iter().map(Into::into).collect();
-        self.configure(|inner| inner.access.origins = origins)
-    }
-
-    /// Host names (or `host:port`; `*` for any) the HTTP endpoint answers to. Requests naming
-    /// another `Host` get 403. By default, [`serve_http`](Self::serve_http) answers the
-    /// address a client connected to and, only on a loopback address, `localhost` (with the
-    /// right port); [`http_service`](Self::http_service) answers loopback names. Set this
-    /// when clients reach the server under a name.
-    #[must_use]
-    pub fn allowed_hosts(self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
-        self.configure(|inner| inner.allowed_hosts = Some(hosts))
-    }
-
-    /// Requires `Authorization: Bearer TOKEN` on every HTTP request; others get 401 with a
-    /// `WWW-Authenticate: Bearer` challenge. The token is never logged.
-    ///
-    /// ```
-    /// use tinyagent_mcp::McpServer;
-    ///
-    /// let server = McpServer::new(tinyagent::demo::seed_tools()).bearer_token("s3cret");
-    /// assert!(!format!("{server:?}").contains("s3cret"));
-    /// ```
-    #[must_use]
-    pub fn bearer_token(self, token: impl Into<String>) -> Self {
-        let token: Arc<str> = Arc::from(token.into());
-        self.configure(|inner| inner.access.bearer_token = Some(token))
-    }
-
-    /// Lets [`serve_http`](Self::serve_http) serve an address other than loopback without a
-    /// [bearer token](Self::bearer_token), open to anyone who can reach it (off by default:
-    /// it refuses with [`McpServeError::Unauthenticated`]).
-    #[must_use]
-    pub fn allow_unauthenticated(self, allow: bool) -> Self {
-        self.configure(|inner| inner.allow_unauthenticated = allow)
-    }
-
-    /// How long a client of [`serve_http`](Self::serve_http) may take to send a request's
-    /// headers, which also bounds how long a kept-alive connection may stay idle
-    /// ([`DEFAULT_HTTP_HEADER_TIMEOUT`] by default).
-    #[must_use]
-    pub fn http_header_timeout(self, timeout: std::time::Duration) -> Self {
-        self.configure(|inner| inner.http_limits.header_timeout = timeout)
-    }
-
-    /// How many connections [`serve_http`](Self::serve_http) keeps open at once; one more is
-    /// answered `503` and closed ([`DEFAULT_HTTP_MAX_CONNECTIONS`] by default).
-    #[must_use]
-    pub fn http_max_connections(self, max: usize) -> Self {
-        self.configure(|inner| inner.http_limits.max_connections = max.max(1))
     }
 
     /// The names of the served tools, in order.
@@ -350,13 +307,14 @@ impl McpServer {
         {
             return Ok(error_result(&e));
         }
-        let input = arguments.to_string();
-        let slot = ContentSlot::new();
-        let ctx = ctx.with_content_slot(slot.clone());
+        // The value checked travels to the tool: a typed tool decodes it without reading text.
+        let input = ToolInput::from_value(arguments);
         Ok(
-            match tinyagent::tools::handle_catching_panics(served.tool.as_ref(), &ctx, &input).await
-            {
-                Ok(text) => success_result(text, slot.take()),
+            match tinyagent::tools::call_catching_panics(served.tool.as_ref(), &ctx, input).await {
+                Ok(output) if output.is_error() => {
+                    error_result(&ToolError::failed(output.into_text()))
+                }
+                Ok(output) => success_result(output),
                 Err(e) => error_result(&e),
             },
         )
@@ -387,96 +345,6 @@ impl McpServer {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
         ended.map_err(|e| McpServeError::Task(e.to_string()))?;
         Ok(())
-    }
-
-    /// A tower service speaking MCP's streamable HTTP transport (with sessions), to mount in a
-    /// router of your own. Requests whose `Host` is not a loopback name are refused, as rmcp
-    /// does by default against DNS rebinding (see [`allowed_hosts`](Self::allowed_hosts)), and
-    /// so are requests from foreign browser origins (see
-    /// [`allowed_origins`](Self::allowed_origins)).
-    pub fn http_service(&self) -> McpHttpService {
-        let mut config = StreamableHttpServerConfig::default();
-        if let Some(hosts) = &self.inner.allowed_hosts {
-            config = config.with_allowed_hosts(hosts.clone());
-        }
-        self.http_service_with(config)
-    }
-
-    /// Like [`http_service`](Self::http_service), with rmcp's configuration (its
-    /// `allowed_hosts` apply as given; origins and the bearer token are this server's).
-    pub fn http_service_with(&self, config: StreamableHttpServerConfig) -> McpHttpService {
-        let max_body_bytes = config.max_request_body_bytes;
-        let server = self.clone();
-        let inner = StreamableHttpService::new(
-            move || Ok(server.new_session()),
-            Default::default(),
-            config,
-        );
-        McpHttpService::new(inner, self.inner.access.clone(), max_body_bytes)
-    }
-
-    /// Binds `addr` and serves MCP over streamable HTTP at [`MCP_HTTP_PATH`] in a background
-    /// task, until the returned handle is shut down or dropped. Bind port 0 to get a free port,
-    /// then read it from [`HttpServerHandle::local_addr`].
-    ///
-    /// Refuses an address other than loopback without a [bearer token](Self::bearer_token),
-    /// unless [allowed](Self::allow_unauthenticated). Only requests whose `Host` names the
-    /// address connected to, `localhost` on a loopback address, or an [allowed
-    /// host](Self::allowed_hosts) are served (against DNS rebinding). Connections are bounded:
-    /// a header-read timeout ([`http_header_timeout`](Self::http_header_timeout)) and a
-    /// maximum number ([`http_max_connections`](Self::http_max_connections)).
-    ///
-    /// ```no_run
-    /// use tinyagent_mcp::McpServer;
-    ///
-    /// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
-    /// let handle = McpServer::new(tinyagent::demo::seed_tools())
-    ///     .serve_http("127.0.0.1:0")
-    ///     .await?;
-    /// println!("serving at {}", handle.url());
-    /// handle.shutdown().await;
-    /// # Ok(()) }
-    /// ```
-    pub async fn serve_http(
-        self,
-        addr: impl tokio::net::ToSocketAddrs,
-    ) -> Result<HttpServerHandle, McpServeError> {
-        // Checked before binding: an open address is never listened on, even briefly.
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
-        if self.inner.access.bearer_token.is_none() && !self.inner.allow_unauthenticated {
-            if let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback()) {
-                return Err(McpServeError::Unauthenticated { addr: *open });
-            }
-        }
-        let listener = tokio::net::TcpListener::bind(&addrs[..]).await?;
-        let local_addr = listener.local_addr()?;
-        // Without a token on loopback is the usual local setup (the Host and Origin checks
-        // keep browsers' pages out); on any other address it was asked for, and worth a warning.
-        if self.inner.access.bearer_token.is_none() && !local_addr.ip().is_loopback() {
-            tracing::warn!(%local_addr, "serving MCP without a bearer token: anyone who can reach the address may call the tools");
-        }
-        let cancel = CancellationToken::new();
-        // The Host check is this server's own, which knows where each connection arrived.
-        let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(cancel.child_token())
-            .disable_allowed_hosts();
-        let mut service = self.http_service_with(config);
-        service.check_hosts(self.inner.allowed_hosts.clone().unwrap_or_default());
-        let router = axum::Router::new().nest_service(MCP_HTTP_PATH, service);
-        let shutdown = cancel.clone();
-        let limits = self.inner.http_limits;
-        let task = tokio::spawn(crate::http::accept_loop(
-            listener,
-            router,
-            limits,
-            async move { shutdown.cancelled_owned().await },
-        ));
-        tracing::info!(%local_addr, "serving MCP over streamable HTTP");
-        Ok(HttpServerHandle {
-            local_addr,
-            cancel,
-            task: Some(task),
-        })
     }
 }
 
@@ -563,25 +431,23 @@ fn custom_request_error(request: &CustomRequest) -> ErrorData {
     ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
 }
 
-/// A tool's successful result as MCP content: its parts as content blocks when it left any
+/// A tool's successful output as MCP content: its parts as content blocks when it has any
 /// (else its text), and its structured content.
-fn success_result(text: String, rich: Option<RichContent>) -> CallToolResult {
-    let Some(rich) = rich else {
-        return CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))]);
-    };
-    let content = if rich.parts.is_empty() {
+fn success_result(output: ToolOutput) -> CallToolResult {
+    let (text, parts, structured) = output.into_parts();
+    let content = if parts.is_empty() {
         vec![ContentBlock::Text(TextContent::new(text))]
     } else {
-        rich.parts.iter().map(content_block).collect()
+        parts.iter().map(content_block).collect()
     };
     let mut result = CallToolResult::success(content);
-    result.structured_content = rich.structured;
+    result.structured_content = structured;
     result
 }
 
 impl McpServer {
     /// The server for a new session: the same tools, a log level of its own.
-    fn new_session(&self) -> Self {
+    pub(crate) fn new_session(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
             log_level: SessionLogLevel::default(),
@@ -673,42 +539,5 @@ impl ServerHandler for McpServer {
                 None,
             )),
         }
-    }
-}
-
-/// A running streamable HTTP server from [`McpServer::serve_http`]; dropping it stops the
-/// server.
-#[derive(Debug)]
-pub struct HttpServerHandle {
-    local_addr: SocketAddr,
-    cancel: CancellationToken,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-}
-
-impl HttpServerHandle {
-    /// The address the server listens on.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// The URL of the MCP endpoint, such as `http://127.0.0.1:41234/mcp`.
-    pub fn url(&self) -> String {
-        format!("http://{}{MCP_HTTP_PATH}", self.local_addr)
-    }
-
-    /// Stops accepting connections, ends the sessions, and waits for the server task.
-    pub async fn shutdown(mut self) {
-        self.cancel.cancel();
-        if let Some(task) = self.task.take()
-            && let Ok(Err(e)) = task.await
-        {
-            tracing::warn!(error = %e, "MCP HTTP server ended with an error");
-        }
-    }
-}
-
-impl Drop for HttpServerHandle {
-    fn drop(&mut self) {
-        self.cancel.cancel();
     }
 }

@@ -12,12 +12,12 @@ use rmcp::model::{
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tinyagent::{
-    BoxFuture, ContentPart, Elicitation, ElicitationRequest, LogLevel, Role, SamplingReply,
-    SamplingRequest, ToolError, ToolHost,
+    BoxFuture, ContentPart, Role, ToolError,
+    host::{Elicitation, ElicitationRequest, LogLevel, SamplingReply, SamplingRequest, ToolHost},
 };
 
 use crate::content::content_part;
-use crate::remote_tool::service_error;
+use crate::errors::service_error;
 
 /// The log level a session's client asked for with `logging/setLevel` (`None`: every message
 /// is sent). Sessions of the initialize handshake keep it; on connections of protocol

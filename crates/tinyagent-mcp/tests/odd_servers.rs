@@ -16,7 +16,7 @@ fn odd_server() -> McpToolset {
     require_python_mcp();
     McpToolset::stdio(&format!("python3 {}", fixture("odd_server.py")))
         .expect("valid command line")
-        .name("odd")
+        .server_name("odd")
 }
 
 fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
@@ -133,7 +133,7 @@ async fn a_server_printing_garbage_is_reported_within_seconds_naming_the_cause()
     let toolset =
         McpToolset::stdio("sh -c 'echo Starting the weather server on port 8080; sleep 60'")
             .unwrap()
-            .name("noisy");
+            .server_name("noisy");
     let started = Instant::now();
     let err = toolset.tools().await.unwrap_err();
     let elapsed = started.elapsed();
@@ -153,7 +153,7 @@ async fn a_server_printing_garbage_is_reported_within_seconds_naming_the_cause()
 async fn a_server_that_exits_says_so() {
     let err = McpToolset::stdio("sh -c 'echo oops; exit 3'")
         .unwrap()
-        .name("quitter")
+        .server_name("quitter")
         .tools()
         .await
         .unwrap_err();

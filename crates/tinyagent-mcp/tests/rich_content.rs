@@ -11,11 +11,8 @@ use std::time::Duration;
 use common::{fixture, require_python_mcp};
 use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, Structured, ToolOutput};
-use tinyagent::{
-    AgentExt, ContentPart, ContentSlot, LlmAgent, RichContent, Session, Tool, ToolContext,
-    ToolError,
-};
+use tinyagent::tools::{self, Structured, ToolInput, ToolOutput};
+use tinyagent::{AgentExt, ContentPart, LlmAgent, Session, Tool, ToolContext, ToolError};
 use tinyagent_mcp::McpToolset;
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
@@ -25,16 +22,32 @@ fn rich_server() -> McpToolset {
     require_python_mcp();
     McpToolset::stdio(&format!("python3 {}", fixture("rich_server.py")))
         .expect("valid command line")
-        .name("rich")
+        .server_name("rich")
         .connect_timeout(Duration::from_secs(30))
 }
 
-/// Calls a tool with a content slot; returns the text and what was left in the slot.
-async fn call(tool: &dyn Tool, input: &str) -> (Result<String, ToolError>, Option<RichContent>) {
-    let slot = ContentSlot::new();
-    let ctx = ToolContext::new().with_content_slot(slot.clone());
-    let out = tool.handle(&ctx, input).await;
-    (out, slot.take())
+/// What a tool's output holds besides its text.
+#[derive(Debug)]
+struct Rich {
+    parts: Vec<ContentPart>,
+    structured: Option<Value>,
+}
+
+/// Calls a tool; returns the text of its output and, when it has any, its parts and
+/// structured content.
+async fn call(tool: &dyn Tool, input: &str) -> (Result<String, ToolError>, Option<Rich>) {
+    match tool
+        .call(&ToolContext::new(), ToolInput::from_text(input))
+        .await
+    {
+        Ok(output) => {
+            let (text, parts, structured) = output.into_parts();
+            let rich =
+                (!parts.is_empty() || structured.is_some()).then_some(Rich { parts, structured });
+            (Ok(text), rich)
+        }
+        Err(err) => (Err(err), None),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -140,7 +140,7 @@ fn duplicate_names_serve_the_first_tool() {
         tinyagent::demo::calculator_tool(),
         tinyagent::demo::time_tool(),
     ])
-    .name("x");
+    .server_name("x");
     assert_eq!(
         server.tool_names().collect::<Vec<_>>(),
         ["calculator", "get_current_time"]

@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use common::{fixture, require_python_mcp};
 use serde_json::{Value, json};
-use tinyagent::{Elicitation, LogLevel, SamplingRequest, Tool, ToolContext, ToolError, tools};
+use tinyagent::{
+    Tool, ToolContext, ToolError,
+    host::{Elicitation, LogLevel, SamplingRequest},
+    tools,
+};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct N {
@@ -152,7 +156,7 @@ struct Recorder {
     seen: std::sync::Mutex<Vec<String>>,
 }
 
-impl tinyagent::ToolHost for Recorder {
+impl tinyagent::host::ToolHost for Recorder {
     fn progress(
         &self,
         p: f64,
@@ -184,7 +188,7 @@ fn context_server() -> tinyagent_mcp::McpToolset {
     require_python_mcp();
     tinyagent_mcp::McpToolset::stdio(&format!("python3 {}", fixture("context_server.py")))
         .expect("valid command line")
-        .name("context")
+        .server_name("context")
         .connect_timeout(Duration::from_secs(30))
 }
 
@@ -278,17 +282,17 @@ async fn a_python_servers_elicitation_is_declined_by_default_and_answered_by_a_h
 
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let toolset = context_server().elicitation_fn(move |request| {
+    let toolset = context_server().elicitation(tinyagent_mcp::elicitation_fn(move |request| {
         seen.lock().unwrap().push(request.message.clone());
         let fields: Vec<String> = request.schema["properties"]
             .as_object()
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
-        Box::pin(async move {
+        async move {
             assert!(fields.contains(&"confirm".to_owned()), "{fields:?}");
             Elicitation::Accept(json!({"confirm": true, "name": "Ada"}))
-        })
-    });
+        }
+    }));
     let out = remote(&toolset, "ask_user")
         .await
         .handle(&ToolContext::new(), "{}")
@@ -299,10 +303,10 @@ async fn a_python_servers_elicitation_is_declined_by_default_and_answered_by_a_h
 
     // Without a handler, the calling tool's host answers (a gateway asks its own client).
     struct Yes;
-    impl tinyagent::ToolHost for Yes {
+    impl tinyagent::host::ToolHost for Yes {
         fn elicit(
             &self,
-            _request: tinyagent::ElicitationRequest,
+            _request: tinyagent::host::ElicitationRequest,
         ) -> tinyagent::BoxFuture<'_, Result<Elicitation, ToolError>> {
             Box::pin(async { Ok(Elicitation::Accept(json!({"confirm": false, "name": "Bo"}))) })
         }

@@ -15,7 +15,7 @@ fn stdio_toolset() -> McpToolset {
     require_python_mcp();
     McpToolset::stdio(&format!("python3 {}", fixture("fixture_server.py")))
         .expect("valid command line")
-        .name("fixture")
+        .server_name("fixture")
         .connect_timeout(Duration::from_secs(30))
 }
 
@@ -114,7 +114,7 @@ async fn toolset_over_stdio_against_the_python_sdk() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn toolset_over_streamable_http_against_the_python_sdk() {
     let server = PythonHttpServer::start();
-    let toolset = McpToolset::http(&server.url).name("fixture-http");
+    let toolset = McpToolset::http(&server.url).server_name("fixture-http");
     toolset
         .connect()
         .await
@@ -227,7 +227,7 @@ async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_re
 async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_reconnects() {
     let server = PythonHttpServer::start();
     let port = server.port();
-    let toolset = McpToolset::http(&server.url).name("fixture-http");
+    let toolset = McpToolset::http(&server.url).server_name("fixture-http");
     let tools = toolset.tools().await.unwrap();
     let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");

@@ -1,9 +1,9 @@
 //! [`OpenAiConfig`]: where the server is, which model, and how requests are made.
 
 use std::fmt;
-use std::time::Duration;
 
-use serde_json::{Map, Value};
+pub use tinyagent_http::ConfigError;
+use tinyagent_http::{HttpConfig, HttpSettings};
 
 /// The environment variable holding the API key (optional for servers that need none).
 pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
@@ -17,17 +17,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when none is configured.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
-/// How long a server may take to start answering, by default.
-pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a stream may stay silent between two events, by default.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// The deadline of a whole call (retries included), by default.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// The token limit sent when a request sets none, by default.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
-/// The most bytes of one response body, by default (16 MiB: far above what
-/// [`DEFAULT_MAX_TOKENS`] tokens take on the wire).
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
 
 /// Which request field carries the token limit of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,29 +34,10 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
-/// Why a configuration could not be made into a model.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is set.
-    #[error(
-        "no model is configured: set OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL (for any \
-         compatible server, such as http://localhost:11434/v1 for Ollama), and optionally \
-         OPENAI_MODEL (default {DEFAULT_MODEL})"
-    )]
-    NotConfigured,
-    /// The base URL is not an `http://` or `https://` URL.
-    #[error(
-        "invalid base URL {0:?}: expected an http:// or https:// URL such as {DEFAULT_BASE_URL}"
-    )]
-    InvalidBaseUrl(String),
-    /// The model name is empty.
-    #[error("the model name is empty: set it with `model(..)` or OPENAI_MODEL")]
-    EmptyModel,
-    /// The HTTP client could not be built (a header value that is not valid, for example).
-    #[error("could not build the HTTP client: {0}")]
-    Client(String),
-}
+/// What [`OpenAiConfig::from_env`] asks for when nothing is set.
+const NOT_CONFIGURED: &str = "set OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL (for any \
+     compatible server, such as http://localhost:11434/v1 for Ollama), and optionally \
+     OPENAI_MODEL (default gpt-4o-mini)";
 
 /// How to reach an OpenAI-compatible Chat Completions server, and how to talk to it.
 ///
@@ -75,7 +47,7 @@ pub enum ConfigError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tinyagent_openai::{OpenAiConfig, OpenAiModel};
+/// use tinyagent_openai::{HttpConfig, OpenAiConfig, OpenAiModel};
 ///
 /// let config = OpenAiConfig::new("qwen2.5:7b")
 ///     .base_url("http://localhost:11434/v1")   // Ollama; no key needed
@@ -95,7 +67,7 @@ pub struct OpenAiConfig {
     /// The model name sent in every request.
     pub model: String,
     /// Send tool schemas in OpenAI's strict dialect (`"strict": true`, through
-    /// [`tinyagent::tools::strict_schema`]). A tool whose schema has a map in it cannot be
+    /// [`tinyagent::tools::schema::strict_schema`]). A tool whose schema has a map in it cannot be
     /// strict and is sent with `"strict": false`. Off by default: few other servers know it.
     pub strict_tools: bool,
     /// `parallel_tool_calls` sent with requests that offer tools; `None` leaves the server's
@@ -106,64 +78,26 @@ pub struct OpenAiConfig {
     pub stream_usage: bool,
     /// Which field carries the token limit.
     pub max_tokens_field: MaxTokensField,
-    /// How often a failed request (429, 5xx, a connection failure or timeout) is retried.
-    pub max_retries: u32,
-    /// The first retry's backoff; it doubles on each retry, with jitter.
-    pub initial_backoff: Duration,
-    /// The longest backoff between two attempts.
-    pub max_backoff: Duration,
-    /// The longest wait a server's `Retry-After` may ask for; a longer one is cut to this.
-    pub max_retry_after: Duration,
-    /// How long connecting may take.
-    pub connect_timeout: Duration,
-    /// How long the server may take to start answering: until the response headers and,
-    /// for a stream, its first event. A non-streaming server usually answers only when the
-    /// whole reply is written, so raise it for long non-streaming calls.
-    pub first_byte_timeout: Duration,
-    /// How long a stream may stay silent between two events (and a body between two
-    /// chunks) once it has started. Reasoning models can think silently for a while.
-    pub idle_timeout: Duration,
-    /// A deadline for a whole call, every retry and wait included; `None` for none.
-    pub request_timeout: Option<Duration>,
     /// The token limit sent when a request sets none (`max_tokens` or
     /// `max_completion_tokens`, see [`max_tokens_field`](Self::max_tokens_field)), so a
     /// runaway reply ends; `None` leaves it to the server.
     pub max_tokens: Option<u32>,
-    /// The most bytes of one response body read; a reply that grows past it (a server that
-    /// never finishes) is an error instead of eating memory forever.
-    pub max_reply_bytes: usize,
-    /// Extra HTTP headers sent with every request (`OpenAI-Organization`, a gateway's key…).
-    pub headers: Vec<(String, String)>,
-    /// Extra top-level fields merged into every request body (`top_p`, `seed`, a server's
-    /// own options); they override the provider's fields of the same name.
-    pub extra_body: Map<String, Value>,
+    /// How requests are made: retries, timeouts, sizes, extra headers and body fields.
+    pub http: HttpSettings,
 }
 
 impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiConfig")
-            .field("base_url", &tinyagent::tools::redact_url(&self.base_url))
+            .field("base_url", &tinyagent::redact::url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("strict_tools", &self.strict_tools)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
             .field("stream_usage", &self.stream_usage)
             .field("max_tokens_field", &self.max_tokens_field)
-            .field("max_retries", &self.max_retries)
-            .field("initial_backoff", &self.initial_backoff)
-            .field("max_backoff", &self.max_backoff)
-            .field("max_retry_after", &self.max_retry_after)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("first_byte_timeout", &self.first_byte_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("request_timeout", &self.request_timeout)
             .field("max_tokens", &self.max_tokens)
-            .field("max_reply_bytes", &self.max_reply_bytes)
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .field("extra_body", &self.extra_body)
+            .field("http", &self.http)
             .finish()
     }
 }
@@ -175,12 +109,8 @@ impl Default for OpenAiConfig {
 }
 
 impl OpenAiConfig {
-    /// A configuration for this model on OpenAI's API, without a key, with the defaults:
-    /// 2 retries from 500 ms backoff (at most 30 s), `Retry-After` honoured up to 60 s,
-    /// 10 s to connect, [`DEFAULT_FIRST_BYTE_TIMEOUT`] until the server starts answering,
-    /// [`DEFAULT_IDLE_TIMEOUT`] of silence between two events, [`DEFAULT_REQUEST_TIMEOUT`]
-    /// for a whole call, a token limit of [`DEFAULT_MAX_TOKENS`] and replies of at most
-    /// [`DEFAULT_MAX_REPLY_BYTES`].
+    /// A configuration for this model on OpenAI's API, without a key, with the default
+    /// [`HttpSettings`] and a token limit of [`DEFAULT_MAX_TOKENS`].
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             base_url: DEFAULT_BASE_URL.to_owned(),
@@ -190,18 +120,8 @@ impl OpenAiConfig {
             parallel_tool_calls: None,
             stream_usage: true,
             max_tokens_field: MaxTokensField::Auto,
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(60),
-            connect_timeout: Duration::from_secs(10),
-            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             max_tokens: Some(DEFAULT_MAX_TOKENS),
-            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
-            headers: Vec::new(),
-            extra_body: Map::new(),
+            http: HttpSettings::default(),
         }
     }
 
@@ -233,7 +153,9 @@ impl OpenAiConfig {
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
-            .ok_or(ConfigError::NotConfigured)?;
+            .ok_or(ConfigError::NotConfigured {
+                help: NOT_CONFIGURED,
+            })?;
         let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
         config.base_url = env.base_url.unwrap_or(config.base_url);
         config.api_key = env.api_key;
@@ -275,11 +197,33 @@ impl OpenAiConfig {
         self
     }
 
-    /// The limits the shared transport runs a call within.
-    pub(crate) fn limits(&self) -> tinyagent_http::Limits {
-        let mut limits = self.transport_limits();
-        limits.max_tokens = self.max_tokens;
-        limits
+    /// Sets the base URL.
+    #[must_use]
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the model name.
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sets how requests are made (see [`HttpSettings`]; its setters also work on the
+    /// configuration itself, through [`HttpConfig`]).
+    #[must_use]
+    pub fn http(mut self, http: HttpSettings) -> Self {
+        self.http = http;
+        self
     }
 
     /// The URL requests are posted to: the base URL (without trailing slashes) and
@@ -299,17 +243,20 @@ impl OpenAiConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        if !tinyagent_http::is_http_url(&self.base_url) {
-            return Err(ConfigError::InvalidBaseUrl(self.base_url.clone()));
-        }
-        if self.model.trim().is_empty() {
-            return Err(ConfigError::EmptyModel);
-        }
-        Ok(())
+        tinyagent_http::check_base_url_and_model(
+            &self.base_url,
+            DEFAULT_BASE_URL,
+            &self.model,
+            ENV_MODEL,
+        )
     }
 }
 
-tinyagent_http::transport_setters!(OpenAiConfig);
+impl HttpConfig for OpenAiConfig {
+    fn http_settings(&mut self) -> &mut HttpSettings {
+        &mut self.http
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -326,7 +273,7 @@ mod tests {
         };
         assert!(matches!(
             OpenAiConfig::from_lookup(env(&[("OPENAI_MODEL", "x")])),
-            Err(ConfigError::NotConfigured)
+            Err(ConfigError::NotConfigured { .. })
         ));
         let c =
             OpenAiConfig::from_lookup(env(&[("OPENAI_API_KEY", "sk-1"), ("OPENAI_BASE_URL", "")]))
@@ -353,14 +300,14 @@ mod tests {
             assert!(
                 matches!(
                     OpenAiConfig::new("m").base_url(bad).validate(),
-                    Err(ConfigError::InvalidBaseUrl(_))
+                    Err(ConfigError::InvalidBaseUrl { .. })
                 ),
                 "{bad}"
             );
         }
         assert!(matches!(
             OpenAiConfig::new(" ").validate(),
-            Err(ConfigError::EmptyModel)
+            Err(ConfigError::InvalidModel { .. })
         ));
     }
 }

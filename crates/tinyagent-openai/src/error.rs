@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use tinyagent::{ModelError, ModelErrorKind};
+use tinyagent::{ModelError, model::ModelErrorKind};
 use tinyagent_http::{bounded, field_text, snippet};
 
 /// The parts of an OpenAI error body: `{"error": {"message", "type", "param", "code"}}`

@@ -6,7 +6,10 @@
 use eventsource_stream::Eventsource;
 use futures::{FutureExt, StreamExt, stream};
 use serde_json::json;
-use tinyagent::{ModelError, ModelEvent, ModelResponse, Part, ToolDefinition};
+use tinyagent::{
+    ModelError, ModelResponse, Part,
+    model::{ModelEvent, ToolDefinition},
+};
 
 use crate::stream::Assembler;
 use crate::wire;

@@ -33,9 +33,9 @@
 //!
 //! - requests carry the instruction (as a `system` message), the history (text, assistant
 //!   tool calls with `"content": ""`, one `tool` message per result), tool definitions
-//!   (optionally strict, through [`tinyagent::tools::strict_schema`]), `tool_choice`,
+//!   (optionally strict, through [`tinyagent::tools::schema::strict_schema`]), `tool_choice`,
 //!   `parallel_tool_calls`, `response_format` (a request's
-//!   [`ResponseFormat`](tinyagent::ResponseFormat) as structured outputs, `json_schema` with
+//!   [`ResponseFormat`](tinyagent::model::ResponseFormat) as structured outputs, `json_schema` with
 //!   the schema in the strict dialect when it can be), `temperature` and the token limit (4096 when the request sets
 //!   none); tool-call arguments that are not JSON are sent back wrapped in a JSON object,
 //!   so servers that parse them accept the history;
@@ -47,7 +47,7 @@
 //!   bodies become clear [`tinyagent::ModelError`]s (a 401 says the key is missing or wrong);
 //! - a stream cut in the middle, or an error event in it that may pass, is retried too: when
 //!   nothing was streamed yet, silently; otherwise after a
-//!   [`ModelEvent::Restart`](tinyagent::ModelEvent::Restart) telling the consumer to discard
+//!   [`ModelEvent::Restart`](tinyagent::model::ModelEvent::Restart) telling the consumer to discard
 //!   what it received;
 //! - timeouts bound every wait: connecting, the first byte of the answer, the silence between
 //!   two events, and the whole call with its retries; a reply larger than
@@ -69,8 +69,8 @@ mod wire;
 pub mod __fuzz;
 
 pub use config::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT,
-    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MaxTokensField, OpenAiConfig,
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL,
+    ENV_MODEL, MaxTokensField, OpenAiConfig,
 };
 pub use model::OpenAiModel;
+pub use tinyagent_http::{HttpConfig, HttpSettings};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::stream::{self, BoxStream};
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
-use tinyagent::{BoxFuture, Model, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
 use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
 
 use crate::config::{ConfigError, DEFAULT_BASE_URL, OpenAiConfig};
@@ -95,9 +95,9 @@ impl OpenAiModel {
         }
         let client = build_client(
             headers,
-            &config.headers,
+            &config.http.headers,
             concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
-            config.connect_timeout,
+            config.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
         let protocol = OpenAiProtocol {
@@ -109,7 +109,8 @@ impl OpenAiModel {
             config.endpoint(),
             config.base_url.clone(),
             config.model.clone(),
-            config.limits(),
+            config.http.clone(),
+            config.max_tokens,
             protocol,
         );
         Ok(Self {
@@ -135,7 +136,7 @@ impl OpenAiModel {
     /// use tinyagent_openai::{OpenAiConfig, OpenAiModel};
     ///
     /// let model = OpenAiModel::new(OpenAiConfig::new("gpt-4o-mini"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).with_instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
     /// let body = model.request_body(&req, false);
     /// assert_eq!(body["messages"][0]["role"], "system");
     /// assert_eq!(body["messages"][1]["content"], "你好");

@@ -2,8 +2,9 @@
 //! arrive in pieces (keyed by `index`), the finish reason and the usage chunk.
 
 use tinyagent::{
-    Message, ModelError, ModelEvent, ModelRequest, ModelResponse, Part, Role, ToolCall,
-    ToolDefinition, Usage, new_id,
+    Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall, Usage,
+    model::{ModelEvent, ToolDefinition},
+    store::new_id,
 };
 
 use tinyagent_http::{Decoder, Flow};
@@ -263,7 +264,7 @@ impl Decoder for Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tinyagent::{FinishReason, ToolCall};
+    use tinyagent::{ToolCall, model::FinishReason};
 
     fn feed(chunks: &[&str]) -> (Vec<ModelEvent>, Result<ModelResponse, ModelError>) {
         let mut a = Assembler::default();

@@ -6,10 +6,12 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tinyagent::tools::strict_schema;
+use tinyagent::tools::schema::strict_schema;
 use tinyagent::{
-    ContentPart, FinishReason, Message, ModelError, ModelRequest, ModelResponse, Part,
-    ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, new_id,
+    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
+    ToolResult, Usage,
+    model::{FinishReason, ResponseFormat, ToolChoice, ToolDefinition},
+    store::new_id,
 };
 
 use crate::config::{MaxTokensField, OpenAiConfig};
@@ -62,7 +64,7 @@ pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bo
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
     }
-    for (k, v) in &config.extra_body {
+    for (k, v) in &config.http.extra_body {
         body.insert(k.clone(), v.clone());
     }
     Value::Object(body)

@@ -14,18 +14,19 @@ use futures::StreamExt;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    AgentError, AgentExt, Event, Invocation, LlmAgent, Message, Model, ModelErrorKind,
-    ModelRequest, Session, ToolContext, ToolError, tools,
+    AgentError, AgentExt, Event, Invocation, LlmAgent, Message, Model, ModelRequest, Session,
+    ToolContext, ToolError, model::ModelErrorKind, tools,
 };
 use tinyagent_http::testing::{
     BOUND, SSE_HEAD, dripping_server, final_text, restarts, stream_all, text_of,
 };
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{DEFAULT_MAX_TOKENS, OpenAiModel};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn ask(text: &str) -> ModelRequest {
-    ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
+    ModelRequest::new(vec![Message::user(text)]).instruction("你是一个全能助手。")
 }
 
 async fn mount(server: &MockServer, reply: ResponseTemplate, times: Option<u64>) {
@@ -246,7 +247,7 @@ async fn a_token_limit_is_sent_by_default() {
     mount(&server, sse(fixture("stream_text.sse")), None).await;
     stream_all(&model_for(&server), &ask("Hello!")).await;
     let own = OpenAiModel::new(config_for(&server.uri()).max_tokens(None)).unwrap();
-    stream_all(&own, &ask("Hello!").with_max_tokens(77)).await;
+    stream_all(&own, &ask("Hello!").max_tokens(77)).await;
     stream_all(&own, &ask("Hello!")).await;
     let bodies = validated_bodies(&server).await;
     // The mock server is not api.openai.com: the field is `max_tokens`.

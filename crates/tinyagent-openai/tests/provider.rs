@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::*;
 use tinyagent::{
-    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse, Part,
-    Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage, demo,
+    Message, Model, ModelRequest, ModelResponse, Part, Role, ToolCall, ToolResult, Usage, demo,
+    model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_http::testing::stream_all;
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{MaxTokensField, OpenAiModel};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -25,7 +26,7 @@ fn calculator_def() -> ToolDefinition {
 }
 
 fn ask(text: &str) -> ModelRequest {
-    ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
+    ModelRequest::new(vec![Message::user(text)]).instruction("你是一个全能助手。")
 }
 
 async fn serve(server: &MockServer, reply: ResponseTemplate) {
@@ -100,7 +101,7 @@ async fn generate_text_from_openais_default_example() {
     let server = MockServer::start().await;
     serve(&server, json_reply("chat_default.json")).await;
     let model = model_for(&server);
-    let req = ask("Hello!").with_temperature(0.7).with_max_tokens(100);
+    let req = ask("Hello!").temperature(0.7).max_tokens(100);
     let resp = model.generate(&req).await.unwrap();
     assert_eq!(resp.message.role, Role::Assistant);
     assert_eq!(resp.message.text(), "Hello! How can I assist you today?");
@@ -108,8 +109,8 @@ async fn generate_text_from_openais_default_example() {
     assert_eq!(
         resp.usage,
         Usage::new(19, 10)
-            .with_cached_input_tokens(0)
-            .with_reasoning_tokens(0)
+            .cached_input_tokens(0)
+            .reasoning_tokens(0)
     );
     assert_eq!(resp.finish_reason, FinishReason::Stop);
 
@@ -153,8 +154,8 @@ async fn generate_a_tool_call_from_openais_functions_example() {
     let req = ModelRequest::new(vec![Message::user(
         "What is the weather like in Boston today?",
     )])
-    .with_tools(vec![def.clone()])
-    .with_tool_choice(ToolChoice::Auto);
+    .tools(vec![def.clone()])
+    .tool_choice(ToolChoice::Auto);
     let resp = model.generate(&req).await.unwrap();
     let calls: Vec<_> = resp.message.tool_calls().cloned().collect();
     assert_eq!(
@@ -167,7 +168,7 @@ async fn generate_a_tool_call_from_openais_functions_example() {
     );
     assert_eq!(resp.message.text(), "");
     assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(resp.usage, Usage::new(82, 17).with_reasoning_tokens(0));
+    assert_eq!(resp.usage, Usage::new(82, 17).reasoning_tokens(0));
 
     let body = &validated_bodies(&server).await[0];
     assert_eq!(
@@ -192,9 +193,9 @@ async fn generate_parallel_tool_calls() {
     )
     .unwrap();
     let req = ask("北京天气怎么样？再算一下 7 乘以 8。")
-        .with_tools(vec![weather_def(), calculator_def()])
-        .with_tool_choice(ToolChoice::Required)
-        .with_max_tokens(256);
+        .tools(vec![weather_def(), calculator_def()])
+        .tool_choice(ToolChoice::Required)
+        .max_tokens(256);
     let resp = model.generate(&req).await.unwrap();
     let calls: Vec<_> = resp.message.tool_calls().cloned().collect();
     assert_eq!(
@@ -211,8 +212,8 @@ async fn generate_parallel_tool_calls() {
     assert_eq!(
         resp.usage,
         Usage::new(156, 52)
-            .with_cached_input_tokens(0)
-            .with_reasoning_tokens(0)
+            .cached_input_tokens(0)
+            .reasoning_tokens(0)
     );
     assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
 
@@ -264,9 +265,9 @@ async fn history_with_tool_calls_and_results_is_sent_as_servers_accept_it() {
         Message::from_tool_results([ToolResult::ok("call_3", "get_weather", "{}")]),
     ];
     let req = ModelRequest::new(history)
-        .with_instruction("你是一个全能助手。")
-        .with_tools(vec![weather_def(), map_tool])
-        .with_tool_choice(ToolChoice::Tool("get_weather".into()));
+        .instruction("你是一个全能助手。")
+        .tools(vec![weather_def(), map_tool])
+        .tool_choice(ToolChoice::Tool("get_weather".into()));
     model.generate(&req).await.unwrap();
 
     let body = &validated_bodies(&server).await[0];
@@ -297,7 +298,7 @@ async fn history_with_tool_calls_and_results_is_sent_as_servers_accept_it() {
     assert_eq!(weather["strict"], true);
     assert_eq!(
         weather["parameters"],
-        tinyagent::tools::strict_schema(&weather_def().input_schema)
+        tinyagent::tools::schema::strict_schema(&weather_def().input_schema)
     );
     assert_eq!(weather["parameters"]["required"], json!(["city", "unit"]));
     assert_eq!(weather["parameters"]["additionalProperties"], false);
@@ -357,8 +358,8 @@ async fn stream_text_with_usage() {
     assert_eq!(
         resp.usage,
         Usage::new(19, 10)
-            .with_cached_input_tokens(0)
-            .with_reasoning_tokens(0)
+            .cached_input_tokens(0)
+            .reasoning_tokens(0)
     );
     assert_eq!(resp.finish_reason, FinishReason::Stop);
 
@@ -372,7 +373,7 @@ async fn stream_a_tool_call_assembled_from_pieces() {
     let server = MockServer::start().await;
     serve(&server, sse_reply("stream_tool_call.sse")).await;
     let model = model_for(&server);
-    let req = ask("北京天气怎么样？").with_tools(vec![weather_def()]);
+    let req = ask("北京天气怎么样？").tools(vec![weather_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
@@ -396,8 +397,8 @@ async fn stream_a_tool_call_assembled_from_pieces() {
     assert_eq!(
         resp.usage,
         Usage::new(82, 17)
-            .with_cached_input_tokens(0)
-            .with_reasoning_tokens(0)
+            .cached_input_tokens(0)
+            .reasoning_tokens(0)
     );
     validated_bodies(&server).await;
 }
@@ -407,8 +408,8 @@ async fn stream_parallel_tool_calls_with_interleaved_pieces() {
     let server = MockServer::start().await;
     serve(&server, sse_reply("stream_parallel_tool_calls.sse")).await;
     let model = OpenAiModel::new(config_for(&server.uri()).parallel_tool_calls(false)).unwrap();
-    let req = ask("北京天气怎么样？再算一下 7 乘以 8。")
-        .with_tools(vec![weather_def(), calculator_def()]);
+    let req =
+        ask("北京天气怎么样？再算一下 7 乘以 8。").tools(vec![weather_def(), calculator_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
     let expected = [
@@ -432,8 +433,8 @@ async fn stream_parallel_tool_calls_with_interleaved_pieces() {
     assert_eq!(
         resp.usage,
         Usage::new(156, 52)
-            .with_cached_input_tokens(0)
-            .with_reasoning_tokens(0)
+            .cached_input_tokens(0)
+            .reasoning_tokens(0)
     );
     let body = &validated_bodies(&server).await[0];
     assert_eq!(body["parallel_tool_calls"], false);
@@ -444,7 +445,7 @@ async fn stream_from_a_llama_cpp_style_server() {
     let server = MockServer::start().await;
     serve(&server, sse_reply("stream_llamacpp_quirks.sse")).await;
     let model = model_for(&server);
-    let req = ask("上海天气怎么样？").with_tools(vec![weather_def(), calculator_def()]);
+    let req = ask("上海天气怎么样？").tools(vec![weather_def(), calculator_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(streamed_text(&events), "");
@@ -476,7 +477,7 @@ async fn stream_with_only_the_legacy_function_call() {
     let server = MockServer::start().await;
     serve(&server, sse_reply("stream_legacy_function_call.sse")).await;
     let model = model_for(&server);
-    let req = ask("广州天气怎么样？").with_tools(vec![weather_def()]);
+    let req = ask("广州天气怎么样？").tools(vec![weather_def()]);
     let (events, err) = stream_all(&model, &req).await;
     assert!(err.is_none(), "{err:?}");
     let resp = done(&events);
@@ -494,7 +495,7 @@ async fn a_stream_cut_mid_tool_call_is_an_error_without_done() {
     let server = MockServer::start().await;
     serve(&server, sse_reply("stream_cut_mid_tool_call.sse")).await;
     let model = model_for(&server);
-    let req = ask("北京天气怎么样？").with_tools(vec![weather_def()]);
+    let req = ask("北京天气怎么样？").tools(vec![weather_def()]);
     let (events, err) = stream_all(&model, &req).await;
     let err = err.expect("a cut stream is an error");
     assert_eq!(err.kind(), ModelErrorKind::InvalidResponse);
@@ -549,10 +550,7 @@ async fn a_server_that_answers_a_stream_request_in_one_piece_still_works() {
             "{\n\"location\": \"Boston, MA\"\n}".to_owned()
         )]
     );
-    assert_eq!(
-        done(&events).usage,
-        Usage::new(82, 17).with_reasoning_tokens(0)
-    );
+    assert_eq!(done(&events).usage, Usage::new(82, 17).reasoning_tokens(0));
     validated_bodies(&server).await;
 
     // And events under a JSON content type are still read as events.
@@ -613,8 +611,8 @@ async fn retry_after_is_honoured_for_streams_too() {
     assert_eq!(
         done(&events).usage,
         Usage::new(19, 10)
-            .with_cached_input_tokens(0)
-            .with_reasoning_tokens(0)
+            .cached_input_tokens(0)
+            .reasoning_tokens(0)
     );
     assert_eq!(validated_bodies(&server).await.len(), 2);
 }
@@ -880,7 +878,7 @@ async fn a_connection_dropped_mid_stream_is_an_error() {
     // The connection closes without the last chunk: a broken transfer.
     let base = raw_server(response.clone(), false).await;
     let model = OpenAiModel::new(config_for(&base).max_retries(0)).unwrap();
-    let req = ask("北京天气怎么样？").with_tools(vec![weather_def()]);
+    let req = ask("北京天气怎么样？").tools(vec![weather_def()]);
     let (events, err) = stream_all(&model, &req).await;
     let err = err.expect("an error");
     assert!(err.message().contains("get_weather"), "{err}");
@@ -928,11 +926,11 @@ async fn request_bodies_for_every_option_match_the_spec() {
                     .stream_usage(strict),
             )
             .unwrap();
-            let mut req = ask("你好").with_tools(tools.clone()).with_temperature(0.0);
+            let mut req = ask("你好").tools(tools.clone()).temperature(0.0);
             req.tool_choice = choice.clone();
             model.generate(&req).await.unwrap();
             // Tool choice without tools is left out.
-            let mut bare = ask("你好").with_max_tokens(1);
+            let mut bare = ask("你好").max_tokens(1);
             bare.tool_choice = choice;
             model.generate(&bare).await.unwrap();
         }

@@ -26,7 +26,7 @@ async fn images_from_tool_results_follow_in_a_user_message() {
         ContentPart::audio("UklGRg==", "audio/wav"),
         ContentPart::image("AAAA", "image/tiff"),
     ];
-    let text = tinyagent::content_text(&parts);
+    let text = tinyagent::tools::content_text(&parts);
     let history = vec![
         Message::user("画出销售图"),
         Message::new(
@@ -37,13 +37,13 @@ async fn images_from_tool_results_follow_in_a_user_message() {
             ],
         ),
         Message::from_tool_results([
-            ToolResult::ok("call_1", "chart", text.clone()).with_parts(parts),
+            ToolResult::ok("call_1", "chart", text.clone()).parts(parts),
             ToolResult::ok("call_2", "logo", "[image image/jpeg, 3 B]")
-                .with_parts(vec![ContentPart::image("/9j/", "image/jpeg")]),
+                .parts(vec![ContentPart::image("/9j/", "image/jpeg")]),
         ]),
     ];
     model
-        .generate(&ModelRequest::new(history).with_instruction("你是一个全能助手。"))
+        .generate(&ModelRequest::new(history).instruction("你是一个全能助手。"))
         .await
         .unwrap();
 

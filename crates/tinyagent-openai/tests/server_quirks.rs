@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tinyagent::{
-    FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
+    Message, Model, ModelRequest, ModelResponse,
+    model::{FinishReason, ModelErrorKind, ModelEvent},
 };
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};

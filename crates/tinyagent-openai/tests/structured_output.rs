@@ -8,7 +8,7 @@ mod support;
 use serde_json::json;
 use support::*;
 use tinyagent::schemars::JsonSchema;
-use tinyagent::{LlmAgent, Message, Model, ModelRequest, ResponseFormat, Session};
+use tinyagent::{LlmAgent, Message, Model, ModelRequest, Session, model::ResponseFormat};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
@@ -47,7 +47,7 @@ async fn the_response_format_is_sent_as_strict_json_schema() {
     let server = server_replying("chat_structured_output.json").await;
     let format = ResponseFormat::of::<Review>();
     let req = ModelRequest::new(vec![Message::user("Broke after a week.")])
-        .with_response_format(format.clone());
+        .response_format(format.clone());
     let reply = model_for(&server).generate(&req).await.unwrap();
     assert_eq!(
         reply.message.text(),
@@ -61,7 +61,7 @@ async fn the_response_format_is_sent_as_strict_json_schema() {
     assert_eq!(sent["json_schema"]["strict"], true);
     assert_eq!(
         sent["json_schema"]["schema"],
-        tinyagent::tools::strict_schema(&format.schema)
+        tinyagent::tools::schema::strict_schema(&format.schema)
     );
     // Strict: every property required (the optional one nullable), nothing else allowed.
     assert_eq!(
@@ -76,7 +76,7 @@ async fn a_schema_that_cannot_be_strict_is_sent_as_it_is() {
     let server = server_replying("chat_default.json").await;
     let map = json!({"type": "object", "additionalProperties": {"type": "integer"}});
     let req = ModelRequest::new(vec![Message::user("Count the words.")])
-        .with_response_format(ResponseFormat::json_schema("word counts", map.clone()));
+        .response_format(ResponseFormat::json_schema("word counts", map.clone()));
     model_for(&server).generate(&req).await.unwrap();
     let body = &validated_bodies(&server).await[0];
     assert_eq!(

@@ -41,9 +41,11 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use tinyagent::schemars::JsonSchema;
 use tinyagent::testing::reply;
 use tinyagent::{
-    LlmAgent, MemoryStore, Model, ModelError, ModelRequest, ModelResponse, Role, SessionStore,
-    ToolError, tools,
+    LlmAgent, Model, ModelError, ModelRequest, ModelResponse, Role, ToolError,
+    store::{MemoryStore, SessionStore},
+    tools,
 };
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tinyagent_server::Server;
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
@@ -224,7 +226,7 @@ async fn store(kind: &str, dir: &std::path::Path) -> Option<Arc<dyn SessionStore
     Some(match kind {
         "memory" => Arc::new(MemoryStore::new()),
         "sqlite" => Arc::new(
-            SqliteStore::open(dir.join(format!("{}.db", tinyagent::new_id("bench"))))
+            SqliteStore::open(dir.join(format!("{}.db", tinyagent::store::new_id("bench"))))
                 .await
                 .expect("sqlite"),
         ),
@@ -251,7 +253,7 @@ async fn store(kind: &str, dir: &std::path::Path) -> Option<Arc<dyn SessionStore
 fn server(model: impl Model + 'static, store: Arc<dyn SessionStore>) -> Server {
     Server::new()
         .agent(agent(model))
-        .shared_store(store)
+        .store(store)
         .max_concurrent_per_key(100_000)
         .request_timeout(None)
 }
@@ -358,7 +360,7 @@ fn load(c: &mut Criterion, rt: &Runtime, dir: &std::path::Path, report: &mut Vec
                                     let http = http.clone();
                                     let base = base.clone();
                                     tokio::spawn(async move {
-                                        let session = tinyagent::new_id("ses");
+                                        let session = tinyagent::store::new_id("ses");
                                         turn(&http, &base, &session).await
                                     })
                                 });
@@ -473,7 +475,7 @@ async fn memory_in_process(
     };
     // Over the provider, a turn is two model calls (the tool call, then the answer).
     let calls = if openai { 2 } else { 1 };
-    let run = tinyagent::new_id("mem");
+    let run = tinyagent::store::new_id("mem");
     // Warm up: one conversation through, so lazy statics and pools exist before measuring.
     model.gate.add_permits(calls);
     let warm = router
@@ -540,7 +542,7 @@ fn post_request(session: &str) -> Request<Body> {
 /// each on the client side), the server's hyper connections and everything above them.
 async fn memory_over_tcp(kind: &str, n: usize, dir: &std::path::Path) -> Option<String> {
     let store = store(kind, dir).await?;
-    let run = tinyagent::new_id("tcp");
+    let run = tinyagent::store::new_id("tcp");
     let model = Arc::new(Parked {
         waiting: AtomicUsize::new(0),
         gate: Semaphore::new(0),

@@ -9,49 +9,10 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use subtle::{Choice, ConstantTimeEq};
 
 use crate::error::ApiError;
-use crate::server::AppState;
-
-/// The id under which requests are counted and logged when the server has no keys.
-pub(crate) const ANONYMOUS: &str = "anonymous";
-
-/// The configured keys: `(id, secret)` pairs. Names are shared (`Arc<str>`): every request
-/// carries its key's name to the handlers and the log without copying it.
-pub(crate) struct KeyRing {
-    keys: Vec<(Arc<str>, Vec<u8>)>,
-    anonymous: Arc<str>,
-}
-
-impl KeyRing {
-    pub(crate) fn new(keys: Vec<(String, String)>) -> Self {
-        Self {
-            keys: keys
-                .into_iter()
-                .map(|(id, key)| (Arc::from(id), key.into_bytes()))
-                .collect(),
-            anonymous: Arc::from(ANONYMOUS),
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// The id of the key `given` is, comparing it with every key in constant time (no early
-    /// exit on the first match, nor on the first differing byte).
-    pub(crate) fn find(&self, given: &[u8]) -> Option<&Arc<str>> {
-        let mut found: Option<&Arc<str>> = None;
-        for (id, key) in &self.keys {
-            let equal: Choice = key.as_slice().ct_eq(given);
-            if bool::from(equal) && found.is_none() {
-                found = Some(id);
-            }
-        }
-        found
-    }
-}
+use crate::keys::ANONYMOUS;
+use crate::state::AppState;
 
 /// Checks the bearer token and the key's request rate, takes one of the key's concurrency
 /// slots for as long as the response (its body included) lasts, tells the handlers who the

@@ -21,46 +21,10 @@ use tinyagent::{Event, Invocation, Message, Part, Role, Session, ToolCall, ToolR
 use tokio::time::Instant;
 
 use crate::error::ApiError;
+use crate::extract::ApiJson;
 use crate::request_id::{RequestId, in_request};
-use crate::routes::ApiJson;
-use crate::server::AppState;
 use crate::sse::{self, Step};
-
-/// What becomes of the `system` and `developer` messages a client sends to
-/// `/v1/chat/completions`.
-///
-/// The agent's instruction is the operator's, and the agent's tools run with the operator's
-/// credentials: a client's text must not rank with it. Whatever the policy, a provider's
-/// system field (Anthropic's `system`, Gemini's `systemInstruction`) holds only the agent's
-/// instruction unless the policy is [`Allow`](Self::Allow).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ClientInstructions {
-    /// They reach the model as user messages, marked as the client's and as ranking below the
-    /// system prompt (the default).
-    #[default]
-    Below,
-    /// Requests that carry them are refused with `400` (`client_instructions_not_allowed`).
-    Deny,
-    /// They become system messages, as in OpenAI's API: with Anthropic and Gemini they join
-    /// the agent's instruction. For trusted clients only.
-    Allow,
-}
-
-impl std::str::FromStr for ClientInstructions {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "below" => Ok(Self::Below),
-            "deny" => Ok(Self::Deny),
-            "allow" => Ok(Self::Allow),
-            other => Err(format!(
-                "{other:?} is not a client-instructions policy: use below, deny or allow"
-            )),
-        }
-    }
-}
+use crate::state::{AppState, ClientInstructions};
 
 /// How a client's system message reads to the model under [`ClientInstructions::Below`].
 pub(crate) fn client_context(role: &str, text: &str) -> String {
@@ -401,7 +365,10 @@ pub(crate) async fn completions(
     session.append(history);
     let events = agent.run(Invocation::new(session, message));
     let meta = Meta {
-        id: format!("chatcmpl-{}", tinyagent::new_id("").trim_start_matches('_')),
+        id: format!(
+            "chatcmpl-{}",
+            tinyagent::store::new_id("").trim_start_matches('_')
+        ),
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())

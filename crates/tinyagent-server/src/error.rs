@@ -169,7 +169,7 @@ impl From<StoreError> for ApiError {
                 .code("store_unavailable")
                 .retry_after(1);
                 tracing::error!(
-                    error = %redact_urls(&message),
+                    error = %tinyagent::redact::url(&message),
                     request_id = this.request_id.as_deref().unwrap_or_default(),
                     "session store failed"
                 );
@@ -181,7 +181,7 @@ impl From<StoreError> for ApiError {
                 let this = Self::internal("the session store could not do what was asked")
                     .code("store_error");
                 tracing::error!(
-                    error = %redact_urls(&message),
+                    error = %tinyagent::redact::url(&message),
                     request_id = this.request_id.as_deref().unwrap_or_default(),
                     "session store error"
                 );
@@ -219,36 +219,11 @@ impl From<AgentError> for ApiError {
             .code("agent_error"),
         };
         tracing::warn!(
-            error = %redact_urls(&err.to_string()),
+            error = %tinyagent::redact::url(&err.to_string()),
             code = this.code.unwrap_or_default(),
             request_id = this.request_id.as_deref().unwrap_or_default(),
             "agent run failed"
         );
         this
-    }
-}
-
-/// `text` with the credentials of every URL in it redacted, for logs
-/// ([`redact_url`](tinyagent::tools::redact_url)).
-pub(crate) fn redact_urls(text: &str) -> String {
-    tinyagent::tools::redact_url(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_urls;
-
-    #[test]
-    fn url_credentials_are_redacted() {
-        assert_eq!(
-            redact_urls("POST https://user:hunter2@api.example.com/v1/chat failed: 500"),
-            "POST https://user:[REDACTED]@api.example.com/v1/chat failed: 500"
-        );
-        assert_eq!(
-            redact_urls("a redis://:pw@h:6379/0 and http://plain.example/x?k=1"),
-            "a redis://[REDACTED]@h:6379/0 and http://plain.example/x?k=1"
-        );
-        assert_eq!(redact_urls("no url here"), "no url here");
-        assert_eq!(redact_urls("http://tok@h"), "http://[REDACTED]@h");
     }
 }

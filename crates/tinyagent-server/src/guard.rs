@@ -9,7 +9,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -22,16 +21,10 @@ use tokio::task::futures::TaskLocalFuture;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use tinyagent_http::serve::{Arrival, host_allowed, split_host};
+
 use crate::error::ApiError;
 use crate::request_id::{REQUEST_ID_HEADER, RequestId};
-
-/// Where a connection arrived: its local address (the one the client connected to). Set by
-/// [`Server::serve`](crate::Server::serve)'s accept loop; absent when the routes are mounted in
-/// an app of one's own.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Arrival {
-    pub(crate) local: SocketAddr,
-}
 
 /// Which hosts and origins the server answers to.
 #[derive(Debug, Clone, Default)]
@@ -48,9 +41,6 @@ impl SitePolicy {
     /// connection that arrived at `arrival`. Without an arrival (routes mounted elsewhere)
     /// only a configured list is enforced.
     pub(crate) fn host_allowed(&self, host: Option<&str>, arrival: Option<Arrival>) -> bool {
-        if self.hosts.iter().any(|h| h == "*") {
-            return true;
-        }
         if arrival.is_none() && self.hosts.is_empty() {
             return true;
         }
@@ -58,33 +48,20 @@ impl SitePolicy {
         let Some(host) = host else {
             return true;
         };
-        let Some((name, port)) = split_host(host) else {
-            return false;
-        };
-        let listed = self.hosts.iter().any(|entry| match split_host(entry) {
-            Some((n, Some(p))) => n.eq_ignore_ascii_case(name) && Some(p) == port,
-            Some((n, None)) => n.eq_ignore_ascii_case(name),
-            None => false,
-        });
-        if listed {
-            return true;
-        }
-        let Some(arrival) = arrival else {
-            return false;
-        };
-        if port.unwrap_or(80) != arrival.local.port() {
-            return false;
-        }
-        let local_ip = arrival.local.ip();
-        // The address the client connected to, as an IP literal (no DNS name can rebind it).
-        if let Ok(ip) = name.parse::<IpAddr>() {
-            if ip == local_ip || (ip.is_loopback() && local_ip.is_loopback()) {
-                return true;
+        match arrival {
+            Some(arrival) => host_allowed(host, &self.hosts, arrival.local),
+            // Mounted elsewhere: only the configured list.
+            None => {
+                self.hosts.iter().any(|h| h == "*")
+                    || split_host(host).is_some_and(|(name, port)| {
+                        self.hosts.iter().any(|entry| match split_host(entry) {
+                            Some((n, Some(p))) => n.eq_ignore_ascii_case(name) && Some(p) == port,
+                            Some((n, None)) => n.eq_ignore_ascii_case(name),
+                            None => false,
+                        })
+                    })
             }
         }
-        // A loopback name, only for a connection that arrived on a loopback address: nobody
-        // off the machine can reach that, whatever `Host` they send.
-        name.eq_ignore_ascii_case("localhost") && local_ip.is_loopback()
     }
 
     /// Whether a request from `origin` may be served, `host` being its (allowed) `Host`: the
@@ -113,30 +90,6 @@ impl SitePolicy {
         };
         origin_name.eq_ignore_ascii_case(host_name)
             && origin_port.unwrap_or(default_port) == host_port.unwrap_or(default_port)
-    }
-}
-
-/// `name[:port]` (IPv6 without brackets), or `None` when malformed. Names are compared
-/// without case by the callers; nothing is allocated.
-fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
-    let text = text.trim();
-    if text.is_empty() || text.contains(['/', '@', ' ']) {
-        return None;
-    }
-    if let Some(v6) = text.strip_prefix('[') {
-        let (addr, rest) = v6.split_once(']')?;
-        let port = match rest.strip_prefix(':') {
-            Some(p) => Some(p.parse().ok()?),
-            None if rest.is_empty() => None,
-            None => return None,
-        };
-        return Some((addr, port));
-    }
-    match text.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => Some((name, Some(port.parse().ok()?))),
-        // A bare IPv6 address (not valid in `Host`, but an allowed-host entry may be written so).
-        Some(_) => Some((text, None)),
-        None => Some((text, None)),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Serve [tinyagent] agents over HTTP.
 //!
-//! A [`Server`] holds named agents, a [`SessionStore`](tinyagent::SessionStore), API keys and
+//! A [`Server`] holds named agents, a [`SessionStore`](tinyagent::store::SessionStore), API keys and
 //! limits, and serves:
 //!
 //! | route | what |
@@ -67,21 +67,26 @@
 mod auth;
 mod chat;
 mod error;
+mod extract;
 mod guard;
+mod keys;
 mod listen;
 mod page;
 mod request_id;
 mod routes;
+mod scoped;
 mod server;
+mod serving;
 mod sessions;
 mod sse;
+mod state;
 mod tenancy;
 
-pub use chat::ClientInstructions;
 pub use error::ApiError;
 pub use server::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, ServeError, Server,
 };
+pub use state::ClientInstructions;
 pub use tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};

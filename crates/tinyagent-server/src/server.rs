@@ -1,25 +1,20 @@
 //! [`Server`]: the builder that holds agents, a session store, keys and limits, and turns them
 //! into an axum [`Router`] or a running server.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::Router;
-use tinyagent::agent::{OnBusy, SessionRunner};
-use tinyagent::{Agent, MemoryStore, SessionStore};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tinyagent::agent::OnBusy;
+use tinyagent::{
+    Agent,
+    store::{MemoryStore, SessionStore},
+};
 
-use crate::auth::{ANONYMOUS, KeyRing};
-use crate::chat::ClientInstructions;
-use crate::guard::{FrontLayer, SitePolicy};
-use crate::listen::ConnLimits;
-use tower_layer::Layer;
+use crate::guard::SitePolicy;
+use crate::state::{ClientInstructions, Limits};
+use crate::tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};
 
 /// The largest request body accepted by default: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -71,30 +66,17 @@ pub const ENV_API_KEYS: &str = "TINYAGENT_API_KEYS";
 /// # let _ = app;
 /// ```
 pub struct Server {
-    agents: Vec<Arc<dyn Agent>>,
-    store: Arc<dyn SessionStore>,
+    pub(crate) agents: Vec<Arc<dyn Agent>>,
+    pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) keys: Vec<(String, String)>,
-    allow_unauthenticated: bool,
-    limits: Limits,
-    on_busy: OnBusy,
-    page: bool,
-    site: SitePolicy,
-    client_instructions: ClientInstructions,
-    client_tool_results: bool,
+    pub(crate) allow_unauthenticated: bool,
+    pub(crate) limits: Limits,
+    pub(crate) on_busy: OnBusy,
+    pub(crate) page: bool,
+    pub(crate) site: SitePolicy,
+    pub(crate) client_instructions: ClientInstructions,
+    pub(crate) client_tool_results: bool,
     pub(crate) tenancy: crate::tenancy::Tenancy,
-}
-
-/// The limits a [`Server`] enforces.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub(crate) max_body_bytes: usize,
-    pub(crate) request_timeout: Option<Duration>,
-    pub(crate) body_timeout: Duration,
-    pub(crate) max_concurrent_per_key: usize,
-    pub(crate) drain_timeout: Duration,
-    pub(crate) header_timeout: Duration,
-    pub(crate) write_timeout: Option<Duration>,
-    pub(crate) max_connections: usize,
 }
 
 impl Default for Server {
@@ -159,26 +141,11 @@ impl Server {
         self
     }
 
-    /// Offers an agent already shared behind an `Arc`.
-    #[must_use]
-    pub fn shared_agent(mut self, agent: Arc<dyn Agent>) -> Self {
-        self.agents.retain(|a| a.name() != agent.name());
-        self.agents.push(agent);
-        self
-    }
-
     /// Keeps sessions in this store ([`MemoryStore`] by default; see the `tinyagent-store`
     /// crate for SQLite, PostgreSQL and Redis).
     #[must_use]
     pub fn store(mut self, store: impl SessionStore + 'static) -> Self {
         self.store = Arc::new(store);
-        self
-    }
-
-    /// Keeps sessions in a store already shared behind an `Arc`.
-    #[must_use]
-    pub fn shared_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = store;
         self
     }
 
@@ -359,123 +326,53 @@ impl Server {
         self
     }
 
-    /// The routes, to serve or to mount in an app of your own (`Router::nest`, `merge`).
-    ///
-    /// Mounted this way, the routes enforce the keys, body size, time and concurrency limits
-    /// themselves; the choice of address (and whether a server without keys may listen on
-    /// it) is the app's. [`serve`](Self::serve) makes it for you.
-    pub fn router(self) -> Router {
-        let (router, site, _) = self.into_parts(Arc::new(AtomicBool::new(false)));
-        // Every route behind the front door (request ids, the cross-site checks).
-        router.layer(FrontLayer::new(site))
+    /// Accepts an admin key, named [`DEFAULT_ADMIN_KEY_NAME`]: a request with it lists, reads,
+    /// posts to and deletes every session, whoever owns it. A session an admin key creates has
+    /// no owner, so only admin keys see it.
+    #[must_use]
+    pub fn admin_key(self, key: impl Into<String>) -> Self {
+        self.named_admin_key(DEFAULT_ADMIN_KEY_NAME, key)
     }
 
-    /// The routes (without the front door), the host and origin policy, and the limits.
-    fn into_parts(self, draining: Arc<AtomicBool>) -> (Router, Arc<SitePolicy>, Limits) {
-        let limits = self.limits;
-        let runners = self
-            .agents
-            .iter()
-            .map(|agent| {
-                let runner =
-                    SessionRunner::new(agent.clone(), self.store.clone()).on_busy(self.on_busy);
-                (agent.name().to_owned(), runner)
-            })
-            .collect();
-        let mut slots: HashMap<String, Arc<Semaphore>> = HashMap::new();
-        for (id, _) in &self.keys {
-            slots.insert(
-                id.clone(),
-                Arc::new(Semaphore::new(limits.max_concurrent_per_key)),
-            );
+    /// Accepts an admin key under a name of your choosing (see [`admin_key`](Self::admin_key)).
+    #[must_use]
+    pub fn named_admin_key(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
+        let name = name.into();
+        let before = self.keys.len();
+        self = self.named_api_key(name, key);
+        if let Some((name, _)) = self.keys.get(before) {
+            self.tenancy.admins.insert(name.clone());
         }
-        slots.insert(
-            ANONYMOUS.to_owned(),
-            Arc::new(Semaphore::new(limits.max_concurrent_per_key)),
-        );
-        let site = Arc::new(self.site);
-        let state = AppState {
-            agents: self.agents,
-            runners,
-            store: self.store,
-            keys: KeyRing::new(self.keys),
-            slots,
-            limits,
-            draining,
-            page: self.page,
-            client_instructions: self.client_instructions,
-            client_tool_results: self.client_tool_results,
-            tenancy: self.tenancy,
-        };
-        (crate::routes::router(Arc::new(state)), site, limits)
+        self
     }
 
-    /// Why the server may not serve on `addr`, if it may not.
-    fn cannot_serve_on(&self, addr: SocketAddr) -> Option<ServeError> {
-        if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
-            Some(ServeError::Unauthenticated { addr })
-        } else if self.agents.is_empty() {
-            Some(ServeError::NoAgents)
-        } else {
-            None
-        }
+    /// How many sessions one key may keep (`None`, the default: no limit). A message that
+    /// would create one more gets `409` with code `too_many_sessions`; deleting a session (or
+    /// its expiry) makes room. Admin keys have no limit. Checked when the message arrives, so
+    /// messages to new sessions sent at once may pass it by as many as are in flight.
+    #[must_use]
+    pub fn max_sessions_per_key(mut self, max: impl Into<Option<usize>>) -> Self {
+        self.tenancy.max_sessions_per_key = max.into().map(|m| m.max(1));
+        self
     }
 
-    /// Serves on `listener` until `shutdown` completes, then stops accepting connections and
-    /// lets the answers in flight finish, for at most the [drain
-    /// timeout](Self::drain_timeout).
-    ///
-    /// Refuses to start without API keys on an address other than loopback, unless
-    /// [`allow_unauthenticated`](Self::allow_unauthenticated) says so.
-    ///
-    /// ```no_run
-    /// # async fn run(server: tinyagent_server::Server) -> Result<(), tinyagent_server::ServeError> {
-    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-    /// server.serve(listener, async { tokio::signal::ctrl_c().await.ok(); }).await
-    /// # }
-    /// ```
-    pub async fn serve(
-        self,
-        listener: TcpListener,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), ServeError> {
-        let addr = listener.local_addr()?;
-        if let Some(problem) = self.cannot_serve_on(addr) {
-            return Err(problem);
-        }
-        if self.keys.is_empty() {
-            tracing::warn!(%addr, "serving without API keys: anyone who can reach the address may use the agents");
-        }
-        let draining = Arc::new(AtomicBool::new(false));
-        let (router, site, limits) = self.into_parts(draining.clone());
-        // The front door wraps the router once (not each route, as `Router::layer` would).
-        let service = FrontLayer::new(site).layer(router);
-        let stop = async move {
-            shutdown.await;
-            draining.store(true, Ordering::SeqCst);
-            tracing::info!(
-                "shutting down: no new connections; letting the answers in flight finish"
-            );
-        };
-        tracing::info!(%addr, "serving");
-        let conn_limits = ConnLimits {
-            header_timeout: limits.header_timeout,
-            write_timeout: limits.write_timeout,
-            max_connections: limits.max_connections,
-        };
-        let (drained, cut) = crate::listen::serve(listener, service, conn_limits, stop).await;
-        if tokio::time::timeout(limits.drain_timeout, drained)
-            .await
-            .is_err()
-        {
-            let _ = cut.send(true);
-            tracing::warn!(
-                drain_timeout_ms = limits.drain_timeout.as_millis() as u64,
-                "answers still in flight after the drain timeout were cut"
-            );
-        }
-        tracing::info!("stopped");
-        Ok(())
+    /// How many messages a session may hold (`None`, the default: no limit). A message to a
+    /// session that holds this many already gets `413` with code `history_too_long`, and
+    /// nothing runs; the run of an accepted message may take the history past the limit by
+    /// the messages that run adds.
+    #[must_use]
+    pub fn max_history(mut self, max: impl Into<Option<usize>>) -> Self {
+        self.tenancy.max_history = max.into().map(|m| m.max(1));
+        self
+    }
+
+    /// How many requests one key (without keys: all clients together) may send per unit of
+    /// time (`None`, the default: no limit). One more gets `429` with code
+    /// `rate_limit_exceeded` and a `Retry-After` in seconds.
+    #[must_use]
+    pub fn rate_limit(mut self, limit: impl Into<Option<RateLimit>>) -> Self {
+        self.tenancy.rate_limit = limit.into();
+        self
     }
 }
 
@@ -499,103 +396,4 @@ pub enum ServeError {
     /// The listener failed.
     #[error("the server's listener failed: {0}")]
     Io(#[from] std::io::Error),
-}
-
-/// What every handler shares.
-pub(crate) struct AppState {
-    pub(crate) agents: Vec<Arc<dyn Agent>>,
-    pub(crate) runners: HashMap<String, SessionRunner>,
-    pub(crate) store: Arc<dyn SessionStore>,
-    pub(crate) keys: KeyRing,
-    pub(crate) slots: HashMap<String, Arc<Semaphore>>,
-    pub(crate) limits: Limits,
-    pub(crate) draining: Arc<AtomicBool>,
-    pub(crate) page: bool,
-    pub(crate) client_instructions: ClientInstructions,
-    pub(crate) client_tool_results: bool,
-    pub(crate) tenancy: crate::tenancy::Tenancy,
-}
-
-impl AppState {
-    /// The agent of this name.
-    pub(crate) fn agent(&self, name: &str) -> Option<&Arc<dyn Agent>> {
-        self.agents.iter().find(|a| a.name() == name)
-    }
-
-    /// The names of the agents, for error messages.
-    pub(crate) fn agent_names(&self) -> String {
-        self.agents
-            .iter()
-            .map(|a| format!("{:?}", a.name()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tinyagent::LlmAgent;
-    use tinyagent::testing::ScriptedModel;
-
-    fn agent() -> LlmAgent {
-        LlmAgent::builder("a")
-            .model(ScriptedModel::new([]))
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn without_keys_only_loopback_is_served_unless_allowed() {
-        let open: SocketAddr = "0.0.0.0:8080".parse().unwrap();
-        let v6: SocketAddr = "[::]:8080".parse().unwrap();
-        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        let local6: SocketAddr = "[::1]:8080".parse().unwrap();
-        let server = Server::new().agent(agent());
-        for addr in [open, v6] {
-            let problem = server.cannot_serve_on(addr).expect("refused");
-            assert!(matches!(problem, ServeError::Unauthenticated { .. }));
-            assert!(
-                problem.to_string().contains("without API keys"),
-                "{problem}"
-            );
-        }
-        assert!(server.cannot_serve_on(local).is_none());
-        assert!(server.cannot_serve_on(local6).is_none());
-        let server = server.allow_unauthenticated(true);
-        assert!(server.cannot_serve_on(open).is_none());
-        let server = Server::new().agent(agent()).api_key("k");
-        assert!(server.cannot_serve_on(open).is_none());
-        // An empty key is no key.
-        let server = Server::new().agent(agent()).api_key("");
-        assert!(server.cannot_serve_on(open).is_some());
-    }
-
-    #[test]
-    fn a_server_needs_an_agent() {
-        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert!(matches!(
-            Server::new().cannot_serve_on(local),
-            Some(ServeError::NoAgents)
-        ));
-    }
-
-    #[test]
-    fn an_agent_of_the_same_name_replaces_the_earlier_one() {
-        let server = Server::new().agent(agent()).agent(agent());
-        assert_eq!(server.agents.len(), 1);
-        let debug = format!("{server:?}");
-        assert!(debug.contains("keys: 0"), "{debug}");
-    }
-
-    #[test]
-    fn keys_are_found_by_value_and_never_printed() {
-        let server = Server::new().api_key("sk-1").named_api_key("ops", "sk-2");
-        assert!(!format!("{server:?}").contains("sk-"));
-        let ring = KeyRing::new(server.keys);
-        assert_eq!(ring.find(b"sk-1").map(|n| &**n), Some("key-1"));
-        assert_eq!(ring.find(b"sk-2").map(|n| &**n), Some("ops"));
-        assert_eq!(ring.find(b"sk-"), None);
-        assert_eq!(ring.find(b""), None);
-    }
 }

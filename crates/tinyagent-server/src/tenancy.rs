@@ -15,8 +15,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::server::Server;
-
 /// The name of the admin key given by [`Server::admin_key`].
 pub const DEFAULT_ADMIN_KEY_NAME: &str = "admin";
 
@@ -167,56 +165,6 @@ impl Tenancy {
 }
 
 /// Tenants and their limits.
-impl Server {
-    /// Accepts an admin key, named [`DEFAULT_ADMIN_KEY_NAME`]: a request with it lists, reads,
-    /// posts to and deletes every session, whoever owns it. A session an admin key creates has
-    /// no owner, so only admin keys see it.
-    #[must_use]
-    pub fn admin_key(self, key: impl Into<String>) -> Self {
-        self.named_admin_key(DEFAULT_ADMIN_KEY_NAME, key)
-    }
-
-    /// Accepts an admin key under a name of your choosing (see [`admin_key`](Self::admin_key)).
-    #[must_use]
-    pub fn named_admin_key(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
-        let name = name.into();
-        let before = self.keys.len();
-        self = self.named_api_key(name, key);
-        if let Some((name, _)) = self.keys.get(before) {
-            self.tenancy.admins.insert(name.clone());
-        }
-        self
-    }
-
-    /// How many sessions one key may keep (`None`, the default: no limit). A message that
-    /// would create one more gets `409` with code `too_many_sessions`; deleting a session (or
-    /// its expiry) makes room. Admin keys have no limit. Checked when the message arrives, so
-    /// messages to new sessions sent at once may pass it by as many as are in flight.
-    #[must_use]
-    pub fn max_sessions_per_key(mut self, max: impl Into<Option<usize>>) -> Self {
-        self.tenancy.max_sessions_per_key = max.into().map(|m| m.max(1));
-        self
-    }
-
-    /// How many messages a session may hold (`None`, the default: no limit). A message to a
-    /// session that holds this many already gets `413` with code `history_too_long`, and
-    /// nothing runs; the run of an accepted message may take the history past the limit by
-    /// the messages that run adds.
-    #[must_use]
-    pub fn max_history(mut self, max: impl Into<Option<usize>>) -> Self {
-        self.tenancy.max_history = max.into().map(|m| m.max(1));
-        self
-    }
-
-    /// How many requests one key (without keys: all clients together) may send per unit of
-    /// time (`None`, the default: no limit). One more gets `429` with code
-    /// `rate_limit_exceeded` and a `Retry-After` in seconds.
-    #[must_use]
-    pub fn rate_limit(mut self, limit: impl Into<Option<RateLimit>>) -> Self {
-        self.tenancy.rate_limit = limit.into();
-        self
-    }
-}
 
 #[cfg(test)]
 mod tests {

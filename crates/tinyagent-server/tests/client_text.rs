@@ -13,6 +13,7 @@ use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::{LlmAgent, Message, ModelRequest, Role};
 use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
 use tinyagent_gemini::{GeminiConfig, GeminiModel};
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use tinyagent_server::{ClientInstructions, Server};
 

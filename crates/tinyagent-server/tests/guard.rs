@@ -10,7 +10,7 @@ use common::{Dropped, GatedModel, Running, agent, chat, client, frames, read_unt
 use serde_json::{Value, json};
 use tinyagent::store::SessionStore;
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::{LlmAgent, MemoryStore};
+use tinyagent::{LlmAgent, store::MemoryStore};
 use tinyagent_server::Server;
 
 fn greeter(replies: usize) -> LlmAgent {
@@ -413,7 +413,7 @@ async fn readyz_is_503_when_the_store_fails() {
     let server = Running::start(
         Server::new()
             .agent(greeter(0))
-            .shared_store(Arc::new(FailingStore(store))),
+            .store(Arc::new(FailingStore(store))),
     )
     .await;
     let response = client().get(server.url("/readyz")).send().await.unwrap();

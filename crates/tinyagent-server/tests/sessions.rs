@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::{Running, agent, client, frames, service_url};
 use serde_json::{Value, json};
-use tinyagent::SessionStore;
 use tinyagent::agent::OnBusy;
+use tinyagent::store::SessionStore;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent_server::Server;
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
@@ -74,10 +74,10 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
     let server = Running::start(
         Server::new()
             .agent(agent("calc", model()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     )
     .await;
-    let id = tinyagent::new_id("ses");
+    let id = tinyagent::store::new_id("ses");
 
     let (status, body) = get(&server, &format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 404);
@@ -188,7 +188,7 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
 
 #[tokio::test]
 async fn session_round_trip_in_memory() {
-    round_trip(Arc::new(tinyagent::MemoryStore::new())).await;
+    round_trip(Arc::new(tinyagent::store::MemoryStore::new())).await;
 }
 
 #[tokio::test]
@@ -299,7 +299,7 @@ async fn bad_session_requests_are_clear_errors() {
 #[tokio::test]
 async fn a_second_message_to_a_busy_session_is_409_when_runs_do_not_wait() {
     let model = common::GatedModel::new([reply::text("first"), reply::text("second")]);
-    let store = tinyagent::MemoryStore::new();
+    let store = tinyagent::store::MemoryStore::new();
     let server = Running::start(
         Server::new()
             .agent(agent("calc", model.clone()))
@@ -376,16 +376,16 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
     let a = Running::start(keys(
         Server::new()
             .agent(agent("calc", model_a.clone()))
-            .shared_store(store_a),
+            .store(store_a),
     ))
     .await;
     let b = Running::start(keys(
         Server::new()
             .agent(agent("calc", model_b.clone()))
-            .shared_store(store_b.clone()),
+            .store(store_b.clone()),
     ))
     .await;
-    let id = tinyagent::new_id("ses");
+    let id = tinyagent::store::new_id("ses");
     let mut expected: Vec<String> = Vec::new();
     for n in 1..=turns {
         let (server, who, model) = if n % 2 == 1 {
@@ -494,7 +494,7 @@ async fn two_servers_sharing_redis_alternate_turns() {
 
 #[tokio::test]
 async fn the_session_list_pages_most_recent_first() {
-    let store = tinyagent::MemoryStore::new();
+    let store = tinyagent::store::MemoryStore::new();
     for n in 0..5 {
         let changes =
             tinyagent::store::Changes::new().append([tinyagent::Message::user(format!("hi {n}"))]);

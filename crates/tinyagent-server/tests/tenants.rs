@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::{GatedModel, PATIENCE, Running, agent, client, frames};
 use serde_json::{Value, json};
-use tinyagent::SessionStore;
 use tinyagent::agent::OnBusy;
+use tinyagent::store::SessionStore;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent_server::{RateLimit, Server};
 use tinyagent_store::SqliteStore;
@@ -112,17 +112,17 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     ))
     .await;
-    let id = tinyagent::new_id("ses");
+    let id = tinyagent::store::new_id("ses");
     let response = post(&server, "sk-alice", &id, "hello").await;
     assert_eq!(response.status(), 200);
     assert!(response.text().await.unwrap().contains("answer 1"));
     assert_eq!(store.load(&id).await.unwrap().unwrap().owner, "alice");
 
     // Bob's answers are exactly those for a session that does not exist.
-    let never = tinyagent::new_id("ses");
+    let never = tinyagent::store::new_id("ses");
     // Equal but for the id asked and the request id every answer has.
     let same = |body: &Value, asked: &str| {
         let mut body = body.clone();
@@ -158,7 +158,7 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
     assert_eq!(session["message_count"], 2);
 
     // Bob's own sessions are his: alice does not see them.
-    let bobs = tinyagent::new_id("ses");
+    let bobs = tinyagent::store::new_id("ses");
     assert_eq!(posted(&server, "sk-bob", &bobs, "mine").await, 200);
     assert!(listed(&server, "sk-bob").await.contains(&bobs));
     assert!(!listed(&server, "sk-alice").await.contains(&bobs));
@@ -181,7 +181,7 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
 
 #[tokio::test]
 async fn another_keys_session_is_not_found_in_memory() {
-    another_keys_session_is_not_found(Arc::new(tinyagent::MemoryStore::new())).await;
+    another_keys_session_is_not_found(Arc::new(tinyagent::store::MemoryStore::new())).await;
 }
 
 #[tokio::test]
@@ -205,7 +205,7 @@ async fn another_keys_post_to_a_busy_session_is_not_found_at_once() {
             .on_busy(OnBusy::Wait(PATIENCE * 3)),
     ))
     .await;
-    let id = tinyagent::new_id("ses");
+    let id = tinyagent::store::new_id("ses");
     model.open(1);
     assert_eq!(posted(&server, "sk-alice", &id, "first").await, 200);
 
@@ -271,7 +271,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     ))
     .await;
     for key in ["sk-alice", "sk-bob"] {
@@ -290,7 +290,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
     let open = Running::start(
         Server::new()
             .agent(agent("calc", model.clone()))
-            .shared_store(store.clone()),
+            .store(store.clone()),
     )
     .await;
     let response = client()
@@ -431,7 +431,7 @@ async fn post_once(
 #[tokio::test]
 async fn a_retry_with_the_same_idempotency_key_gets_the_stored_outcome() {
     let model = model(3);
-    let store = tinyagent::MemoryStore::new();
+    let store = tinyagent::store::MemoryStore::new();
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
@@ -492,7 +492,7 @@ async fn a_disconnect_after_a_tool_ran_keeps_the_call_and_its_result() {
         reply::tool_call("call_1", "add", r#"{"a": 2, "b": 3}"#),
         reply::text("2 + 3 = 5"),
     ]);
-    let store = tinyagent::MemoryStore::new();
+    let store = tinyagent::store::MemoryStore::new();
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))

@@ -43,7 +43,7 @@ impl Model for Echo {
             Ok(ModelResponse::new(
                 Message::assistant("北京今天晴，22.5°C。"),
                 Usage::default(),
-                tinyagent::FinishReason::Stop,
+                tinyagent::model::FinishReason::Stop,
             ))
         })
     }
@@ -96,7 +96,7 @@ fn benches(c: &mut Criterion) {
         .build()
         .unwrap();
     let stores = rt.block_on(stores());
-    let prefix = tinyagent::new_id("bench");
+    let prefix = tinyagent::store::new_id("bench");
     let n = AtomicU64::new(0);
     let fresh = || format!("{prefix}-{}", n.fetch_add(1, Ordering::Relaxed));
 

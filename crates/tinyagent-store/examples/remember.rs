@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use tinyagent::agent::SessionRunner;
 use tinyagent::store::SessionStore;
 use tinyagent::{
-    BoxFuture, FinishReason, LlmAgent, Message, Model, ModelError, ModelRequest, ModelResponse,
-    Role, Usage,
+    BoxFuture, LlmAgent, Message, Model, ModelError, ModelRequest, ModelResponse, Role, Usage,
+    model::FinishReason,
 };
 use tinyagent_store::SqliteStore;
 

@@ -78,7 +78,7 @@ pub(crate) async fn lock<B: LeaseBackend>(
 ) -> Result<SessionLock, StoreError> {
     let started = tokio::time::Instant::now();
     let local = locals.lock(id, wait).await?;
-    let token = tinyagent::new_id("lease");
+    let token = tinyagent::store::new_id("lease");
     let mut pause = Duration::from_millis(5);
     while !backend.try_acquire(id, &token, ttl).await? {
         let waited = started.elapsed();

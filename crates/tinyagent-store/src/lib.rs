@@ -3,12 +3,12 @@
 //!
 //! | store | feature | for |
 //! |---|---|---|
-//! | [`MemoryStore`](tinyagent::MemoryStore) | (the core) | tests, one process, nothing kept |
+//! | [`MemoryStore`](tinyagent::store::MemoryStore) | (the core) | tests, one process, nothing kept |
 //! | [`SqliteStore`] | `sqlite` (default) | one machine: a file that survives restarts |
 //! | [`PostgresStore`] | `postgres` | several processes or machines |
 //! | [`RedisStore`] | `redis` | several processes, expiry by Redis's own TTLs |
 //!
-//! Every store implements [`SessionStore`](tinyagent::SessionStore): version-checked commits,
+//! Every store implements [`SessionStore`](tinyagent::store::SessionStore): version-checked commits,
 //! state, paged lists by recency, deletion, expiry and per-session locks. Messages and state
 //! values are kept as JSON text in the documented serde shape of
 //! [`Message`](tinyagent::Message), so other programs can read them. The SQL stores migrate

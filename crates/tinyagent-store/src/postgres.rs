@@ -15,7 +15,7 @@ use crate::lease::DEFAULT_LEASE;
 /// transaction-scoped advisory lock so that replicas starting together migrate once.
 /// Commits lock the session's row (`SELECT … FOR UPDATE`) and check its version.
 ///
-/// [`lock`](tinyagent::SessionStore::lock) takes an in-process lock, then a lease row
+/// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease row
 /// (`tinyagent_locks`, `INSERT … ON CONFLICT DO UPDATE … WHERE` the old lease ran out): a run
 /// on another replica waits for it (polling, with back-off up to 200 ms) or fails at once.
 /// Leases are renewed while their run goes on and last [`DEFAULT_LEASE`] without renewal, so
@@ -77,7 +77,7 @@ impl PostgresStore {
         self
     }
 
-    /// Sets how long a [`lock`](tinyagent::SessionStore::lock)'s lease lasts without renewal.
+    /// Sets how long a [`lock`](tinyagent::store::SessionStore::lock)'s lease lasts without renewal.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(30));

@@ -27,7 +27,7 @@ use crate::redis_scripts::scripts;
 /// expire together (`PEXPIREAT`). One Redis server (or a primary with replicas), not Redis
 /// Cluster: a commit touches the index and the session's keys at once.
 ///
-/// [`lock`](tinyagent::SessionStore::lock) takes an in-process lock, then a lease
+/// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease
 /// (`SET PREFIX:lock:ID TOKEN NX PX …`), renewed while the run goes on, released by a script
 /// that deletes it only if it still holds the token; it lasts [`DEFAULT_LEASE`] without
 /// renewal, so a killed process frees its sessions after at most that long.
@@ -153,7 +153,7 @@ impl RedisStore {
         self
     }
 
-    /// Sets how long a [`lock`](tinyagent::SessionStore::lock)'s lease lasts without renewal.
+    /// Sets how long a [`lock`](tinyagent::store::SessionStore::lock)'s lease lasts without renewal.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(30));

@@ -11,7 +11,7 @@
 //! - `tinyagent_messages (session_id, seq, body)`: `body` is a [`Message`](tinyagent::Message)
 //!   as JSON text in its serde shape, `seq` counts from 0;
 //! - `tinyagent_state (session_id, key, value)`: `value` is JSON text;
-//! - `tinyagent_locks (id, token, until_us)`: the leases of [`SessionStore::lock`](tinyagent::SessionStore::lock).
+//! - `tinyagent_locks (id, token, until_us)`: the leases of [`SessionStore::lock`](tinyagent::store::SessionStore::lock).
 
 /// The schema, one migration per version: migration *n* (counting from 1) takes the schema
 /// from version *n − 1* to *n*. Applied in order on connect, each in the transaction that

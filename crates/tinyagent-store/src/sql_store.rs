@@ -167,7 +167,7 @@ macro_rules! sql_store {
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_err)?;
-                let mut state = tinyagent::State::new();
+                let mut state = tinyagent::store::State::new();
                 for (key, value) in values {
                     let value = decode_value(id, &key, &value)?;
                     state.insert(key, value);

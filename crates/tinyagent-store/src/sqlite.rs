@@ -24,7 +24,7 @@ use crate::lease::DEFAULT_LEASE;
 /// 1.0 ms with `NORMAL` on a loaded 2-core machine; the crate's `store` bench measures it).
 /// For `FULL`, open a pool with your own options and use [`from_pool`](Self::from_pool).
 ///
-/// [`lock`](tinyagent::SessionStore::lock) takes an in-process lock, then a lease row in the
+/// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease row in the
 /// file, so it also holds against other processes using the same file. A lease lasts
 /// [`DEFAULT_LEASE`] unless its run renews it (it does, every third of that), so a killed
 /// process frees its sessions after at most that long.
@@ -109,7 +109,7 @@ impl SqliteStore {
         self
     }
 
-    /// Sets how long a [`lock`](tinyagent::SessionStore::lock)'s lease lasts without renewal.
+    /// Sets how long a [`lock`](tinyagent::store::SessionStore::lock)'s lease lasts without renewal.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(30));

@@ -4,7 +4,7 @@ mod conformance;
 
 use std::time::Duration;
 
-use tinyagent::MemoryStore;
+use tinyagent::store::MemoryStore;
 
 conformance_tests!(MemoryStore::new());
 

@@ -29,9 +29,9 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use serde_json::json;
 use tinyagent::{
-    Agent, AgentExt, BoxFuture, Event, FinishReason, Invocation, LlmAgent, Message, Model,
-    ModelError, ModelRequest, ModelResponse, Part, Role, Session, Tool, ToolCall, ToolContext,
-    ToolError, ToolHints, ToolResult, Usage, tools,
+    Agent, AgentExt, BoxFuture, Event, Invocation, LlmAgent, Message, Model, ModelError,
+    ModelRequest, ModelResponse, Part, Role, Session, Tool, ToolCall, ToolContext, ToolError,
+    ToolHints, ToolResult, Usage, model::FinishReason, tools,
 };
 
 const STEPS: usize = 10;
@@ -94,7 +94,7 @@ fn tool(name: &'static str) -> Arc<dyn Tool> {
         |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>("ok".to_owned()) },
     )
     .expect("a valid tool")
-    .with_hints(ToolHints::read_only());
+    .with_hints(ToolHints::READ_ONLY);
     Arc::new(tool)
 }
 
@@ -189,7 +189,12 @@ fn agent_loop(c: &mut Criterion) {
     // The same, with the argument validation the loop applies to every call.
     let validated: Vec<Arc<dyn Tool>> = tool_set
         .iter()
-        .map(|t| tools::wrap_tool(t.clone(), [tools::with_validation()]))
+        .map(|t| {
+            tools::wrap_tool(
+                t.clone(),
+                [tools::middleware::ValidationLayer::new().into()],
+            )
+        })
         .collect();
     group.bench_function("work_validated", |b| {
         b.iter(|| rt.block_on(work(&model, &validated)))

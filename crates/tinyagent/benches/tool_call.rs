@@ -9,6 +9,7 @@ use std::task::{Context, Poll, Waker};
 use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tinyagent::Tool;
 use tinyagent::demo::{self, CalcInput};
 use tinyagent::{ToolContext, ToolError, tools};
 

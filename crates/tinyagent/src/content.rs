@@ -1,11 +1,10 @@
-//! Rich tool results: [`ContentPart`]s (text, images, audio, resources) and structured content,
-//! carried besides the text a model reads ([`RichContent`]).
+//! Rich tool results: [`ContentPart`]s (text, images, audio, resources), carried with the text a
+//! model reads in a [`ToolOutput`](crate::tools::ToolOutput).
 
 use std::fmt::Write as _;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// One piece of a rich tool result, in the shape of MCP's content types.
 ///
@@ -276,7 +275,7 @@ fn human_size(bytes: usize) -> String {
 /// [described](ContentPart::describe), joined by newlines.
 ///
 /// ```
-/// use tinyagent::{ContentPart, content_text};
+/// use tinyagent::{ContentPart, tools::content_text};
 ///
 /// let parts = [ContentPart::text("the chart:"), ContentPart::image("AAAA", "image/png")];
 /// assert_eq!(content_text(&parts), "the chart:\n[image image/png, 3 B]");
@@ -293,35 +292,6 @@ pub fn content_text(parts: &[ContentPart]) -> String {
         }
     }
     out
-}
-
-/// What a tool result holds besides its text: content parts and structured content.
-///
-/// When `parts` is not empty it is the whole result (text parts included) and the result's
-/// text is [`content_text`] of it; `structured` is a JSON value matching the tool's output
-/// schema, if it has one.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct RichContent {
-    /// The result's parts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub parts: Vec<ContentPart>,
-    /// The result's structured content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
-}
-
-impl RichContent {
-    /// Rich content from parts and structured content.
-    pub fn new(parts: Vec<ContentPart>, structured: Option<Value>) -> Self {
-        Self { parts, structured }
-    }
-
-    /// Whether there is nothing besides text: no part other than text, and no structured
-    /// content.
-    pub fn is_plain(&self) -> bool {
-        self.structured.is_none() && self.parts.iter().all(ContentPart::is_text)
-    }
 }
 
 #[cfg(test)]
@@ -361,7 +331,5 @@ mod tests {
         let back: Vec<ContentPart> = serde_json::from_value(v).unwrap();
         assert_eq!(back, parts);
         assert_eq!(parts[1].base64_data().map(str::len), Some(6936));
-        assert!(!RichContent::new(parts, None).is_plain());
-        assert!(RichContent::new(vec![ContentPart::text("x")], None).is_plain());
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::tools;
-use crate::tools::{IntoTool, Tool, ToolHints};
+use crate::{Tool, ToolHints, tools::IntoTool};
 
 /// A temperature unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -174,7 +174,7 @@ pub fn calculate_sync(input: &CalcInput) -> Result<CalcOutput, ToolError> {
 /// TinyAgent's `calculator` tool.
 pub fn calculator_tool() -> Arc<dyn Tool> {
     tools::new_func("calculator", "执行数学运算", calculate)
-        .with_hints(ToolHints::read_only().with_open_world(false))
+        .with_hints(ToolHints::READ_ONLY.open_world(false))
         .into_tool()
 }
 
@@ -222,11 +222,7 @@ pub fn time_tool() -> Arc<dyn Tool> {
         },
     )
     .expect("a valid tool name and schema")
-    .with_hints(
-        ToolHints::read_only()
-            .with_idempotent(false)
-            .with_open_world(false),
-    );
+    .with_hints(ToolHints::READ_ONLY.idempotent(false).open_world(false));
     Arc::new(tool)
 }
 

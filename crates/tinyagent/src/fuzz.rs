@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::context::ToolContext;
 use crate::tools::middleware::validation::without_nulls;
-use crate::tools::{self, IntoTool, SchemaValidator};
+use crate::tools::{self, IntoTool, schema::SchemaValidator};
 
 /// Runs `check` on every file of `<regressions>/<target>/` (the `fuzz/regressions` folder of
 /// the workspace), naming the file whose check panics. The stable tests of each crate with
@@ -96,11 +96,11 @@ fn check_message(what: &str, message: &str) {
 /// The tools and validators [`tool_input`] checks, made once: compiling schemas on every input
 /// would leave little time for the inputs.
 struct Fixture {
-    typed: Arc<dyn crate::tools::Tool>,
-    checked: Arc<dyn crate::tools::Tool>,
+    typed: Arc<dyn crate::Tool>,
+    checked: Arc<dyn crate::Tool>,
     validator: SchemaValidator,
     seen: Arc<Mutex<Option<Value>>>,
-    manual: Arc<dyn crate::tools::Tool>,
+    manual: Arc<dyn crate::Tool>,
     manual_validator: SchemaValidator,
     got: Arc<Mutex<Option<String>>>,
 }
@@ -117,7 +117,10 @@ fn fixture() -> &'static Fixture {
         .into_tool();
         let validator =
             SchemaValidator::new(typed.input_schema()).expect("generated schemas compile");
-        let checked = tools::wrap_tool(typed.clone(), [tools::with_validation()]);
+        let checked = tools::wrap_tool(
+            typed.clone(),
+            [tools::middleware::ValidationLayer::new().into()],
+        );
         let manual_schema = json!({
             "type": "object",
             "properties": {
@@ -140,7 +143,7 @@ fn fixture() -> &'static Fixture {
                 async move { Ok::<_, crate::ToolError>(raw) }
             },
         );
-        let manual = tools::wrap_tool(manual, [tools::with_validation()]);
+        let manual = tools::wrap_tool(manual, [tools::middleware::ValidationLayer::new().into()]);
         Fixture {
             typed,
             checked,
@@ -227,10 +230,10 @@ pub fn tool_input(data: &[u8]) {
     }
 
     // Redaction never panics, and a password is never printed.
-    let _ = tools::redact_text(input);
+    let _ = crate::redact::text(input);
     let text = json!({"password": input, "city": "x"}).to_string();
     assert_eq!(
-        tools::redact_text(&text),
+        crate::redact::text(&text),
         r#"{"password":"[REDACTED]","city":"x"}"#
     );
 }
@@ -272,9 +275,9 @@ pub fn strict_schema(data: &[u8]) {
     let Ok(schema) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    let strict = tools::strict_schema(&schema);
+    let strict = tools::schema::strict_schema(&schema);
     assert_eq!(
-        tools::strict_schema(&strict),
+        tools::schema::strict_schema(&strict),
         strict,
         "strict_schema is not idempotent on {schema}"
     );

@@ -1,17 +1,17 @@
 //! # tinyagent
 //!
-//! A Rust framework for LLM agents whose heart is its tool system, after the Go framework
-//! TinyAgent. Tools are plain typed async functions; their input JSON Schema is derived from
-//! the Rust type; middleware wraps them onion-style; an agent asks its model, runs the tool
-//! calls it gets back, feeds the results in, and loops until the model answers.
+//! A Rust framework for LLM agents whose heart is its tool system. Tools are plain typed async
+//! functions; their input JSON Schema is derived from the Rust type; middleware wraps them
+//! onion-style; an agent asks its model, runs the tool calls it gets back, feeds every result
+//! (and every failure) back in, and loops until the model answers.
 //!
 //! ```
-//! use tinyagent::{ToolContext, ToolError, tool};
+//! use tinyagent::{Tool, ToolContext, ToolError, tool};
 //!
-//! /// 获取指定城市的实时天气信息
+//! /// Looks up the current weather of a city.
 //! #[tool(read_only)]
 //! async fn get_weather(
-//!     /// 城市名称，如北京、上海、广州
+//!     /// The city, as its people write it
 //!     city: String,
 //! ) -> Result<String, ToolError> {
 //!     Ok(format!("{city}: 22.5 °C"))
@@ -20,58 +20,64 @@
 //! let weather = get_weather_tool();
 //! assert_eq!(weather.input_schema()["required"], serde_json::json!(["city"]));
 //! # tokio_test::block_on(async {
-//! let out = weather.handle(&ToolContext::default(), r#"{"city": "北京"}"#).await?;
-//! assert_eq!(out, "北京: 22.5 °C");
+//! let out = weather.handle(&ToolContext::default(), r#"{"city": "Oslo"}"#).await?;
+//! assert_eq!(out, "Oslo: 22.5 °C");
 //! # Ok::<(), ToolError>(())
 //! # }).unwrap();
 //! ```
 //!
-//! The same tool without the macro, from an input struct, with [`tools::new_func`]:
+//! The same tool without the macro, from an input struct, with [`tools::new_func`]; its output
+//! is a value, which the model reads as JSON:
 //!
 //! ```
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
-//! use tinyagent::{ToolContext, ToolError, tools};
+//! use tinyagent::{Tool, ToolContext, ToolError, tools};
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! struct WeatherInput {
-//!     /// 城市名称，如北京、上海、广州
+//!     /// The city, as its people write it
 //!     city: String,
 //! }
 //!
 //! #[derive(Serialize)]
-//! struct WeatherOutput { city: String, temperature: f64 }
+//! struct Weather { city: String, celsius: f64 }
 //!
-//! async fn get_weather(input: WeatherInput) -> Result<WeatherOutput, String> {
-//!     Ok(WeatherOutput { city: input.city, temperature: 22.5 })
+//! async fn get_weather(input: WeatherInput) -> Result<Weather, String> {
+//!     Ok(Weather { city: input.city, celsius: 22.5 })
 //! }
 //!
-//! let weather = tools::new_func("get_weather", "获取指定城市的实时天气信息", get_weather).read_only();
+//! let weather = tools::new_func("get_weather", "Looks up the current weather", get_weather)
+//!     .read_only();
 //! # tokio_test::block_on(async {
-//! let out = weather.handle(&ToolContext::default(), r#"{"city": "北京"}"#).await?;
-//! assert_eq!(out, r#"{"city":"北京","temperature":22.5}"#);
+//! let out = weather.handle(&ToolContext::default(), r#"{"city": "Oslo"}"#).await?;
+//! assert_eq!(out, r#"{"city":"Oslo","celsius":22.5}"#);
 //! # Ok::<(), ToolError>(())
 //! # }).unwrap();
 //! ```
 //!
-//! Coming from the Go framework TinyAgent? [`coming_from_go`] maps its names to these. The
-//! pieces:
+//! The pieces:
 //!
-//! - [`Tool`], [`Handler`], [`HandleFunc`] (made by [`handler_fn`]), [`ToolContext`], [`ToolError`], [`ToolHints`];
-//! - [`tool`] (the `#[tool]` attribute, with the default `macros` feature);
-//! - [`tools`]: [`tools::new_func`], [`tools::new_tool`], [`tools::json_adapter`],
-//!   [`tools::generate_schema`], [`tools::strict_schema`], [`tools::wrap_tool`],
-//!   [`tools::ToolResolver`], [`tools::new_agent_tool`];
-//! - middleware for [`tools::wrap_tool`]: [`tools::with_logging`], [`tools::with_timeout`],
-//!   [`tools::with_retry`], [`tools::with_validation`], [`tools::with_concurrency_limit`],
-//!   [`tools::with_rate_limit`], [`tools::with_cache`], [`tools::with_output_budget`],
-//!   [`tools::with_approval`]; with the `tower` feature, any tower `Layer` through
-//!   `tools::ToolMiddleware::from_tower`;
-//! - [`Model`] with [`ModelRequest`], [`ModelResponse`] and [`ModelEvent`]; [`Message`] and
-//!   its [`Part`]s;
-//! - [`Agent`], [`LlmAgent`] (built like TinyAgent's `NewAgent`), [`Invocation`], [`Session`],
-//!   [`Event`] (with a stable JSON shape), [`Budget`] (what one invocation tree may spend);
+//! - [`Tool`] and [`Handler`]: what is called, with a [`tools::ToolInput`], giving a
+//!   [`tools::ToolOutput`]; [`HandleFunc`] (made by [`handler_fn`]), [`ToolContext`],
+//!   [`ToolError`], [`ToolHints`]; [`tool`] (the `#[tool]` attribute, default `macros`
+//!   feature);
+//! - [`tools`]: making tools ([`tools::new_func`], [`tools::new_tool`],
+//!   [`tools::json_adapter`], [`tools::generate_schema`]), agents as tools
+//!   ([`tools::new_agent_tool`]), tools per invocation ([`tools::ToolResolver`]), and middleware
+//!   ([`tools::wrap_tool`], [`tools::middleware`]);
+//! - [`Model`], with [`ModelRequest`] and [`ModelResponse`] ([`model`] has the rest);
+//!   [`Message`] and its [`Part`]s, [`ToolCall`], [`ToolResult`], [`ContentPart`], [`Usage`];
+//! - [`Agent`], [`LlmAgent`] ([`agent`] has its builder and the [`SessionRunner`] of stored
+//!   sessions), [`Invocation`], [`Session`], [`Event`] (with a stable JSON shape), [`Budget`]
+//!   (what one invocation tree may spend, shared by nested agents; [`budget`]);
+//! - [`store`]: sessions that outlive a run; [`host`]: what a tool may ask of whoever runs it
+//!   (progress, logs, sampling, elicitation); [`redact`]: secrets out of logs;
 //! - [`testing`]: a scripted model for tests.
+//!
+//! Coming from the Go framework TinyAgent? [`coming_from_go`] maps its names to these.
+//!
+//! [`SessionRunner`]: agent::SessionRunner
 
 // The paths `#[tool]` generates (`::tinyagent::...`) work inside this crate too.
 extern crate self as tinyagent;
@@ -79,27 +85,40 @@ extern crate self as tinyagent;
 pub mod agent;
 #[doc = include_str!("../docs/coming_from_go.md")]
 pub mod coming_from_go {}
-mod budget;
+pub mod budget;
 mod content;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod error;
 mod message;
-mod model;
+pub mod model;
 pub mod testing;
 
-/// Sessions that outlive a run, and the process: the [`SessionStore`] trait, the in-memory
-/// [`MemoryStore`], and what stores share. The `tinyagent-store` crate has SQLite, PostgreSQL
-/// and Redis stores; [`SessionRunner`](crate::agent::SessionRunner) runs an agent on a stored
-/// session.
+/// Sessions that outlive a run, and the process: the [`SessionStore`](store::SessionStore)
+/// trait, the in-memory [`MemoryStore`](store::MemoryStore), and what stores share. The
+/// `tinyagent-store` crate has SQLite, PostgreSQL and Redis stores;
+/// [`SessionRunner`](crate::agent::SessionRunner) runs an agent on a stored session.
 pub mod store {
     pub use crate::context::{
         Changes, Cursor, DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, MemoryStore,
-        SessionInfo, SessionLock, SessionLocks, SessionPage, SessionStore, StoreError,
+        SessionInfo, SessionLock, SessionLocks, SessionPage, SessionStore, State, StoreError,
         StoredSession, check_session_id, from_micros, micros,
     };
+    pub use crate::message::new_id;
 }
+
+/// What a tool may ask of whoever runs it, through its [`ToolContext`](crate::ToolContext):
+/// report progress and logs, have the client's model sample a completion, or ask the user for
+/// input (elicitation). An agent hands these to its caller; an MCP server to its client.
+pub mod host {
+    pub use crate::context::{
+        Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
+        ToolHost,
+    };
+}
+
+pub mod redact;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
@@ -110,24 +129,20 @@ pub mod __macro_support;
 pub mod tools;
 mod util;
 
-pub use agent::{Agent, AgentError, AgentExt, Event, LlmAgent, LlmAgentBuilder};
-pub use budget::{
-    Budget, BudgetExceeded, BudgetResource, BudgetUsage, DEFAULT_MAX_DURATION,
-    DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, SharedBudget,
-};
-pub use content::{ContentPart, RichContent, content_text};
-pub use context::{
-    ContentSlot, Elicitation, ElicitationRequest, Invocation, LogLevel, MemoryStore,
-    SamplingMessage, SamplingReply, SamplingRequest, Session, SessionStore, State, ToolContext,
-    ToolHost,
-};
+pub use agent::builder::LlmAgent;
+pub use agent::error::AgentError;
+pub use agent::events::Event;
+pub use agent::traits::{Agent, AgentExt};
+pub use budget::limits::Budget;
+pub use content::ContentPart;
+pub use context::{Invocation, Session, ToolContext};
 pub use error::{BoxError, ToolError, ToolErrorKind};
-pub use message::{Message, Part, Role, ToolCall, ToolResult, new_id};
-pub use model::{
-    FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelResponse,
-    ModelResponseBuilder, ResponseFormat, ToolChoice, ToolDefinition, Usage,
-};
-pub use tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
+pub use message::{Message, Part, Role, ToolCall, ToolResult};
+pub use model::error::ModelError;
+pub use model::request::ModelRequest;
+pub use model::response::{ModelResponse, Usage};
+pub use model::traits::Model;
+pub use tools::handler::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 pub use util::BoxFuture;
 
 /// Makes an `async fn` a tool: its doc comment is the description, its parameters are the

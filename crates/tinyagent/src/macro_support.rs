@@ -4,9 +4,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::error::ToolError;
-use crate::tools::{
-    FuncTool, IntoToolError, IntoToolOutput, JsonAdapter, ToolFn, ToolHints, ToolOutput,
-    WithContext, generate_schema, json_adapter,
+use crate::{
+    ToolHints,
+    tools::{
+        FuncTool, IntoToolError, IntoToolOutput, JsonAdapter, ToolFn, ToolOutput, WithContext,
+        generate_schema, json_adapter,
+    },
 };
 
 /// What a `#[tool]` fn may return.

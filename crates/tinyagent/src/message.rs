@@ -13,8 +13,8 @@ use crate::content::ContentPart;
 /// hex digits that are unique within the process and unpredictable across processes.
 ///
 /// ```
-/// let a = tinyagent::new_id("msg");
-/// let b = tinyagent::new_id("msg");
+/// let a = tinyagent::store::new_id("msg");
+/// let b = tinyagent::store::new_id("msg");
 /// assert!(a.starts_with("msg_") && a.len() == 20);
 /// assert_ne!(a, b);
 /// ```
@@ -125,6 +125,25 @@ impl ToolResult {
         }
     }
 
+    /// The result of the call `call_id` of tool `name` that gave `output`: its text, its
+    /// content parts and its structured content; an error output is a failed result.
+    pub fn from_output(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        output: crate::tools::ToolOutput,
+    ) -> Self {
+        let is_error = output.is_error();
+        let (content, parts, structured) = output.into_parts();
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content,
+            is_error,
+            parts,
+            structured,
+        }
+    }
+
     /// A failed result; `message` tells the model what went wrong.
     pub fn error(
         call_id: impl Into<String>,
@@ -140,14 +159,14 @@ impl ToolResult {
     /// Returns the result with these content parts; `content` stays as it is (set it to
     /// [`content_text`](crate::content_text) of the parts, as the agent does).
     #[must_use]
-    pub fn with_parts(mut self, parts: Vec<ContentPart>) -> Self {
+    pub fn parts(mut self, parts: Vec<ContentPart>) -> Self {
         self.parts = parts;
         self
     }
 
     /// Returns the result with this structured content.
     #[must_use]
-    pub fn with_structured(mut self, structured: serde_json::Value) -> Self {
+    pub fn structured(mut self, structured: serde_json::Value) -> Self {
         self.structured = Some(structured);
         self
     }
@@ -301,7 +320,7 @@ impl Message {
 
     /// Returns the message with the id replaced.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
         self
     }
@@ -383,7 +402,7 @@ mod tests {
             Role::Tool,
             vec![ToolResult::error("c1", "calc", "除数不能为零").into()],
         )
-        .with_id("m1");
+        .id("m1");
         let v = serde_json::to_value(&m).unwrap();
         assert_eq!(
             v,

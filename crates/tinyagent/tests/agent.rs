@@ -10,9 +10,9 @@ use tinyagent::agent::{ConfigProblem, ToolSource};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools::{self, AgentTool, resolver_fn};
 use tinyagent::{
-    Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, ModelError, ModelErrorKind,
-    ModelRequest, Role, Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints,
-    ToolResult,
+    Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, ModelError, ModelRequest, Role,
+    Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, ToolResult,
+    model::ModelErrorKind,
 };
 
 /// Counts how often a tool ran.
@@ -507,7 +507,7 @@ fn sleeper(
     )
     .unwrap();
     let hints = if read_only {
-        ToolHints::read_only()
+        ToolHints::READ_ONLY
     } else {
         ToolHints::default()
     };
@@ -705,7 +705,7 @@ async fn cancelling_the_caller_stops_running_tools() {
         },
     )
     .unwrap()
-    .with_hints(ToolHints::read_only());
+    .with_hints(ToolHints::READ_ONLY);
     let model = Arc::new(ScriptedModel::new([reply::tool_calls([
         ("c1", "forever", "{}"),
         ("c2", "forever", "{}"),
@@ -829,7 +829,7 @@ async fn the_session_keeps_the_conversation_between_runs() {
 #[tokio::test]
 async fn default_middleware_wraps_every_tool_the_agent_runs() {
     use tinyagent::Handler;
-    let tag = tools::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+    let tag = tools::middleware::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
         Arc::new(tinyagent::handler_fn(
             move |ctx: ToolContext, input: String| {
                 let next = next.clone();
@@ -850,7 +850,7 @@ async fn default_middleware_wraps_every_tool_the_agent_runs() {
             let resolved = resolved.clone();
             async move { Ok::<_, ToolError>(vec![resolved]) }
         }))
-        .middleware([tag])
+        .middleware([tag.into()])
         .build()
         .unwrap();
     agent.ask(&Session::new(), "go").await.unwrap();
@@ -968,7 +968,7 @@ fn nested(levels: usize, max_depth: usize, model: &Arc<ScriptedModel>) -> LlmAge
         let mut b = LlmAgent::builder(format!("level{level}")).model(model.clone());
         if let Some(next) = inner.take() {
             b = b.tool(Arc::new(
-                AgentTool::try_new(next).unwrap().with_max_depth(max_depth),
+                AgentTool::try_new(next).unwrap().max_depth(max_depth),
             ));
         }
         inner = Some(b.build().unwrap());
@@ -1014,16 +1014,12 @@ async fn nesting_within_the_limit_works() {
         .unwrap();
     let level1 = LlmAgent::builder("level1")
         .model(model.clone())
-        .tool(Arc::new(
-            AgentTool::try_new(level2).unwrap().with_max_depth(2),
-        ))
+        .tool(Arc::new(AgentTool::try_new(level2).unwrap().max_depth(2)))
         .build()
         .unwrap();
     let top = LlmAgent::builder("level0")
         .model(model.clone())
-        .tool(Arc::new(
-            AgentTool::try_new(level1).unwrap().with_max_depth(2),
-        ))
+        .tool(Arc::new(AgentTool::try_new(level1).unwrap().max_depth(2)))
         .build()
         .unwrap();
     let session = Session::new();

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, resolver_fn};
+use tinyagent::tools::{self, ToolInput, ToolOutput, resolver_fn};
 use tinyagent::{
-    AgentError, AgentExt, BoxFuture, Handler, Invocation, LlmAgent, ModelError, ModelErrorKind,
-    ModelEvent, ModelResponseBuilder, Role, Session, Tool, ToolContext, ToolError, ToolErrorKind,
-    ToolHints, ToolResult, handler_fn,
+    AgentError, AgentExt, BoxFuture, Handler, Invocation, LlmAgent, ModelError, Role, Session,
+    Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, ToolResult, handler_fn,
+    model::{ModelErrorKind, ModelEvent, ModelResponseBuilder},
 };
 
 fn results_of(model: &ScriptedModel, request: usize) -> Vec<ToolResult> {
@@ -51,15 +51,15 @@ impl Tool for SlicesEagerly {
     }
     // Plain text reaches only tools that take it.
     fn hints(&self) -> ToolHints {
-        ToolHints::default().with_plain_text(true)
+        ToolHints::default().plain_text(true)
     }
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         _ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        let head = input[..3].to_owned();
-        Box::pin(async move { Ok(head) })
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let head = input.text()[..3].to_owned();
+        Box::pin(async move { Ok(ToolOutput::text(head)) })
     }
 }
 
@@ -102,7 +102,10 @@ async fn null_for_an_optional_field_is_accepted() {
     assert!(!result.is_error, "{}", result.content);
     assert!(result.content.contains("22.5"));
     // A null where a value is required is still refused.
-    let strict = tools::wrap_tool(tinyagent::demo::weather_tool(), [tools::with_validation()]);
+    let strict = tools::wrap_tool(
+        tinyagent::demo::weather_tool(),
+        [tools::middleware::ValidationLayer::new().into()],
+    );
     let err = strict
         .handle(&ToolContext::new(), r#"{"city":null}"#)
         .await
@@ -127,9 +130,11 @@ async fn middleware_state_of_resolved_tools_lasts_across_invocations() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool_resolver(resolver)
-        .middleware([tools::RateLimitLayer::new(1, Duration::from_secs(3600))
-            .max_wait(Duration::ZERO)
-            .into()])
+        .middleware([
+            tools::middleware::RateLimitLayer::new(1, Duration::from_secs(3600))
+                .max_wait(Duration::ZERO)
+                .into(),
+        ])
         .build()
         .unwrap();
     let session = Session::new();
@@ -148,7 +153,7 @@ async fn middleware_state_of_resolved_tools_lasts_across_invocations() {
 async fn refused_calls_pass_through_the_agents_middleware() {
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
-    let count = tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+    let count = tools::middleware::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
         let counter = counter.clone();
         Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
             let (next, counter) = (next.clone(), counter.clone());
@@ -165,7 +170,7 @@ async fn refused_calls_pass_through_the_agents_middleware() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(tinyagent::demo::calculator_tool())
-        .middleware([count])
+        .middleware([count.into()])
         .build()
         .unwrap();
     agent.ask(&Session::new(), "hi").await.unwrap();
@@ -286,7 +291,7 @@ async fn a_rate_limit_with_an_endless_period_refuses_the_second_call() {
     let runs = Arc::new(AtomicUsize::new(0));
     let limited = tools::wrap_tool(
         counting_tool("t", runs.clone()),
-        [tools::RateLimitLayer::new(1, Duration::MAX)
+        [tools::middleware::RateLimitLayer::new(1, Duration::MAX)
             .max_wait(Duration::ZERO)
             .into()],
     );

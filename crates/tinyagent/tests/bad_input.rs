@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tinyagent::Tool;
 use tinyagent::demo;
 use tinyagent::tools;
 use tinyagent::{ToolContext, ToolError, ToolErrorKind};
@@ -132,7 +133,7 @@ async fn deeply_nested_json() {
         "{}",
         &err.message()[..200]
     );
-    let validator = tools::SchemaValidator::new(tool.input_schema()).unwrap();
+    let validator = tools::schema::SchemaValidator::new(tool.input_schema()).unwrap();
     let err = validator.validate_str(&nested).unwrap_err();
     assert!(
         err.message().contains("recursion limit exceeded"),

@@ -10,8 +10,9 @@ use serde_json::json;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools;
 use tinyagent::{
-    AgentError, BoxFuture, Event, FinishReason, Invocation, LlmAgent, Model, ModelError,
-    ModelEvent, ModelRequest, ModelResponse, ModelResponseBuilder, Session, ToolContext, ToolError,
+    AgentError, BoxFuture, Event, Invocation, LlmAgent, Model, ModelError, ModelRequest,
+    ModelResponse, Session, ToolContext, ToolError,
+    model::{FinishReason, ModelEvent, ModelResponseBuilder},
 };
 
 fn counting_tool(runs: Arc<AtomicUsize>) -> Arc<dyn tinyagent::Tool> {

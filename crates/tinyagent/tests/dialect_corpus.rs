@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::Value;
-use tinyagent::tools::{DialectSchema, anthropic_schema, gemini_schema};
+use tinyagent::tools::schema::{DialectSchema, anthropic_schema, gemini_schema};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tool_corpus");
 

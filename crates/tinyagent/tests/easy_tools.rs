@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tinyagent::Tool;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools::{self, Json, ToolErrorKindHint, ToolOutput};
 use tinyagent::{AgentExt, LlmAgent, Session, ToolContext, ToolError, ToolErrorKind};

@@ -11,8 +11,11 @@ use std::time::Duration;
 use futures::future::join_all;
 use serde_json::json;
 use tinyagent::tools::{
-    self, Approval, ApprovalRequest, CacheLayer, ConcurrencyLimitLayer, LoggingLayer,
-    RateLimitLayer, RetryLayer, ToolMiddleware,
+    self,
+    middleware::{
+        Approval, ApprovalRequest, CacheLayer, ConcurrencyLimitLayer, LoggingLayer, RateLimitLayer,
+        RetryLayer, ToolMiddleware,
+    },
 };
 use tinyagent::{Handler, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, handler_fn};
 use tokio::time::Instant;
@@ -78,7 +81,7 @@ async fn first_listed_middleware_is_outermost_and_wrapped_tool_keeps_its_identit
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
     let recorder = |name: &'static str| {
         let log = log.clone();
-        tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        tools::middleware::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
             let log = log.clone();
             Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
                 let (next, log) = (next.clone(), log.clone());
@@ -98,12 +101,19 @@ async fn first_listed_middleware_is_outermost_and_wrapped_tool_keeps_its_identit
     };
     let inner = {
         let log = log.clone();
-        probe(ToolHints::read_only(), move |_ctx, input| {
+        probe(ToolHints::READ_ONLY, move |_ctx, input| {
             log.lock().unwrap().push(format!("tool runs with {input}"));
             async move { Ok(format!("[{input}]")) }
         })
     };
-    let wrapped = tools::wrap_tool(inner.clone(), [recorder("a"), recorder("b"), recorder("c")]);
+    let wrapped = tools::wrap_tool(
+        inner.clone(),
+        [
+            recorder("a").into(),
+            recorder("b").into(),
+            recorder("c").into(),
+        ],
+    );
 
     assert_eq!(wrapped.name(), inner.name());
     assert_eq!(wrapped.description(), inner.description());
@@ -132,14 +142,20 @@ async fn shipped_middleware_compose_in_one_list() {
         tinyagent::demo::weather_tool(),
         [
             tools::with_logging(),
-            tools::with_approval(|_req: ApprovalRequest| async { Approval::Approve }),
-            tools::with_validation(),
-            tools::with_cache(Duration::from_secs(60), 10),
-            tools::with_rate_limit(100, Duration::from_secs(1)),
-            tools::with_concurrency_limit(4),
+            tools::middleware::ApprovalLayer::new(tools::middleware::approval_fn(
+                |_req: ApprovalRequest| async { Approval::Approve },
+            ))
+            .into(),
+            tools::middleware::ValidationLayer::new().into(),
+            tools::middleware::CacheLayer::new()
+                .ttl(Duration::from_secs(60))
+                .capacity(10)
+                .into(),
+            tools::middleware::RateLimitLayer::new(100, Duration::from_secs(1)).into(),
+            tools::middleware::ConcurrencyLimitLayer::new(4).into(),
             tools::with_retry(2),
             tools::with_timeout(Duration::from_secs(3)),
-            tools::with_output_budget(1000),
+            tools::middleware::OutputLimitLayer::new(1000).into(),
         ],
     );
     let out = weather.handle(&ctx(), r#"{"city":"上海"}"#).await.unwrap();
@@ -155,7 +171,7 @@ async fn shipped_middleware_compose_in_one_list() {
 async fn timeout_drops_the_tool_future_so_late_side_effects_never_happen() {
     let side_effect = Arc::new(AtomicBool::new(false));
     let finished = side_effect.clone();
-    let slow = probe(ToolHints::read_only(), move |_ctx, _input| {
+    let slow = probe(ToolHints::READ_ONLY, move |_ctx, _input| {
         let finished = finished.clone();
         async move {
             tokio::time::sleep(Duration::from_secs(10)).await;
@@ -178,7 +194,7 @@ async fn timeout_drops_the_tool_future_so_late_side_effects_never_happen() {
 
 #[tokio::test(start_paused = true)]
 async fn timeout_lets_fast_calls_through() {
-    let quick = probe(ToolHints::read_only(), |_ctx, input| async move {
+    let quick = probe(ToolHints::READ_ONLY, |_ctx, input| async move {
         tokio::time::sleep(Duration::from_millis(500)).await;
         Ok(input)
     });
@@ -204,7 +220,7 @@ fn timeout_without_a_runtime_is_an_error_not_a_panic() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_repeats_until_success() {
-    let f = flaky(ToolHints::read_only(), |attempt| {
+    let f = flaky(ToolHints::READ_ONLY, |attempt| {
         (attempt < 2).then(|| ToolError::unavailable("upstream down"))
     });
     let retried = tools::wrap_tool(f.tool, [tools::with_retry(3)]);
@@ -217,7 +233,7 @@ async fn retry_repeats_until_success() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_gives_up_after_n_retries_and_wraps_the_last_error() {
-    let f = flaky(ToolHints::read_only(), |attempt| {
+    let f = flaky(ToolHints::READ_ONLY, |attempt| {
         Some(ToolError::unavailable(format!(
             "upstream down (try {})",
             attempt + 1
@@ -244,9 +260,7 @@ async fn retry_backoff_grows_exponentially_within_jitter_bounds() {
     let policy = RetryLayer::new(6)
         .base(Duration::from_millis(100))
         .cap(Duration::from_millis(1500));
-    let f = flaky(ToolHints::read_only(), |_| {
-        Some(ToolError::timed_out("slow"))
-    });
+    let f = flaky(ToolHints::READ_ONLY, |_| Some(ToolError::timed_out("slow")));
     let retried = tools::wrap_tool(f.tool, [policy.into()]);
     retried.handle(&ctx(), "{}").await.unwrap_err();
 
@@ -270,9 +284,7 @@ async fn retry_without_jitter_waits_exactly_the_backoff() {
     let policy = RetryLayer::new(3)
         .base(Duration::from_millis(250))
         .jitter(false);
-    let f = flaky(ToolHints::read_only(), |_| {
-        Some(ToolError::timed_out("slow"))
-    });
+    let f = flaky(ToolHints::READ_ONLY, |_| Some(ToolError::timed_out("slow")));
     let retried = tools::wrap_tool(f.tool, [policy.into()]);
     let started = Instant::now();
     retried.handle(&ctx(), "{}").await.unwrap_err();
@@ -284,7 +296,7 @@ async fn retry_stops_when_the_call_is_cancelled_mid_backoff() {
     let policy = RetryLayer::new(10)
         .base(Duration::from_secs(1))
         .cap(Duration::from_secs(60));
-    let f = flaky(ToolHints::read_only(), |_| {
+    let f = flaky(ToolHints::READ_ONLY, |_| {
         Some(ToolError::unavailable("down"))
     });
     let retried = tools::wrap_tool(f.tool, [policy.into()]);
@@ -316,7 +328,7 @@ async fn errors_not_marked_retryable_are_not_retried() {
         || ToolError::denied("no").retryable(true),
         || ToolError::cancelled("stop").retryable(true),
     ] {
-        let f = flaky(ToolHints::read_only(), move |_| Some(make()));
+        let f = flaky(ToolHints::READ_ONLY, move |_| Some(make()));
         let retried = tools::wrap_tool(f.tool, [tools::with_retry(5)]);
         let err = retried.handle(&ctx(), "{}").await.unwrap_err();
         assert_eq!(f.calls.load(Ordering::SeqCst), 1, "{err} was retried");
@@ -341,7 +353,7 @@ async fn retry_respects_hints_unless_told_otherwise() {
     assert_eq!(f.calls.load(Ordering::SeqCst), 2);
 
     // Idempotent tools are retried.
-    let f = flaky(ToolHints::default().with_idempotent(true), |_| {
+    let f = flaky(ToolHints::default().idempotent(true), |_| {
         Some(ToolError::timed_out("slow"))
     });
     let retried = tools::wrap_tool(f.tool, [tools::with_retry(2)]);
@@ -359,7 +371,7 @@ async fn retry_respects_hints_unless_told_otherwise() {
 async fn timeout_inside_retry_bounds_each_attempt() {
     let calls = Arc::new(AtomicU32::new(0));
     let counter = calls.clone();
-    let sometimes_slow = probe(ToolHints::read_only(), move |_ctx, _input| {
+    let sometimes_slow = probe(ToolHints::READ_ONLY, move |_ctx, _input| {
         let attempt = counter.fetch_add(1, Ordering::SeqCst);
         async move {
             if attempt == 0 {
@@ -407,7 +419,7 @@ async fn validation_reports_every_bad_field_before_the_handler_runs() {
         })
         .unwrap(),
     );
-    let checked = tools::wrap_tool(tool, [tools::with_validation()]);
+    let checked = tools::wrap_tool(tool, [tools::middleware::ValidationLayer::new().into()]);
 
     let err = checked
         .handle(
@@ -451,7 +463,7 @@ async fn validation_reports_every_bad_field_before_the_handler_runs() {
 async fn validation_on_the_seed_calculator() {
     let calc = tools::wrap_tool(
         tinyagent::demo::calculator_tool(),
-        [tools::with_validation()],
+        [tools::middleware::ValidationLayer::new().into()],
     );
     let err = calc.handle(&ctx(), r#"{"a": 1}"#).await.unwrap_err();
     assert!(
@@ -479,7 +491,7 @@ fn busy_tool(work: Duration) -> (Arc<dyn Tool>, Arc<AtomicUsize>, Starts) {
     let starts = Arc::new(Mutex::new(Vec::new()));
     let tool = {
         let (peak, starts) = (peak.clone(), starts.clone());
-        probe(ToolHints::read_only(), move |_ctx, _input| {
+        probe(ToolHints::READ_ONLY, move |_ctx, _input| {
             let (in_flight, peak, starts) = (in_flight.clone(), peak.clone(), starts.clone());
             async move {
                 starts.lock().unwrap().push(Instant::now());
@@ -497,7 +509,10 @@ fn busy_tool(work: Duration) -> (Arc<dyn Tool>, Arc<AtomicUsize>, Starts) {
 #[tokio::test(start_paused = true)]
 async fn concurrency_limit_holds_under_100_concurrent_calls() {
     let (tool, peak, _) = busy_tool(Duration::from_millis(10));
-    let limited = tools::wrap_tool(tool, [tools::with_concurrency_limit(5)]);
+    let limited = tools::wrap_tool(
+        tool,
+        [tools::middleware::ConcurrencyLimitLayer::new(5).into()],
+    );
     let c = ctx();
     let results = join_all((0..100).map(|_| limited.handle(&c, "{}"))).await;
     assert!(results.iter().all(|r| matches!(r.as_deref(), Ok("done"))));
@@ -530,7 +545,10 @@ async fn concurrency_limit_with_max_wait_refuses_late_calls() {
 async fn rate_limit_holds_under_100_concurrent_calls() {
     let (tool, _, starts) = busy_tool(Duration::from_millis(1));
     let period = Duration::from_secs(1);
-    let limited = tools::wrap_tool(tool, [tools::with_rate_limit(10, period)]);
+    let limited = tools::wrap_tool(
+        tool,
+        [tools::middleware::RateLimitLayer::new(10, period).into()],
+    );
     let c = ctx();
     let begin = Instant::now();
     let results = join_all((0..100).map(|_| limited.handle(&c, "{}"))).await;
@@ -595,8 +613,14 @@ fn counting(hints: ToolHints) -> (Arc<dyn Tool>, Arc<AtomicU32>) {
 
 #[tokio::test(start_paused = true)]
 async fn cache_serves_equal_arguments_until_they_expire() {
-    let (tool, calls) = counting(ToolHints::read_only());
-    let cached = tools::wrap_tool(tool, [tools::with_cache(Duration::from_secs(60), 16)]);
+    let (tool, calls) = counting(ToolHints::READ_ONLY);
+    let cached = tools::wrap_tool(
+        tool,
+        [tools::middleware::CacheLayer::new()
+            .ttl(Duration::from_secs(60))
+            .capacity(16)
+            .into()],
+    );
 
     let first = cached
         .handle(&ctx(), r#"{"a":1,"b":{"x":1,"y":2}}"#)
@@ -628,7 +652,7 @@ async fn cache_serves_equal_arguments_until_they_expire() {
 
 #[tokio::test(start_paused = true)]
 async fn cache_evicts_the_least_recently_used_at_capacity() {
-    let (tool, calls) = counting(ToolHints::read_only());
+    let (tool, calls) = counting(ToolHints::READ_ONLY);
     let cached = tools::wrap_tool(tool, [CacheLayer::new().capacity(2).into()]);
     cached.handle(&ctx(), r#"{"k":1}"#).await.unwrap();
     cached.handle(&ctx(), r#"{"k":2}"#).await.unwrap();
@@ -645,7 +669,13 @@ async fn cache_evicts_the_least_recently_used_at_capacity() {
 async fn cache_skips_unsafe_tools_errors_and_non_json() {
     // A tool with default hints (may write) is never cached.
     let (tool, calls) = counting(ToolHints::default());
-    let cached = tools::wrap_tool(tool, [tools::with_cache(Duration::from_secs(60), 16)]);
+    let cached = tools::wrap_tool(
+        tool,
+        [tools::middleware::CacheLayer::new()
+            .ttl(Duration::from_secs(60))
+            .capacity(16)
+            .into()],
+    );
     cached.handle(&ctx(), "{}").await.unwrap();
     cached.handle(&ctx(), "{}").await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
@@ -658,8 +688,14 @@ async fn cache_skips_unsafe_tools_errors_and_non_json() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     // Errors and non-JSON arguments are not cached.
-    let (tool, calls) = counting(ToolHints::read_only().with_idempotent(true));
-    let cached = tools::wrap_tool(tool, [tools::with_cache(Duration::from_secs(60), 16)]);
+    let (tool, calls) = counting(ToolHints::READ_ONLY.idempotent(true));
+    let cached = tools::wrap_tool(
+        tool,
+        [tools::middleware::CacheLayer::new()
+            .ttl(Duration::from_secs(60))
+            .capacity(16)
+            .into()],
+    );
     cached.handle(&ctx(), r#"{"x":"fail"}"#).await.unwrap_err();
     cached.handle(&ctx(), r#"{"x":"fail"}"#).await.unwrap_err();
     cached.handle(&ctx(), "plain words").await.unwrap();
@@ -700,7 +736,7 @@ async fn logged_call(logging: ToolMiddleware, input: &str, fail: bool) -> String
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let tool = probe(ToolHints::read_only(), move |_ctx, _input| async move {
+    let tool = probe(ToolHints::READ_ONLY, move |_ctx, _input| async move {
         if fail {
             Err(ToolError::unavailable("the vault is closed"))
         } else {
@@ -778,11 +814,11 @@ async fn output_budget_cuts_long_results_keeping_head_and_tail_with_a_note() {
     let text: String = (0..2000).map(|i| format!("{i:05}\n")).collect(); // 12 000 characters
     let total = text.chars().count();
     let body = text.clone();
-    let tool = probe(ToolHints::read_only(), move |_ctx, _input| {
+    let tool = probe(ToolHints::READ_ONLY, move |_ctx, _input| {
         let body = body.clone();
         async move { Ok(body) }
     });
-    let budgeted = tools::wrap_tool(tool, [tools::with_output_budget(600)]);
+    let budgeted = tools::wrap_tool(tool, [tools::middleware::OutputLimitLayer::new(600).into()]);
     let out = budgeted.handle(&ctx(), "{}").await.unwrap();
     assert!(out.chars().count() <= 600, "{}", out.chars().count());
 
@@ -801,7 +837,7 @@ async fn output_budget_cuts_long_results_keeping_head_and_tail_with_a_note() {
     // Short results and errors pass unchanged.
     let short = tools::wrap_tool(
         tinyagent::demo::calculator_tool(),
-        [tools::with_output_budget(600)],
+        [tools::middleware::OutputLimitLayer::new(600).into()],
     );
     let out = short
         .handle(&ctx(), r#"{"operation":"add","a":10,"b":3}"#)
@@ -841,7 +877,7 @@ async fn approval_approves_denies_and_rewrites() {
         let calls = Arc::new(Mutex::new(Vec::<String>::new()));
         let log = calls.clone();
         let inner = tinyagent::demo::weather_tool();
-        let spy = tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+        let spy = tools::middleware::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
             let log = log.clone();
             Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
                 let (next, log) = (next.clone(), log.clone());
@@ -852,7 +888,14 @@ async fn approval_approves_denies_and_rewrites() {
             }))
         });
         (
-            tools::wrap_tool(inner, [tools::with_approval(hook), spy]),
+            tools::wrap_tool(
+                inner,
+                [
+                    tools::middleware::ApprovalLayer::new(tools::middleware::approval_fn(hook))
+                        .into(),
+                    spy.into(),
+                ],
+            ),
             calls,
         )
     };
@@ -896,7 +939,8 @@ async fn approval_approves_denies_and_rewrites() {
 mod tower_interop {
     use std::task::{Context, Poll};
 
-    use tinyagent::tools::ToolRequest;
+    use tinyagent::tools::ToolOutput;
+    use tinyagent::tools::middleware::ToolRequest;
     use tower_service::Service;
 
     use super::*;
@@ -910,12 +954,12 @@ mod tower_interop {
 
     impl<S> Service<ToolRequest> for Guard<S>
     where
-        S: Service<ToolRequest, Response = String, Error = ToolError>,
+        S: Service<ToolRequest, Response = ToolOutput, Error = ToolError>,
         S::Future: Send + 'static,
     {
-        type Response = String;
+        type Response = ToolOutput;
         type Error = tinyagent::BoxError;
-        type Future = tinyagent::BoxFuture<'static, Result<String, tinyagent::BoxError>>;
+        type Future = tinyagent::BoxFuture<'static, Result<ToolOutput, tinyagent::BoxError>>;
 
         fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
             self.inner.poll_ready(cx).map_err(Into::into)
@@ -924,7 +968,7 @@ mod tower_interop {
         fn call(&mut self, req: ToolRequest) -> Self::Future {
             self.seen.fetch_add(1, Ordering::SeqCst);
             assert_eq!(&*req.tool, "get_weather");
-            if req.input.contains("forbidden") {
+            if req.input.text().contains("forbidden") {
                 return Box::pin(async { Err("forbidden by the guard".into()) });
             }
             let fut = self.inner.call(req);
@@ -942,7 +986,10 @@ mod tower_interop {
         });
         let weather = tools::wrap_tool(
             tinyagent::demo::weather_tool(),
-            [tools::with_validation(), ToolMiddleware::from_tower(layer)],
+            [
+                tools::middleware::ValidationLayer::new().into(),
+                ToolMiddleware::from_tower(layer),
+            ],
         );
         let ok = weather.handle(&ctx(), r#"{"city":"上海"}"#).await.unwrap();
         assert!(ok.contains("多云"));
@@ -982,7 +1029,7 @@ async fn inside_an_agent_a_logged_call_has_one_span() {
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let tool = probe(ToolHints::read_only(), |_ctx, _input| async move {
+    let tool = probe(ToolHints::READ_ONLY, |_ctx, _input| async move {
         Ok("sunny".to_owned())
     });
     let agent = LlmAgent::builder("logged")

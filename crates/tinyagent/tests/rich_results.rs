@@ -1,17 +1,21 @@
 //! Rich tool results: content parts and structured content from typed tools, `#[tool]` fns and
-//! hand-written tools reach the agent's tool results, bounded by the tool output budget, and
-//! stored sessions written before rich results still load.
+//! hand-written tools reach the agent's tool results whole, through middleware (the cache
+//! included), bounded by the tool output limit, and stored sessions written before rich results
+//! still load.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::tools::{self, Structured, ToolOutput};
+use tinyagent::tools::middleware::CacheLayer;
+use tinyagent::tools::{self, Structured, ToolInput, ToolOutput};
 use tinyagent::{
-    AgentExt, ContentPart, ContentSlot, LlmAgent, Message, RichContent, Session, Tool, ToolContext,
-    ToolDefinition, ToolError, ToolResult, tool,
+    AgentExt, BoxFuture, ContentPart, LlmAgent, Message, Session, Tool, ToolContext, ToolError,
+    ToolResult, model::ToolDefinition, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -74,13 +78,13 @@ async fn a_typed_tool_returns_an_image_that_reaches_the_tool_result() {
 }
 
 #[tokio::test]
-async fn an_image_over_the_output_budget_is_described_not_sent() {
+async fn an_image_over_the_output_limit_is_described_not_sent() {
     let result = tool_result_of(chart_tool(), r#"{"size": 50000000}"#, Some(20_000)).await;
     assert!(!result.has_media(), "{:?}", result.parts.len());
     assert!(
         result.content.starts_with(
             "sales by month:\n[image image/png, 50.0 MB] (left out: larger than the \
-             20000-character tool output budget)"
+             20000-character tool output limit)"
         ),
         "{}",
         result.content
@@ -143,32 +147,98 @@ async fn a_tool_macro_fn_returns_parts() {
     );
 }
 
+/// A hand-written tool whose output is an audio clip.
+struct Snap(serde_json::Value);
+
+impl Tool for Snap {
+    fn name(&self) -> &str {
+        "snap"
+    }
+    fn description(&self) -> &str {
+        "Records a sound"
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        &self.0
+    }
+    fn call<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        _input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async {
+            Ok(ToolOutput::parts([ContentPart::audio(
+                "UklGRg==",
+                "audio/wav",
+            )]))
+        })
+    }
+}
+
 #[tokio::test]
-async fn a_hand_written_tool_leaves_rich_content_in_the_slot() {
-    let tool = tools::new_tool(
-        "snap",
-        "Takes a picture",
-        json!({"type": "object"}),
-        |ctx: ToolContext, _input: String| async move {
-            ctx.put_rich_content(RichContent::new(
-                vec![ContentPart::audio("UklGRg==", "audio/wav")],
-                None,
-            ));
-            Ok::<_, ToolError>("[audio audio/wav, 4 B]".to_owned())
-        },
-    );
-    let slot = ContentSlot::new();
-    let out = tool
-        .handle(&ToolContext::new().with_content_slot(slot.clone()), "{}")
+async fn a_hand_written_tool_gives_its_parts_whole() {
+    let tool = Arc::new(Snap(json!({"type": "object"})));
+    let output = tool
+        .call(&ToolContext::new(), ToolInput::from_text("{}"))
         .await
         .unwrap();
-    assert_eq!(out, "[audio audio/wav, 4 B]");
-    assert_eq!(slot.take().unwrap().parts.len(), 1);
+    assert_eq!(output.as_text(), "[audio audio/wav, 4 B]");
+    assert_eq!(output.content_parts().len(), 1);
+    // The seed's text-in, text-out shortcut reads the text.
+    let text = tool.handle(&ToolContext::new(), "{}").await.unwrap();
+    assert_eq!(text, "[audio audio/wav, 4 B]");
     let result = tool_result_of(tool, "{}", None).await;
     assert_eq!(
         result.parts,
         vec![ContentPart::audio("UklGRg==", "audio/wav")]
     );
+}
+
+#[tokio::test]
+async fn a_cached_result_keeps_its_image_and_structured_content() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let chart = tools::new_func("chart", "Draws a chart", move |c: Chart| {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ToolError>(
+                ToolOutput::text("sales by month:")
+                    .with_part(ContentPart::image_bytes(&vec![0x42; c.size], "image/png"))
+                    .with_structured(json!({"months": 12, "size": c.size})),
+            )
+        }
+    })
+    .read_only();
+    let cached = tools::wrap_tool(
+        chart,
+        [CacheLayer::new().ttl(Duration::from_secs(60)).into()],
+    );
+    let ctx = ToolContext::new();
+    let first = cached
+        .call(&ctx, ToolInput::from_text(r#"{"size": 30}"#))
+        .await
+        .unwrap();
+    // The same arguments, written differently: served from the cache.
+    let second = cached
+        .call(&ctx, ToolInput::from_text(r#"{ "size" : 30 }"#))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the second call was cached");
+    assert_eq!(second, first);
+    assert_eq!(second.content_parts().len(), 2);
+    assert!(matches!(
+        &second.content_parts()[1],
+        ContentPart::Image { mime_type, .. } if mime_type == "image/png"
+    ));
+    assert_eq!(
+        second.structured_content(),
+        Some(&json!({"months": 12, "size": 30}))
+    );
+    // Through an agent, the cached output reaches the tool result whole.
+    let result = tool_result_of(cached, r#"{"size": 30}"#, None).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(result.has_media());
+    assert_eq!(result.structured, Some(json!({"months": 12, "size": 30})));
 }
 
 #[tokio::test]
@@ -198,9 +268,9 @@ fn stored_messages_without_parts_still_load_and_rich_ones_round_trip() {
 
     let rich =
         Message::from_tool_results([ToolResult::ok("c2", "chart", "[image image/png, 3 B]")
-            .with_parts(vec![ContentPart::image("AAAA", "image/png")])
-            .with_structured(json!({"points": 3}))])
-        .with_id("m2");
+            .parts(vec![ContentPart::image("AAAA", "image/png")])
+            .structured(json!({"points": 3}))])
+        .id("m2");
     let v = serde_json::to_value(&rich).unwrap();
     assert_eq!(
         v["parts"][0]["parts"],

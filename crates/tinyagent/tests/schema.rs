@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tinyagent::tools::{self, generate_schema, strict_schema};
+use tinyagent::Tool;
+use tinyagent::tools::{self, generate_schema, schema::strict_schema};
 
 fn seed_schema(text: &str) -> Value {
     serde_json::from_str(text).expect("the tutorial's schema is JSON")
@@ -155,7 +156,7 @@ fn recursive_types_keep_refs() {
     );
     assert!(tree.get("title").is_none());
     // And the schema is usable: a validator accepts a real forest.
-    let validator = tools::SchemaValidator::new(&schema).unwrap();
+    let validator = tools::schema::SchemaValidator::new(&schema).unwrap();
     validator
         .validate_str(r#"{"trees":[{"label":"a","children":[{"label":"b","children":[]}]}]}"#)
         .unwrap();

@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools::{self, IntoTool};
 use tinyagent::{
-    AgentError, AgentExt, BoxFuture, Budget, BudgetResource, Invocation, LlmAgent, Model,
-    ModelError, ModelRequest, ModelResponse, Session, Tool, ToolContext, ToolError, ToolErrorKind,
-    ToolHints, ToolResult,
+    AgentError, AgentExt, BoxFuture, Budget, Invocation, LlmAgent, Model, ModelError, ModelRequest,
+    ModelResponse, Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, ToolResult,
+    budget::BudgetResource,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -187,7 +187,10 @@ async fn arguments_a_lenient_reader_skips_do_not_bypass_the_schema() {
 #[tokio::test]
 async fn typed_tools_decode_the_value_that_passed_the_schema() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let tool = tools::wrap_tool(counting_weather(runs.clone()), [tools::with_validation()]);
+    let tool = tools::wrap_tool(
+        counting_weather(runs.clone()),
+        [tools::middleware::ValidationLayer::new().into()],
+    );
     let ctx = ToolContext::default();
     // JSON whitespace around the arguments is trimmed and not forwarded.
     let out = tool
@@ -222,7 +225,7 @@ async fn typed_tools_decode_the_value_that_passed_the_schema() {
             async move { Ok::<_, ToolError>(input) }
         },
     );
-    let echo = tools::wrap_tool(echo, [tools::with_validation()]);
+    let echo = tools::wrap_tool(echo, [tools::middleware::ValidationLayer::new().into()]);
     echo.handle(&ctx, "  {\"a\":1}\r\n\t").await.unwrap();
     echo.handle(&ctx, "   ").await.unwrap();
     assert_eq!(*seen.lock().unwrap(), [r#"{"a":1}"#, "{}"]);
@@ -362,7 +365,7 @@ async fn recorded_arguments_and_results_are_redacted_whatever_their_shape() {
     );
     let logged = tools::wrap_tool(
         echo,
-        [tools::LoggingLayer::new()
+        [tools::middleware::LoggingLayer::new()
             .record_arguments(true)
             .record_results(true)
             .into()],
@@ -383,7 +386,9 @@ async fn recorded_arguments_and_results_are_redacted_whatever_their_shape() {
     );
     let plain = tools::wrap_tool(
         plain,
-        [tools::LoggingLayer::new().record_results(true).into()],
+        [tools::middleware::LoggingLayer::new()
+            .record_results(true)
+            .into()],
     );
     plain.handle(&ctx, "{}").await.unwrap();
 
@@ -450,7 +455,10 @@ async fn error_messages_are_bounded_whatever_the_input() {
         "{}",
         &err.message()[..200]
     );
-    let checked = tools::wrap_tool(calc.clone(), [tools::with_validation()]);
+    let checked = tools::wrap_tool(
+        calc.clone(),
+        [tools::middleware::ValidationLayer::new().into()],
+    );
     let err = checked.handle(&ctx, &huge).await.unwrap_err();
     assert!(err.message().len() < 2_000, "{} bytes", err.message().len());
     assert!(err.message().contains("/a: "), "{}", &err.message()[..200]);
@@ -463,7 +471,7 @@ async fn error_messages_are_bounded_whatever_the_input() {
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
             |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) },
         ),
-        [tools::with_validation()],
+        [tools::middleware::ValidationLayer::new().into()],
     );
     let many: serde_json::Map<String, Value> =
         (0..500).map(|i| (format!("key_{i}"), json!(i))).collect();
@@ -492,7 +500,7 @@ async fn error_messages_are_bounded_whatever_the_input() {
             json!({"type": "object", "additionalProperties": {"type": "integer"}}),
             |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) },
         ),
-        [tools::with_validation()],
+        [tools::middleware::ValidationLayer::new().into()],
     );
     let mut bad: serde_json::Map<String, Value> = (0..100)
         .map(|i| (format!("k{i}"), json!("x".repeat(10_000))))
@@ -611,7 +619,7 @@ async fn tool_call_and_token_budgets_end_the_run() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(tinyagent::demo::weather_tool())
-        .budget(Budget::unlimited().max_tool_calls(3))
+        .budget(Budget::UNLIMITED.max_tool_calls(3))
         .max_steps(100)
         .build()
         .unwrap();
@@ -634,7 +642,7 @@ async fn tool_call_and_token_budgets_end_the_run() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .tool(tinyagent::demo::weather_tool())
-        .budget(Budget::unlimited().max_tokens(4_500))
+        .budget(Budget::UNLIMITED.max_tokens(4_500))
         .max_steps(100)
         .build()
         .unwrap();
@@ -702,7 +710,7 @@ async fn nested_agents_draw_from_the_callers_budget() {
     ]));
     let inner = LlmAgent::builder("inner")
         .model(inner_model.clone())
-        .budget(Budget::unlimited())
+        .budget(Budget::UNLIMITED)
         .build()
         .unwrap();
     let outer_model = Arc::new(ScriptedModel::new([
@@ -713,7 +721,7 @@ async fn nested_agents_draw_from_the_callers_budget() {
     let outer = LlmAgent::builder("outer")
         .model(outer_model.clone())
         .tool(tools::new_agent_tool(inner))
-        .budget(Budget::unlimited().max_model_calls(3))
+        .budget(Budget::UNLIMITED.max_model_calls(3))
         .build()
         .unwrap();
     let err = outer.ask(&Session::new(), "go").await.unwrap_err();
@@ -745,12 +753,15 @@ async fn cache_keys_are_exact() {
         },
     )
     .unwrap()
-    .with_hints(ToolHints::read_only());
+    .with_hints(ToolHints::READ_ONLY);
     let cached = tools::wrap_tool(
         Arc::new(echo),
         [
-            tools::with_cache(Duration::from_secs(60), 100),
-            tools::with_validation(),
+            tools::middleware::CacheLayer::new()
+                .ttl(Duration::from_secs(60))
+                .capacity(100)
+                .into(),
+            tools::middleware::ValidationLayer::new().into(),
         ],
     );
     let ctx = ToolContext::default();
@@ -852,7 +863,7 @@ async fn a_timeout_returns_while_a_declared_blocking_tool_still_blocks() {
         },
     )
     .unwrap()
-    .with_hints(ToolHints::read_only().with_blocking(true));
+    .with_hints(ToolHints::READ_ONLY.blocking(true));
     let quick = tools::try_new_tool(
         "quick",
         "answers at once",
@@ -860,7 +871,7 @@ async fn a_timeout_returns_while_a_declared_blocking_tool_still_blocks() {
         |_ctx: ToolContext, _input: String| async move { Ok::<_, ToolError>("quick".to_owned()) },
     )
     .unwrap()
-    .with_hints(ToolHints::read_only());
+    .with_hints(ToolHints::READ_ONLY);
     let model = Arc::new(ScriptedModel::new([
         reply::tool_calls([("c1", "blocking", "{}"), ("c2", "quick", "{}")]),
         reply::text("done"),
@@ -903,7 +914,7 @@ async fn bounded_integers_are_refused_by_the_schema_not_only_the_decoder() {
         tools::new_func("count", "counts", |c: Count| async move {
             Ok::<_, ToolError>(c.n)
         }),
-        [tools::with_validation()],
+        [tools::middleware::ValidationLayer::new().into()],
     );
     let ctx = ToolContext::default();
     assert_eq!(
@@ -927,7 +938,7 @@ async fn bounded_integers_are_refused_by_the_schema_not_only_the_decoder() {
 
 #[test]
 fn strict_schema_keeps_required_names_and_drops_non_schema_values() {
-    let strict = tools::strict_schema(&json!({
+    let strict = tools::schema::strict_schema(&json!({
         "type": "object",
         "properties": {"a": {"type": "string"}},
         "required": ["a", "b"],
@@ -936,7 +947,7 @@ fn strict_schema_keeps_required_names_and_drops_non_schema_values() {
     assert_eq!(strict["required"], json!(["a", "b"]));
     assert_eq!(strict["properties"]["b"], json!({}));
     assert_eq!(strict["additionalProperties"], json!(false));
-    let validator = tools::SchemaValidator::new(&strict).unwrap();
+    let validator = tools::schema::SchemaValidator::new(&strict).unwrap();
     assert!(validator.validate(&json!({"a": "x", "b": 1})).is_ok());
     assert!(validator.validate(&json!({"a": "x"})).is_err());
     assert!(
@@ -946,11 +957,11 @@ fn strict_schema_keeps_required_names_and_drops_non_schema_values() {
     );
     for value in [json!(1), json!(null), json!(["x"]), json!(true)] {
         let strict =
-            tools::strict_schema(&json!({"type": "object", "additionalProperties": value}));
+            tools::schema::strict_schema(&json!({"type": "object", "additionalProperties": value}));
         assert_eq!(strict["additionalProperties"], json!(false), "{value}");
     }
     // A map's value schema cannot be made strict; it is kept.
-    let map = tools::strict_schema(
+    let map = tools::schema::strict_schema(
         &json!({"type": "object", "additionalProperties": {"type": "number"}}),
     );
     assert_eq!(map["additionalProperties"], json!({"type": "number"}));
@@ -979,7 +990,10 @@ async fn a_null_the_schema_refuses_counts_as_left_out_and_the_tool_gets_valid_ar
             async move { Ok::<_, tinyagent::ToolError>("ok".to_owned()) }
         },
     );
-    let checked = tinyagent::tools::wrap_tool(tool, [tinyagent::tools::with_validation()]);
+    let checked = tinyagent::tools::wrap_tool(
+        tool,
+        [tinyagent::tools::middleware::ValidationLayer::new().into()],
+    );
     let ctx = tinyagent::ToolContext::default();
     // OpenAI's strict mode sends null for an optional field: the tool gets it left out.
     checked
@@ -1022,10 +1036,13 @@ async fn validation_and_the_tool_share_one_definition_of_json_whitespace() {
             }
         },
     );
-    let checked = tools::wrap_tool(manual.clone(), [tools::with_validation()]);
+    let checked = tools::wrap_tool(
+        manual.clone(),
+        [tools::middleware::ValidationLayer::new().into()],
+    );
     let typed = tools::wrap_tool(
         counting_weather(Arc::new(AtomicUsize::new(0))),
-        [tools::with_validation()],
+        [tools::middleware::ValidationLayer::new().into()],
     );
     let ctx = ToolContext::default();
     for ws in [
@@ -1118,7 +1135,7 @@ async fn recorded_text_masks_keys_full_width_names_and_token_shapes() {
     );
     let recorded = tools::wrap_tool(
         tool.clone(),
-        [tools::LoggingLayer::new()
+        [tools::middleware::LoggingLayer::new()
             .record_arguments(true)
             .record_results(true)
             .into()],
@@ -1162,12 +1179,12 @@ async fn recorded_text_masks_keys_full_width_names_and_token_shapes() {
         r#"{"keyword":"rust","monkey":"george","keys_pressed":3}"#,
         "keyboard: qwerty, turkey=roast",
     ] {
-        assert_eq!(tools::redact_text(harmless), harmless);
+        assert_eq!(tinyagent::redact::text(harmless), harmless);
     }
 
     // Default logging records no arguments or results at all.
     let before = captured.text().len();
-    let quiet = tools::wrap_tool(tool, [tools::LoggingLayer::new().into()]);
+    let quiet = tools::wrap_tool(tool, [tools::middleware::LoggingLayer::new().into()]);
     quiet.handle(&ctx, r#"{"key":"S3CR3T-C1"}"#).await.unwrap();
     let logs = captured.text();
     assert!(logs.len() > before, "the call was logged: {logs}");

@@ -11,8 +11,8 @@ use serde_json::json;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools;
 use tinyagent::{
-    Agent, BoxFuture, Elicitation, ElicitationRequest, Event, Invocation, LlmAgent, LogLevel,
-    SamplingReply, SamplingRequest, Session, ToolContext, ToolError, ToolErrorKind, ToolHost,
+    Agent, BoxFuture, Event, Invocation, LlmAgent, Session, ToolContext, ToolError, ToolErrorKind,
+    host::{Elicitation, ElicitationRequest, LogLevel, SamplingReply, SamplingRequest, ToolHost},
 };
 
 #[derive(Deserialize, JsonSchema)]

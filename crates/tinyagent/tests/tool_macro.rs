@@ -41,7 +41,7 @@ fn the_macro_tools_have_the_demo_tools_hints_except_plain_text() {
     for (made, seed) in both() {
         // The demo's translator is an agent-style tool that also takes plain text; a `#[tool]`
         // fn takes a JSON object only.
-        let expected = seed.hints().with_plain_text(false);
+        let expected = seed.hints().plain_text(false);
         assert_eq!(made.hints(), expected, "{}", seed.name());
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tinyagent::Tool;
 use tinyagent::demo::{self, CalcOutput, WeatherOutput};
 use tinyagent::tools::{self, json_adapter};
 use tinyagent::{Handler, ToolContext, ToolError, ToolErrorKind, handler_fn};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::{AgentError, AgentExt, LlmAgent, ResponseFormat, Role, Session};
+use tinyagent::{AgentError, AgentExt, LlmAgent, Role, Session, model::ResponseFormat};
 
 #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

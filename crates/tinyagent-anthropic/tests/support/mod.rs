@@ -13,6 +13,7 @@ pub use tinyagent_http::testing::{
 
 use serde_json::Value;
 use tinyagent::{Message, ModelRequest};
+use tinyagent_anthropic::HttpConfig;
 use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -91,7 +92,7 @@ pub fn model_for(server: &MockServer) -> AnthropicModel {
 
 /// A request with the demo's instruction and one user message.
 pub fn ask(text: &str) -> ModelRequest {
-    ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
+    ModelRequest::new(vec![Message::user(text)]).instruction("你是一个全能助手。")
 }
 
 /// The JSON bodies the server received, in order, and their headers checked.

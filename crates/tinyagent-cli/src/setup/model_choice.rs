@@ -10,6 +10,7 @@ use tinyagent_llama::{LlamaConfig, LlamaModel};
 
 use crate::cli::{ModelArgs, Provider};
 use crate::error::CliError;
+use tinyagent_openai::HttpConfig;
 
 /// The environment variable giving `--timeout`'s default, in seconds.
 pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
@@ -240,7 +241,8 @@ pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
             model,
             timeout,
         } => {
-            // The three configurations share their setters (base URL, key, timeouts).
+            // The three configurations have the same setters (base URL, key), and their HTTP
+            // settings' through `HttpConfig`.
             // A longer silence allowed also lengthens the whole call's limit (600 s by default
             // for every provider).
             macro_rules! configure {
@@ -250,51 +252,44 @@ pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
                         config = config.api_key(key.as_str());
                     }
                     if let Some(timeout) = *timeout {
-                        config = config.silence_timeout(timeout).request_timeout(
-                            timeout.max(tinyagent_openai::DEFAULT_REQUEST_TIMEOUT),
-                        );
+                        let whole = config.http.request_timeout.unwrap_or_default();
+                        config = config
+                            .silence_timeout(timeout)
+                            .request_timeout(timeout.max(whole));
                     }
                     config
                 }};
             }
-            let usage_or_failure = |invalid: bool, e: String| {
-                if invalid {
-                    CliError::usage(e)
+            // What the user typed wrong is a usage error; the rest (a header the HTTP client
+            // refuses) a failure. Every provider's configuration fails alike.
+            let refused = |e: tinyagent_openai::ConfigError| {
+                use tinyagent_openai::ConfigError::{InvalidBaseUrl, InvalidModel, InvalidSetting};
+                if matches!(
+                    e,
+                    InvalidBaseUrl { .. } | InvalidModel { .. } | InvalidSetting { .. }
+                ) {
+                    CliError::usage(e.to_string())
                 } else {
-                    CliError::failure("config", e)
+                    CliError::failure("config", e.to_string())
                 }
             };
             match provider {
                 Provider::Anthropic => {
-                    use tinyagent_anthropic::{AnthropicConfig, AnthropicModel, ConfigError};
+                    use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
                     let config = configure!(AnthropicConfig::new(model.as_str()));
-                    let model = AnthropicModel::new(config).map_err(|e| {
-                        let invalid =
-                            matches!(e, ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel);
-                        usage_or_failure(invalid, e.to_string())
-                    })?;
+                    let model = AnthropicModel::new(config).map_err(refused)?;
                     Ok(Arc::new(model))
                 }
                 Provider::Gemini => {
-                    use tinyagent_gemini::{ConfigError, GeminiConfig, GeminiModel};
+                    use tinyagent_gemini::{GeminiConfig, GeminiModel};
                     let config = configure!(GeminiConfig::new(model.as_str()));
-                    let model = GeminiModel::new(config).map_err(|e| {
-                        let invalid = matches!(
-                            e,
-                            ConfigError::InvalidBaseUrl(_) | ConfigError::InvalidModel(_)
-                        );
-                        usage_or_failure(invalid, e.to_string())
-                    })?;
+                    let model = GeminiModel::new(config).map_err(refused)?;
                     Ok(Arc::new(model))
                 }
                 Provider::Openai | Provider::Local => {
-                    use tinyagent_openai::{ConfigError, OpenAiConfig, OpenAiModel};
+                    use tinyagent_openai::{OpenAiConfig, OpenAiModel};
                     let config = configure!(OpenAiConfig::new(model.as_str()));
-                    let model = OpenAiModel::new(config).map_err(|e| {
-                        let invalid =
-                            matches!(e, ConfigError::InvalidBaseUrl(_) | ConfigError::EmptyModel);
-                        usage_or_failure(invalid, e.to_string())
-                    })?;
+                    let model = OpenAiModel::new(config).map_err(refused)?;
                     Ok(Arc::new(model))
                 }
             }

@@ -13,6 +13,7 @@ pub use tinyagent_http::testing::{
 
 use serde_json::Value;
 use tinyagent::{Message, ModelRequest};
+use tinyagent_gemini::HttpConfig;
 use tinyagent_gemini::{GeminiConfig, GeminiModel};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -88,7 +89,7 @@ pub fn model_for(server: &MockServer) -> GeminiModel {
 
 /// A request with the demo's instruction and one user message.
 pub fn ask(text: &str) -> ModelRequest {
-    ModelRequest::new(vec![Message::user(text)]).with_instruction("你是一个全能助手。")
+    ModelRequest::new(vec![Message::user(text)]).instruction("你是一个全能助手。")
 }
 
 /// The JSON bodies the server received, in order, and their headers checked.

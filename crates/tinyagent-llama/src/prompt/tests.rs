@@ -53,7 +53,7 @@ fn text_without_tools_json_with_tools() {
         plan(&req, &config, JSON).unwrap().output,
         Output::Text
     ));
-    let req = req.with_tools(vec![weather()]);
+    let req = req.tools(vec![weather()]);
     let Output::Json(out) = plan(&req, &config, JSON).unwrap().output else {
         panic!("expected JSON output");
     };
@@ -70,7 +70,7 @@ fn after_a_tool_round_the_model_answers_in_text() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let first = plan(&req, &config, JSON).unwrap();
     assert!(matches!(first.output, Output::Text));
     assert_eq!(first.chat.len(), 2, "{:?}", first.chat);
@@ -94,19 +94,17 @@ fn after_a_tool_round_the_model_answers_in_text() {
 #[test]
 fn tool_choice_narrows_the_contract() {
     let config = LlamaConfig::default();
-    let req = ModelRequest::new(vec![Message::user("hi")]).with_tools(vec![weather()]);
-    let forced = req.clone().with_tool_choice(ToolChoice::Required);
+    let req = ModelRequest::new(vec![Message::user("hi")]).tools(vec![weather()]);
+    let forced = req.clone().tool_choice(ToolChoice::Required);
     let Output::Json(out) = plan(&forced, &config, JSON).unwrap().output else {
         panic!("expected JSON output");
     };
     assert!(!out.allow_answer);
     assert_eq!(out.schema["properties"]["name"]["const"], "get_weather");
-    let unknown = req
-        .clone()
-        .with_tool_choice(ToolChoice::Tool("nope".into()));
+    let unknown = req.clone().tool_choice(ToolChoice::Tool("nope".into()));
     let err = plan(&unknown, &config, JSON).unwrap_err();
     assert!(err.message().contains("get_weather"), "{err}");
-    let none = req.with_tool_choice(ToolChoice::None);
+    let none = req.tool_choice(ToolChoice::None);
     assert!(matches!(
         plan(&none, &config, JSON).unwrap().output,
         Output::Text
@@ -195,7 +193,7 @@ fn the_seed_tools_schemas_become_one_exact_grammar() {
 #[test]
 fn answering_is_listed_with_the_tools_under_a_name_no_tool_has() {
     let config = LlamaConfig::default();
-    let req = ModelRequest::new(vec![Message::user("hi")]).with_tools(vec![weather()]);
+    let req = ModelRequest::new(vec![Message::user("hi")]).tools(vec![weather()]);
     let listed = super::plan(&req, &config, JSON).unwrap();
     let system = &listed.chat[0].content;
     assert!(system.contains("- get_weather: weather"), "{system}");
@@ -217,7 +215,7 @@ fn answering_is_listed_with_the_tools_under_a_name_no_tool_has() {
     .collect();
     assert_eq!(answer_name(&taken), "__answer");
     // Forced to call a tool, the model is not offered the answer.
-    let forced = req.clone().with_tool_choice(ToolChoice::Required);
+    let forced = req.clone().tool_choice(ToolChoice::Required);
     let forced = super::plan(&forced, &config, JSON).unwrap();
     assert!(!forced.chat[0].content.contains("- answer:"));
 }
@@ -265,7 +263,7 @@ fn the_answer_follows_the_language_of_the_question() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let plan = plan(&req, &LlamaConfig::default(), JSON).unwrap();
     assert!(
         plan.chat[0].content.ends_with("Answer in Chinese (中文)."),
@@ -301,7 +299,7 @@ fn the_tagged_format_lists_schemas_and_shows_calls_in_tags() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let plan = plan(&req, &LlamaConfig::default().max_tool_rounds(2), tagged).unwrap();
     let system = &plan.chat[0].content;
     assert!(
@@ -344,7 +342,7 @@ fn the_hermes_format_is_the_chat_templates_own() {
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
         Message::from_tool_results([ToolResult::ok("c1", "get_weather", "22.5")]),
     ])
-    .with_tools(vec![weather()]);
+    .tools(vec![weather()]);
     let plan = plan(&req, &LlamaConfig::default().max_tool_rounds(2), hermes).unwrap();
     let system = &plan.chat[0].content;
     assert!(

@@ -26,7 +26,7 @@ async fn main() -> ExitCode {
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let server = McpServer::new(tinyagent::demo::seed_tools())
-        .name("tinyagent-demo-tools")
+        .server_name("tinyagent-demo-tools")
         .instructions("The tutorial's demo tools: weather, calculator, current time, translator.");
     let result = match args.as_slice() {
         [] => server.serve_stdio().await,

@@ -1,12 +1,13 @@
 //! What a server asks of the client while a tool runs: its progress and log notifications go
-//! to the calling tool's [`ToolHost`](tinyagent::ToolHost), its sampling requests to the
+//! to the calling tool's [`ToolHost`](tinyagent::host::ToolHost), its sampling requests to the
 //! toolset's model (or the calling tool's host), its elicitation requests to the toolset's
 //! handler (or the calling tool's host; else they are declined).
 
 #![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); servers use them.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use rmcp::ErrorData;
@@ -16,17 +17,50 @@ use rmcp::model::{
 };
 use serde_json::json;
 use tinyagent::{
-    ContentPart, Elicitation, ElicitationRequest, Message, Model, ModelRequest, Part, Role,
-    ToolHost,
+    ContentPart, Message, Model, ModelRequest, Part, Role,
+    host::{Elicitation, ElicitationRequest, ToolHost},
 };
 
-use super::*;
 use crate::server_host::log_level;
+use tinyagent::BoxFuture;
 
-/// Answers a server's elicitation requests (see
-/// [`McpToolset::elicitation_fn`](crate::McpToolset::elicitation_fn)).
-pub type ElicitationHandler =
-    Arc<dyn Fn(ElicitationRequest) -> BoxFuture<'static, Elicitation> + Send + Sync>;
+/// Answers a server's elicitation requests (questions for the user); see
+/// [`McpToolset::elicitation`](crate::McpToolset::elicitation). Object safe; a closure is made
+/// into one with [`elicitation_fn`].
+pub trait ElicitationHandler: Send + Sync + 'static {
+    /// Answers one request.
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, Elicitation>;
+}
+
+/// Makes a closure `Fn(ElicitationRequest) -> impl Future<Output = Elicitation>` into an
+/// [`ElicitationHandler`].
+pub fn elicitation_fn<F, Fut>(f: F) -> ElicitationFn<F>
+where
+    F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Elicitation> + Send + 'static,
+{
+    ElicitationFn(f)
+}
+
+/// A closure made into an [`ElicitationHandler`]; made by [`elicitation_fn`].
+#[derive(Clone, Copy)]
+pub struct ElicitationFn<F>(F);
+
+impl<F> std::fmt::Debug for ElicitationFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ElicitationFn(..)")
+    }
+}
+
+impl<F, Fut> ElicitationHandler for ElicitationFn<F>
+where
+    F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Elicitation> + Send + 'static,
+{
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, Elicitation> {
+        Box::pin((self.0)(request))
+    }
+}
 
 /// The calls in flight, by progress token, and the toolset's handlers.
 #[derive(Default)]
@@ -37,7 +71,7 @@ pub(crate) struct Bridge {
     last: Mutex<Option<Arc<dyn ToolHost>>>,
     next: AtomicU64,
     pub(crate) sampling: Option<Arc<dyn Model>>,
-    pub(crate) elicitation: Option<ElicitationHandler>,
+    pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
 }
 
 /// A call in flight; dropping it forgets the call.
@@ -61,7 +95,7 @@ impl Bridge {
     /// A bridge with these handlers and no call in flight.
     pub(crate) fn with_handlers(
         sampling: Option<Arc<dyn Model>>,
-        elicitation: Option<ElicitationHandler>,
+        elicitation: Option<Arc<dyn ElicitationHandler>>,
     ) -> Self {
         Self {
             sampling,
@@ -78,7 +112,7 @@ impl Bridge {
     /// token.
     pub(crate) fn begin(&self, host: Option<Arc<dyn ToolHost>>) -> CallGuard<'_> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let token = tinyagent::new_id(&format!("call{n}"));
+        let token = tinyagent::store::new_id(&format!("call{n}"));
         self.lock().insert(token.clone(), host);
         CallGuard {
             bridge: self,
@@ -153,8 +187,8 @@ impl Bridge {
                 let response = model.generate(&req).await.map_err(|e| {
                     ErrorData::internal_error(format!("the client's model failed: {e}"), None)
                 })?;
-                tinyagent::SamplingReply::text(response.message.text(), model.name())
-                    .with_stop_reason("endTurn")
+                tinyagent::host::SamplingReply::text(response.message.text(), model.name())
+                    .stop_reason("endTurn")
             }
             (None, Some(host)) => host
                 .sample(request)
@@ -187,7 +221,7 @@ impl Bridge {
                     v["requestedSchema"].clone(),
                 );
                 match (&self.elicitation, self.only_call()) {
-                    (Some(handler), _) => handler(request).await,
+                    (Some(handler), _) => handler.elicit(request).await,
                     (None, Some(host)) => {
                         host.elicit(request).await.unwrap_or(Elicitation::Decline)
                     }
@@ -212,7 +246,7 @@ impl Bridge {
 /// A server's sampling request as ours.
 fn sampling_request(
     params: &CreateMessageRequestParams,
-) -> Result<tinyagent::SamplingRequest, ErrorData> {
+) -> Result<tinyagent::host::SamplingRequest, ErrorData> {
     let v = serde_json::to_value(params)
         .map_err(|e| ErrorData::invalid_params(format!("invalid sampling request: {e}"), None))?;
     let mut messages = Vec::new();
@@ -230,11 +264,11 @@ fn sampling_request(
             let part = serde_json::from_value::<rmcp::model::ContentBlock>(block)
                 .map(|b| crate::content::content_part(&b))
                 .unwrap_or_else(|_| ContentPart::text("[content this client does not know]"));
-            messages.push(tinyagent::SamplingMessage::new(role, part));
+            messages.push(tinyagent::host::SamplingMessage::new(role, part));
         }
     }
     let max_tokens = u32::try_from(v["maxTokens"].as_u64().unwrap_or(1024)).unwrap_or(u32::MAX);
-    let mut request = tinyagent::SamplingRequest::new(messages, max_tokens);
+    let mut request = tinyagent::host::SamplingRequest::new(messages, max_tokens);
     if let Some(system) = v["systemPrompt"].as_str() {
         request = request.system_prompt(system);
     }

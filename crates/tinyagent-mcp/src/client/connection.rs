@@ -1,9 +1,63 @@
 //! Connecting to the server (over stdio, a child process or HTTP, with the configured headers
 //! and timeouts) and noticing when its tool list changes.
 
-use rmcp::transport::auth::AuthClient;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use super::*;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::auth::AuthClient;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tinyagent::{Tool, ToolError};
+use tokio::sync::Mutex;
+
+use super::bridge::Bridge;
+use super::endpoint::Endpoint;
+use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
+use crate::remote_tool::McpToolInfo;
+use crate::stdio::ChildOutput;
+
+/// How long a server that wrote something other than MCP on its standard output gets to
+/// finish the handshake anyway before connecting fails, naming what it wrote.
+pub(super) const GARBAGE_GRACE: Duration = Duration::from_secs(2);
+
+pub(super) type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+pub(super) struct Inner {
+    pub(super) label: String,
+    pub(super) endpoint: Endpoint,
+    pub(super) prefix: String,
+    pub(super) filter: Option<NameFilter>,
+    pub(super) call_timeout: Duration,
+    pub(super) connect_timeout: Duration,
+    pub(super) max_result_bytes: usize,
+    pub(super) headers: Vec<(String, Secret)>,
+    pub(super) oauth: Option<crate::oauth::McpOAuth>,
+    pub(super) bridge: Arc<Bridge>,
+    pub(super) state: Mutex<Option<Connection>>,
+}
+
+/// A header value or token: kept out of `Debug` output and logs.
+#[derive(Clone)]
+pub(super) struct Secret(pub(super) Arc<str>);
+
+pub(super) struct Connection {
+    pub(super) service: RunningService<RoleClient, ToolsetClient>,
+    /// The server process (killed when dropped), for stdio.
+    pub(super) _child: Option<tokio::process::Child>,
+    /// What the server process wrote, for stdio.
+    pub(super) output: Option<Arc<ChildOutput>>,
+    /// Every listed tool, offered or not.
+    pub(super) infos: Vec<McpToolInfo>,
+    /// Set when the server says its tool list changed.
+    pub(super) stale: Arc<AtomicBool>,
+    /// Set when a call found the connection gone (HTTP has no connection to watch).
+    pub(super) broken: Arc<AtomicBool>,
+    pub(super) tools: Option<Vec<Arc<dyn Tool>>>,
+}
 
 impl Inner {
     pub(super) async fn connect(&self) -> Result<Connection, ToolError> {

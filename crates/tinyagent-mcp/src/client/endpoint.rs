@@ -1,6 +1,8 @@
 //! Where an MCP server is: a child process or a streamable HTTP URL.
 
-use super::*;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
 
 /// Where the server is.
 #[derive(Clone)]
@@ -26,7 +28,7 @@ impl fmt::Debug for Endpoint {
                 .finish_non_exhaustive(),
             Self::Http { url } => f
                 .debug_struct("Http")
-                .field("url", &tinyagent::tools::redact_url(url))
+                .field("url", &tinyagent::redact::url(url))
                 .finish(),
         }
     }

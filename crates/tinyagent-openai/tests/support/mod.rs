@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
+use tinyagent_openai::HttpConfig;
 use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 use wiremock::{MockServer, ResponseTemplate};
 

@@ -268,7 +268,7 @@ pub fn service_url(var: &str, server: &str) -> Option<String> {
 /// The session once `ready` holds for it (a write in the background may still be on its way),
 /// failing the test after [`PATIENCE`].
 pub async fn stored_when(
-    store: &dyn tinyagent::SessionStore,
+    store: &dyn tinyagent::store::SessionStore,
     id: &str,
     ready: impl Fn(&tinyagent::store::StoredSession) -> bool,
 ) -> tinyagent::store::StoredSession {

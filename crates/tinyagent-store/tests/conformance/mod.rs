@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tinyagent::store::{Changes, ListOptions, SessionStore, StoreError};
-use tinyagent::{Message, Part, Role, ToolCall, ToolResult, new_id};
+use tinyagent::{Message, Part, Role, ToolCall, ToolResult, store::new_id};
 
 /// A fresh session id: stores on shared servers hold other tests' sessions too.
 pub fn fresh(prefix: &str) -> String {
@@ -39,7 +39,7 @@ pub fn every_kind_of_message() -> Vec<Message> {
             vec![Part::text("北京"), Part::text("晴。")],
         ),
         Message::new(Role::User, vec![]),
-        Message::assistant("").with_id("msg_custom-id"),
+        Message::assistant("").id("msg_custom-id"),
     ]
 }
 
@@ -475,7 +475,7 @@ impl tinyagent::Model for Echo {
             Ok(tinyagent::ModelResponse::new(
                 Message::assistant(format!("re: {last}")),
                 tinyagent::Usage::default(),
-                tinyagent::FinishReason::Stop,
+                tinyagent::model::FinishReason::Stop,
             ))
         })
     }

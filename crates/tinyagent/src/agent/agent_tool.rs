@@ -17,8 +17,11 @@ use crate::context::{Invocation, Session, ToolContext};
 use crate::error::{BoxError, ToolError, ToolErrorKind};
 use crate::message::Role;
 use crate::model::ModelErrorKind;
-use crate::tools::{FuncTool, Handler, Tool, ToolHints, generate_schema, validate_tool_name};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool, ToolHints,
+    tools::{FuncTool, ToolInput, ToolOutput, generate_schema, validate_tool_name},
+};
 
 /// The input of an agent used as a tool: one natural-language message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -92,6 +95,18 @@ pub fn parse_agent_message(input: &str) -> Result<String, ToolError> {
     }
 }
 
+/// The message of an agent tool's input: its `message` when validation read the text as an
+/// object holding one, else what [`parse_agent_message`] reads from the text.
+fn message_of(input: &ToolInput) -> Result<String, ToolError> {
+    match input.value() {
+        Some(Value::Object(map)) => match map.get("message") {
+            Some(Value::String(message)) if map.len() == 1 => Ok(message.clone()),
+            _ => parse_agent_message(input.text()),
+        },
+        _ => parse_agent_message(input.text()),
+    }
+}
+
 /// The handler of a tool made by [`new_agent_tool_fn`].
 pub struct MessageHandler<F>(F);
 
@@ -101,15 +116,16 @@ where
     Fut: Future<Output = Result<String, E>> + Send,
     E: Into<BoxError>,
 {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let message = parse_agent_message(input)?;
+            let message = message_of(&input)?;
             (self.0)(ctx.clone(), message)
                 .await
+                .map(ToolOutput::text)
                 .map_err(ToolError::from_error)
         })
     }
@@ -136,7 +152,7 @@ impl<F> FuncTool<MessageHandler<F>> {
 /// If `name` is not a valid tool name; see [`validate_tool_name`].
 ///
 /// ```
-/// use tinyagent::{ToolContext, ToolError, tools};
+/// use tinyagent::{Tool, ToolContext, ToolError, tools};
 ///
 /// let translator = tools::new_agent_tool_fn(
 ///     "translator",
@@ -173,13 +189,13 @@ where
         name,
         description.into(),
         agent_tool_schema(),
-        ToolHints::default().with_plain_text(true),
+        ToolHints::default().plain_text(true),
         MessageHandler(f),
     )
 }
 
 /// How deeply agents may call agents as tools unless said otherwise: see
-/// [`AgentTool::with_max_depth`].
+/// [`AgentTool::max_depth`].
 pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
 
 /// An [`Agent`] used as a tool (TinyAgent's `NewAgentTool(agent)`); made by
@@ -193,7 +209,7 @@ pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
 /// tool's failure, which the calling agent's model reads.
 ///
 /// Nesting is bounded: a call that would run an agent more than
-/// [`max_depth`](Self::with_max_depth) agents deep (default [`DEFAULT_MAX_AGENT_DEPTH`]) is
+/// [`max_depth`](Self::max_depth) agents deep (default [`DEFAULT_MAX_AGENT_DEPTH`]) is
 /// refused with a [`ToolErrorKind::Denied`](crate::ToolErrorKind::Denied) error, so agents that
 /// call each other cannot recurse without end.
 pub struct AgentTool<A> {
@@ -251,7 +267,7 @@ impl<A: Agent> AgentTool<A> {
     /// Sets how many agents deep a call of this tool may run the agent, counting the agents
     /// above it: 1 allows it directly under a top-level agent, 0 only outside any agent.
     #[must_use]
-    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
+    pub fn max_depth(mut self, max_depth: usize) -> Self {
         self.max_depth = max_depth;
         self
     }
@@ -277,17 +293,17 @@ impl<A: Agent> Tool for AgentTool<A> {
 
     /// An agent takes plain text as its message too; what running it may do is unknown.
     fn hints(&self) -> ToolHints {
-        ToolHints::default().with_plain_text(true)
+        ToolHints::default().plain_text(true)
     }
 
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let name = self.agent.name();
-            let message = parse_agent_message(input)?;
+            let message = message_of(&input)?;
             let parent = ctx.invocation();
             let mut chain: Vec<&str> = parent
                 .map(|p| p.chain().iter().map(|a| &**a).chain(p.agent()).collect())
@@ -327,7 +343,7 @@ impl<A: Agent> Tool for AgentTool<A> {
             if text.is_empty() {
                 text = answer.unwrap_or_default();
             }
-            Ok(text)
+            Ok(ToolOutput::text(text))
         })
     }
 }

@@ -15,7 +15,7 @@ use crate::model::ModelError;
 ///
 /// ```
 /// use tinyagent::LlmAgent;
-/// use tinyagent::agent::{AgentError, ConfigProblem};
+/// use tinyagent::{AgentError, agent::ConfigProblem};
 ///
 /// let err = LlmAgent::builder("helper").build().unwrap_err();
 /// assert!(matches!(

@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(
             round_trip(&Event::Usage {
                 step: 1,
-                usage: Usage::new(80, 17).with_reasoning_tokens(5),
+                usage: Usage::new(80, 17).reasoning_tokens(5),
                 finish_reason: FinishReason::ToolCalls,
             }),
             json!({"type": "usage", "step": 1, "input_tokens": 80, "output_tokens": 17,
@@ -347,7 +347,7 @@ mod tests {
                 ToolCall::new("c1", "get_weather", r#"{"city":"北京"}"#).into(),
             ],
         )
-        .with_id("m1");
+        .id("m1");
         assert_eq!(
             round_trip(&Event::Message(message))["message"]["parts"][1],
             json!({"type": "tool_call", "id": "c1", "name": "get_weather",

@@ -1,193 +1,26 @@
-//! Agents: the [`Agent`] trait, the model-driven [`LlmAgent`] and its loop, [`Invocation`]s
-//! and the [`Event`]s a run reports.
+//! Agents beyond the [`Agent`](crate::Agent) trait: the [`LlmAgent`](crate::LlmAgent)'s
+//! builder and limits, the [`SessionRunner`] that runs an agent on stored sessions, and what
+//! configuration errors name.
 
-mod agent_tool;
-mod builder;
-mod error;
-mod events;
+pub(crate) mod agent_tool;
+pub(crate) mod builder;
+mod config;
+pub(crate) mod error;
+pub(crate) mod events;
 mod run;
 mod stored;
-mod tool_content;
 mod tool_host;
+pub(crate) mod traits;
 mod typed;
 
-use std::sync::Arc;
-
-use futures::StreamExt;
-use futures::stream::BoxStream;
-
-pub use crate::context::Invocation;
-pub use agent_tool::{
-    AgentTool, AgentToolInput, DEFAULT_AGENT_MESSAGE_DESCRIPTION, DEFAULT_MAX_AGENT_DEPTH,
-    MessageHandler, agent_tool_schema, agent_tool_schema_described, new_agent_tool,
-    new_agent_tool_fn, parse_agent_message,
-};
-pub use builder::{
+pub(crate) use builder::LlmAgent;
+pub use builder::LlmAgentBuilder;
+pub use config::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
-    DEFAULT_MAX_TOOL_OUTPUT, LlmAgent, LlmAgentBuilder,
+    DEFAULT_MAX_TOOL_OUTPUT,
 };
-pub use error::{AgentError, ConfigProblem, ToolSource};
-pub use events::Event;
+pub(crate) use error::AgentError;
+pub use error::{ConfigProblem, ToolSource};
+pub(crate) use events::Event;
 pub use stored::{DEFAULT_SESSION_WAIT, INTERRUPTED_PREFIX, OnBusy, SessionRunner};
-
-use crate::context::Session;
-use crate::message::Message;
-use crate::util::BoxFuture;
-
-/// Something that answers a user message, reporting its progress as [`Event`]s: the tutorial's
-/// `Agent` interface (`Name`, `Description`, `Run`).
-///
-/// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the
-/// shortcut that runs an agent and returns its answer.
-///
-/// An agent of your own (a router, a fixed workflow, a remote service) implements three
-/// methods and works wherever an agent does: with [`AgentExt::ask`], as another agent's tool
-/// through [`tools::new_agent_tool`](crate::tools::new_agent_tool), behind the CLI or a server.
-///
-/// ```
-/// use futures::stream::{self, BoxStream};
-/// use tinyagent::{Agent, AgentError, AgentExt, Event, Invocation, Session, Usage};
-///
-/// /// Answers with the message in capitals, without a model.
-/// struct Shout;
-///
-/// impl Agent for Shout {
-///     fn name(&self) -> &str { "shout" }
-///     fn description(&self) -> &str { "Repeats the message in capitals" }
-///     fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
-///         let answer = inv.message().text().to_uppercase();
-///         inv.session().append([inv.message().clone(), tinyagent::Message::assistant(answer.clone())]);
-///         Box::pin(stream::iter([Ok(Event::Finished { answer, usage: Usage::default(), steps: 0 })]))
-///     }
-/// }
-///
-/// # tokio_test::block_on(async {
-/// let session = Session::new();
-/// assert_eq!(Shout.ask(&session, "hello").await.unwrap(), "HELLO");
-/// assert_eq!(session.len(), 2);
-/// // The same agent as a tool another agent can call.
-/// let tool = tinyagent::tools::new_agent_tool(Shout);
-/// assert_eq!(tool.name(), "shout");
-/// # });
-/// ```
-pub trait Agent: Send + Sync {
-    /// The agent's name (also its tool name when it becomes a tool).
-    fn name(&self) -> &str;
-
-    /// What the agent does (its tool description when it becomes a tool).
-    fn description(&self) -> &str;
-
-    /// Runs one invocation. The stream ends after [`Event::Finished`] or an error; dropping it
-    /// cancels the run, including tools still running.
-    ///
-    /// The stream is `'static`: it owns what it needs (an agent is a cheap handle to shared
-    /// configuration), so it can be returned from a web handler, stored, or moved into a task
-    /// without keeping the agent borrowed.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use futures::StreamExt;
-    /// use tinyagent::{Agent, Event, Invocation, LlmAgent, Session};
-    /// use tinyagent::testing::{ScriptedModel, reply};
-    ///
-    /// fn events(question: &str) -> futures::stream::BoxStream<'static, Result<Event, tinyagent::AgentError>> {
-    ///     let model = ScriptedModel::new([
-    ///         reply::tool_call("call_1", "add", r#"{"a": 7, "b": 8}"#),
-    ///         reply::text("7 + 8 = 15"),
-    ///     ]);
-    ///     let add = tinyagent::tools::new_tool(
-    ///         "add",
-    ///         "Adds two numbers",
-    ///         serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
-    ///         |_ctx, input: String| async move {
-    ///             let v: serde_json::Value = serde_json::from_str(&input)?;
-    ///             Ok::<_, tinyagent::ToolError>((v["a"].as_f64().unwrap_or(0.0) + v["b"].as_f64().unwrap_or(0.0)).to_string())
-    ///         },
-    ///     );
-    ///     let agent = LlmAgent::builder("calc").model(model).tool(add).build().unwrap();
-    ///     // The agent goes out of scope here; its stream lives on.
-    ///     agent.run(Invocation::new(Session::new(), question))
-    /// }
-    ///
-    /// # tokio_test::block_on(async {
-    /// let mut lines = Vec::new();
-    /// let mut stream = events("7 + 8?");
-    /// while let Some(event) = stream.next().await {
-    ///     match event.unwrap() {
-    ///         Event::ToolCallStarted { call } => lines.push(format!("→ {} {}", call.name, call.arguments)),
-    ///         Event::ToolCallFinished { result, .. } => lines.push(format!("← {}", result.content)),
-    ///         Event::Finished { answer, .. } => lines.push(answer),
-    ///         _ => {}
-    ///     }
-    /// }
-    /// assert_eq!(lines, [r#"→ add {"a": 7, "b": 8}"#, "← 15", "7 + 8 = 15"]);
-    /// # });
-    /// ```
-    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>>;
-}
-
-impl<A: Agent + ?Sized> Agent for Arc<A> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn description(&self) -> &str {
-        (**self).description()
-    }
-
-    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
-        (**self).run(inv)
-    }
-}
-
-impl<A: Agent + ?Sized> Agent for Box<A> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn description(&self) -> &str {
-        (**self).description()
-    }
-
-    fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
-        (**self).run(inv)
-    }
-}
-
-/// Shortcuts on every [`Agent`].
-pub trait AgentExt: Agent {
-    /// Runs the agent on a user message in `session` and returns its final answer.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use tinyagent::{AgentExt, LlmAgent, Session};
-    /// use tinyagent::testing::{ScriptedModel, reply};
-    ///
-    /// let model = Arc::new(ScriptedModel::new([reply::text("北京今天晴，22.5°C。")]));
-    /// let agent = LlmAgent::builder("smart-assistant").model(model).build().unwrap();
-    /// # tokio_test::block_on(async {
-    /// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await.unwrap();
-    /// assert_eq!(answer, "北京今天晴，22.5°C。");
-    /// # });
-    /// ```
-    fn ask<'a>(
-        &'a self,
-        session: &Session,
-        message: impl Into<Message>,
-    ) -> BoxFuture<'a, Result<String, AgentError>> {
-        let inv = Invocation::new(session.clone(), message);
-        Box::pin(async move {
-            let mut events = self.run(inv);
-            while let Some(event) = events.next().await {
-                if let Event::Finished { answer, .. } = event? {
-                    return Ok(answer);
-                }
-            }
-            Err(AgentError::NoAnswer {
-                agent: self.name().to_owned(),
-            })
-        })
-    }
-}
-
-impl<A: Agent + ?Sized> AgentExt for A {}
+pub(crate) use traits::Agent;

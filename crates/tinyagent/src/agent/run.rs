@@ -11,17 +11,20 @@ use futures::stream::{self, BoxStream, Stream};
 use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
-use super::builder::{Config, ToolEntry};
-use super::{AgentError, Event, Invocation, ToolSource, tool_content, tool_host};
+use super::config::{Config, ToolEntry};
+use super::{AgentError, Event, ToolSource, tool_host};
 use crate::budget::{BudgetExceeded, SharedBudget};
-use crate::context::{ContentSlot, ToolContext};
+use crate::context::Invocation;
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
     ToolDefinition, Usage,
 };
-use crate::tools::{OutputBudgetLayer, handle_catching_panics, redact_text};
+use crate::redact;
+use crate::tools::output_limit::truncate_middle;
+use crate::tools::{ToolInput, ToolOutput, call_catching_panics};
 use crate::util::BoxFuture;
 
 /// Events produced by the driver and not yet taken by the consumer.
@@ -404,7 +407,6 @@ async fn run_call(
             ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
         })
     });
-    let slot = ContentSlot::new();
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
         (None, Some(entry)) => {
@@ -423,7 +425,7 @@ async fn run_call(
                 error.type = tracing::field::Empty,
                 otel.status_code = tracing::field::Empty,
             );
-            invoke(entry, ctx, call, &slot, out).instrument(span).await
+            invoke(entry, ctx, call, out).instrument(span).await
         }
         (None, None) => Err(ToolError::not_found(format!(
             "unknown tool {:?}",
@@ -431,27 +433,32 @@ async fn run_call(
         ))),
     };
     let duration = started.elapsed();
-    let bounded = |text: String| match max_output {
-        Some(max) if text.len() > max => OutputBudgetLayer::new(max).apply(&text),
-        _ => text,
+    let bounded = |output: ToolOutput| match max_output {
+        Some(max) => output.limited(max),
+        None => output,
     };
-    let (result, error_kind) = match outcome {
-        Ok(content) => {
-            let result = ToolResult::ok(&call.id, &call.name, bounded(content));
-            match slot.take() {
-                Some(rich) => (tool_content::attach(result, rich, max_output), None),
-                None => (result, None),
-            }
+    let outcome = outcome.and_then(|output| {
+        if output.is_error() {
+            Err(ToolError::failed(output.into_text()).retryable(false))
+        } else {
+            Ok(output)
         }
+    });
+    let (result, error_kind) = match outcome {
+        Ok(output) => (
+            ToolResult::from_output(&call.id, &call.name, bounded(output)),
+            None,
+        ),
         Err(err) => {
             tracing::debug!(
                 gen_ai.tool.name = %call.name,
                 error.type = %err.kind(),
                 "tool call failed: {}",
-                redact_text(&OutputBudgetLayer::new(2048).apply(err.message()))
+                redact::text(&truncate_middle(err.message(), 2048))
             );
+            let text = bounded(ToolOutput::text(err.message())).into_text();
             (
-                ToolResult::error(&call.id, &call.name, bounded(err.message().to_owned())),
+                ToolResult::error(&call.id, &call.name, text),
                 Some(err.kind()),
             )
         }
@@ -468,9 +475,8 @@ async fn invoke(
     entry: &ToolEntry,
     ctx: &ToolContext,
     call: &ToolCall,
-    slot: &ContentSlot,
     out: &Queue,
-) -> Result<String, ToolError> {
+) -> Result<ToolOutput, ToolError> {
     let host = tool_host::AgentHost {
         call_id: call.id.clone(),
         emit: Arc::new({
@@ -482,8 +488,12 @@ async fn invoke(
     let ctx = ctx
         .clone()
         .with_call_id(call.id.as_str())
-        .with_content_slot(slot.clone())
         .with_host(Arc::new(host))
         .in_tool_span();
-    handle_catching_panics(entry.tool.as_ref(), &ctx, &call.arguments).await
+    call_catching_panics(
+        entry.tool.as_ref(),
+        &ctx,
+        ToolInput::from_text(call.arguments.as_str()),
+    )
+    .await
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
-use super::{Agent, AgentError, Event, Invocation};
+use super::{Agent, AgentError, Event};
+use crate::context::Invocation;
 use crate::context::{Changes, Session, SessionLock, SessionStore, StoreError, StoredSession};
 use crate::message::{Message, ToolResult, new_id};
 
@@ -294,7 +295,7 @@ impl Partial {
                 "(interrupted: this turn was cancelled before it was answered; the tool calls \
                  above ran and their results are kept)",
             )
-            .with_id(new_id(INTERRUPTED_PREFIX)),
+            .id(new_id(INTERRUPTED_PREFIX)),
         );
         out
     }

@@ -59,7 +59,7 @@ impl SamplingMessage {
 /// A tool's request for a completion from the client's model (MCP's `sampling/createMessage`).
 ///
 /// ```
-/// use tinyagent::SamplingRequest;
+/// use tinyagent::host::SamplingRequest;
 ///
 /// let req = SamplingRequest::text("Summarise: …", 200).system_prompt("Be brief.");
 /// assert_eq!(req.max_tokens, 200);
@@ -138,7 +138,7 @@ impl SamplingReply {
 
     /// Returns the reply with the stop reason set.
     #[must_use]
-    pub fn with_stop_reason(mut self, reason: impl Into<String>) -> Self {
+    pub fn stop_reason(mut self, reason: impl Into<String>) -> Self {
         self.stop_reason = Some(reason.into());
         self
     }
@@ -245,7 +245,7 @@ impl fmt::Debug for Host {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use tinyagent::{BoxFuture, LogLevel, SamplingRequest, ToolContext, ToolErrorKind, ToolHost};
+/// use tinyagent::{BoxFuture, ToolContext, ToolErrorKind, host::{LogLevel, SamplingRequest, ToolHost}};
 ///
 /// #[derive(Default)]
 /// struct Recorder(Mutex<Vec<String>>);

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use super::changes::Changes;
 use super::store::{
-    Changes, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError,
-    StoredSession, check_session_id,
+    ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError, StoredSession,
+    check_session_id,
 };
 use crate::util::{BoxFuture, lock};
 

@@ -3,7 +3,7 @@
 //!
 //! This module knows nothing of tools, models or agents; they all read it.
 
-mod content_slot;
+mod changes;
 mod host;
 mod invocation;
 mod memory_store;
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-pub use content_slot::ContentSlot;
+pub use changes::Changes;
 pub(crate) use host::unsupported as unsupported_request;
 pub use host::{
     Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
@@ -25,8 +25,8 @@ pub use invocation::Invocation;
 pub use memory_store::{Cursor, MemoryStore, SessionLocks, from_micros, micros};
 pub use session::{Session, State};
 pub use store::{
-    Changes, DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock,
-    SessionPage, SessionStore, StoreError, StoredSession, check_session_id,
+    DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock, SessionPage,
+    SessionStore, StoreError, StoredSession, check_session_id,
 };
 
 /// Per-call context handed to every tool: the call id, and typed extensions that the agent and
@@ -135,25 +135,6 @@ impl ToolContext {
     /// ```
     pub fn invocation(&self) -> Option<&Invocation> {
         self.extension::<Invocation>()
-    }
-
-    /// Returns the context with a slot for the call's rich content attached (see
-    /// [`ContentSlot`]).
-    #[must_use]
-    pub fn with_content_slot(self, slot: ContentSlot) -> Self {
-        self.with_extension(slot)
-    }
-
-    /// Leaves the call's rich content (parts besides text, structured content) for whoever
-    /// runs the call; returns whether anyone takes it (a [`ContentSlot`] is attached).
-    pub fn put_rich_content(&self, content: crate::content::RichContent) -> bool {
-        match self.extension::<ContentSlot>() {
-            Some(slot) => {
-                slot.put(content);
-                true
-            }
-            None => false,
-        }
     }
 
     /// The session of the invocation this call runs in: its state map is where tools keep

@@ -66,11 +66,11 @@ impl fmt::Debug for Session {
 impl Session {
     /// A new, empty session with a fresh id.
     pub fn new() -> Self {
-        Self::with_id(new_id("ses"))
+        Self::from_id(new_id("ses"))
     }
 
     /// A new, empty session with this id.
-    pub fn with_id(id: impl Into<String>) -> Self {
+    pub fn from_id(id: impl Into<String>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 id: id.into(),

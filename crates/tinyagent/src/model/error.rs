@@ -68,7 +68,7 @@ impl ErrorKind for ModelErrorKind {
 /// underlying error.
 ///
 /// ```
-/// use tinyagent::{ModelError, ModelErrorKind};
+/// use tinyagent::{ModelError, model::ModelErrorKind};
 ///
 /// let err = ModelError::new(ModelErrorKind::RateLimited, "429 Too Many Requests");
 /// assert!(err.is_retryable());

@@ -1,6 +1,7 @@
 //! What a streaming model yields: [`ModelEvent`].
 
 use super::ModelResponse;
+use crate::message::Part;
 
 /// What a streaming model yields, shaped after server-sent-event deltas.
 ///
@@ -40,4 +41,31 @@ pub enum ModelEvent {
     },
     /// The step is over; the complete response.
     Done(ModelResponse),
+}
+
+impl ModelResponse {
+    /// The events a streaming provider would have sent for this response: the text as one
+    /// [`ModelEvent::TextDelta`], each tool call as a [`ModelEvent::ToolCallStart`] and one
+    /// [`ModelEvent::ToolCallDelta`] with all its arguments, then [`ModelEvent::Done`].
+    pub fn into_events(self) -> Vec<ModelEvent> {
+        let mut events = Vec::with_capacity(2 + 2 * self.message.parts.len());
+        let text = self.message.text();
+        if !text.is_empty() {
+            events.push(ModelEvent::TextDelta(text));
+        }
+        for part in &self.message.parts {
+            if let Part::ToolCall(call) = part {
+                events.push(ModelEvent::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                events.push(ModelEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    arguments_fragment: call.arguments.clone(),
+                });
+            }
+        }
+        events.push(ModelEvent::Done(self));
+        events
+    }
 }

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ResponseFormat;
+use crate::Tool;
 use crate::message::Message;
-use crate::tools::Tool;
 
 /// A tool as a model sees it: name, description and input schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,14 +44,14 @@ impl ToolDefinition {
 
     /// Returns the definition with a human-readable title.
     #[must_use]
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+    pub fn title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
         self
     }
 
     /// Returns the definition with the JSON Schema of the tool's structured content.
     #[must_use]
-    pub fn with_output_schema(mut self, schema: Value) -> Self {
+    pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
     }
@@ -120,42 +120,42 @@ impl ModelRequest {
 
     /// Sets the instruction.
     #[must_use]
-    pub fn with_instruction(mut self, instruction: impl Into<String>) -> Self {
+    pub fn instruction(mut self, instruction: impl Into<String>) -> Self {
         self.instruction = instruction.into();
         self
     }
 
     /// Sets the tools.
     #[must_use]
-    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
+    pub fn tools(mut self, tools: Vec<ToolDefinition>) -> Self {
         self.tools = tools;
         self
     }
 
     /// Sets the temperature.
     #[must_use]
-    pub fn with_temperature(mut self, temperature: f32) -> Self {
+    pub fn temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
         self
     }
 
     /// Sets the token limit of one step.
     #[must_use]
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self
     }
 
     /// Sets the tool choice.
     #[must_use]
-    pub fn with_tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+    pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
         self.tool_choice = Some(tool_choice);
         self
     }
 
     /// Sets the JSON shape the final answer must have.
     #[must_use]
-    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+    pub fn response_format(mut self, format: ResponseFormat) -> Self {
         self.response_format = Some(format);
         self
     }

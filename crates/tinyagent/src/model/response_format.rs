@@ -15,7 +15,7 @@ use crate::tools::generate_schema;
 /// the root: make `T` a struct.
 ///
 /// ```
-/// use tinyagent::ResponseFormat;
+/// use tinyagent::model::ResponseFormat;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Verdict {

@@ -6,15 +6,13 @@ use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 
-use super::arguments::{MAX_PROBLEM_CHARS, ValidatedArguments, cut};
+use super::arguments::{MAX_PROBLEM_CHARS, cut, quote_input};
 use super::output::{IntoToolError, IntoToolOutput};
+use super::{ToolInput, ToolOutput};
+use crate::Handler;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::Handler;
 use crate::util::BoxFuture;
-
-/// How much of a bad input an error message quotes.
-const QUOTE_LIMIT: usize = 200;
 
 /// A typed tool function, in one of two shapes (like an axum handler, the context is optional):
 ///
@@ -162,28 +160,32 @@ where
     I: DeserializeOwned + Send,
     F: ToolFn<I, M>,
 {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let input: I = match ctx.extension::<ValidatedArguments>() {
-                Some(validated) if validated.is_for(input) => {
-                    decode_value(&validated.value, input)?
-                }
-                _ => decode_input(input)?,
+            // The value validation read travels with the input: decoded, not read again.
+            let decoded: I = match input.value() {
+                Some(value) => decode_value(value, input.text())?,
+                None => decode_input(input.text())?,
             };
-            match self.f.call(ctx.clone(), input).await {
-                Ok(output) => output.into_output().and_then(|o| o.deliver(ctx)),
+            match self.f.call(ctx.clone(), decoded).await {
+                // An output the tool marks as an error is the call's error, as a returned
+                // error would be (middleware retries, caches and logs them alike).
+                Ok(output) => match output.into_output()? {
+                    output if output.is_error() => {
+                        Err(ToolError::failed(output.into_text()).retryable(false))
+                    }
+                    output => Ok(output),
+                },
                 Err(err) => Err(err.into_tool_error()),
             }
         })
     }
 }
 
-/// Decodes arguments that were already parsed (and checked against the tool's schema) into
-/// `I`, naming the field at fault when they do not fit.
 fn decode_value<I: DeserializeOwned>(value: &serde_json::Value, raw: &str) -> Result<I, ToolError> {
     serde_path_to_error::deserialize::<_, I>(value).map_err(|e| {
         let path = e.path().to_string();
@@ -285,16 +287,4 @@ fn describe_decode_error<I: DeserializeOwned>(
         quote_input(raw)
     ))
     .with_source(err)
-}
-
-/// Quotes (part of) a raw input for an error message, cut at a character boundary.
-pub(crate) fn quote_input(raw: &str) -> String {
-    if raw.len() <= QUOTE_LIMIT {
-        return format!("{raw:?}");
-    }
-    let mut end = QUOTE_LIMIT;
-    while !raw.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} more bytes)", &raw[..end], raw.len() - end)
 }

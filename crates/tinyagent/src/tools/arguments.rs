@@ -1,16 +1,14 @@
 //! Tool arguments read strictly: [`parse_arguments`] refuses what a lenient JSON reader would
-//! let through (duplicate keys, lone surrogates, numbers out of range), and the value that
-//! passed a tool's schema travels on to the typed decode so that nothing is parsed twice.
+//! let through (duplicate keys, lone surrogates, numbers out of range); the value read
+//! travels on with the call's [`ToolInput`](super::ToolInput), so nothing is read twice.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::adapter::quote_input;
 use crate::error::ToolError;
 
 /// The most characters of one quoted value or one listed problem in an error message.
@@ -159,33 +157,19 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
-/// Arguments that passed a tool's schema check, attached to the call's context by the
-/// validation layer so that a typed tool decodes this very value.
-///
-/// It belongs to one input text: it is only used for the exact text it was made from (the
-/// same slice the validation layer forwarded), so a middleware that rewrites the arguments
-/// further in gets its own text decoded instead.
-#[derive(Clone)]
-pub(crate) struct ValidatedArguments {
-    ptr: usize,
-    len: usize,
-    pub(crate) value: Arc<Value>,
-}
+/// How much of a raw input an error message quotes, in bytes.
+const QUOTE_LIMIT: usize = 200;
 
-impl ValidatedArguments {
-    pub(crate) fn new(text: &str, value: Value) -> Self {
-        Self {
-            ptr: text.as_ptr() as usize,
-            len: text.len(),
-            value: Arc::new(value),
-        }
+/// Quotes (part of) a raw input for an error message, cut at a character boundary.
+pub(crate) fn quote_input(raw: &str) -> String {
+    if raw.len() <= QUOTE_LIMIT {
+        return format!("{raw:?}");
     }
-
-    /// Whether `text` is the text these arguments were parsed from. The forwarded text is
-    /// borrowed for the whole call, so no other live text can share its address and length.
-    pub(crate) fn is_for(&self, text: &str) -> bool {
-        self.ptr == text.as_ptr() as usize && self.len == text.len()
+    let mut end = QUOTE_LIMIT;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
     }
+    format!("{:?}… ({} more bytes)", &raw[..end], raw.len() - end)
 }
 
 /// Cuts `text` to at most `max` characters (at a character boundary), saying how much was

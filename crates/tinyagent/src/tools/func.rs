@@ -9,11 +9,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::adapter::{JsonAdapter, ToolFn, json_adapter};
-use super::schema::generate_schema;
+use super::schema_gen::generate_schema;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 use crate::util::BoxFuture;
+use crate::{
+    HandleFunc, Handler, Tool, ToolHints, handler_fn,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Checks a tool name against what model providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
 ///
@@ -169,7 +172,7 @@ impl<H> FuncTool<H> {
     #[must_use]
     pub fn read_only(mut self) -> Self {
         let open_world = self.hints.open_world;
-        self.hints = ToolHints::read_only().with_open_world(open_world);
+        self.hints = ToolHints::READ_ONLY.open_world(open_world);
         self
     }
 
@@ -177,45 +180,13 @@ impl<H> FuncTool<H> {
     /// further effect, so retries may repeat it.
     #[must_use]
     pub fn idempotent(mut self) -> Self {
-        self.hints = self.hints.with_idempotent(true);
+        self.hints = self.hints.idempotent(true);
         self
     }
 
     /// Replaces the input schema (a crate-internal step of the makers that set a description).
     pub(crate) fn set_schema(&mut self, schema: Value) {
         self.schema = schema;
-    }
-}
-
-/// The [`Tool`] methods, callable without importing the trait.
-impl<H: Handler> FuncTool<H> {
-    /// The tool's name; see [`Tool::name`].
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The tool's description; see [`Tool::description`].
-    pub fn description(&self) -> &str {
-        &self.description
-    }
-
-    /// The tool's input schema; see [`Tool::input_schema`].
-    pub fn input_schema(&self) -> &Value {
-        &self.schema
-    }
-
-    /// The tool's effect hints; see [`Tool::hints`].
-    pub fn hints(&self) -> ToolHints {
-        self.hints
-    }
-
-    /// Runs the tool on raw JSON arguments; see [`Tool::handle`].
-    pub fn handle<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        self.handler.handle(ctx, input)
     }
 }
 
@@ -244,12 +215,12 @@ impl<H: Handler> Tool for FuncTool<H> {
         self.output_schema.as_ref()
     }
 
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        self.handler.handle(ctx, input)
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        self.handler.call(ctx, input)
     }
 }
 

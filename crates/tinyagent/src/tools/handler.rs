@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::{ToolInput, ToolOutput};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;
@@ -16,8 +17,10 @@ use crate::util::BoxFuture;
 /// A tool has a unique [`name`](Self::name) the model calls it by, a
 /// [`description`](Self::description) the model reads to decide when to call it, a JSON Schema
 /// of its input ([`input_schema`](Self::input_schema), built once when the tool is made), and
-/// an async [`handle`](Self::handle) that takes the model's raw JSON arguments and returns text.
-/// Strings are the lingua franca between model and tool.
+/// an async [`call`](Self::call) that takes the call's [`ToolInput`] (the model's text and, once
+/// read, its JSON value) and gives one [`ToolOutput`] (text, content parts such as images, and
+/// structured content). [`handle`](Self::handle) is the seed's text-in, text-out shortcut onto
+/// it.
 ///
 /// The trait is object safe; tools are stored and passed around as `Arc<dyn Tool>`. Most tools
 /// are made with [`tools::new_func`](crate::tools::new_func) (typed) or
@@ -28,6 +31,7 @@ use crate::util::BoxFuture;
 /// use std::sync::Arc;
 /// use serde_json::{json, Value};
 /// use tinyagent::{BoxFuture, Tool, ToolContext, ToolError};
+/// use tinyagent::tools::{ToolInput, ToolOutput};
 ///
 /// struct Echo {
 ///     schema: Value,
@@ -37,17 +41,18 @@ use crate::util::BoxFuture;
 ///     fn name(&self) -> &str { "echo" }
 ///     fn description(&self) -> &str { "Returns its input unchanged" }
 ///     fn input_schema(&self) -> &Value { &self.schema }
-///     fn handle<'a>(&'a self, _ctx: &'a ToolContext, input: &'a str)
-///         -> BoxFuture<'a, Result<String, ToolError>>
+///     fn call<'a>(&'a self, _ctx: &'a ToolContext, input: ToolInput)
+///         -> BoxFuture<'a, Result<ToolOutput, ToolError>>
 ///     {
-///         Box::pin(async move { Ok(input.to_owned()) })
+///         Box::pin(async move { Ok(ToolOutput::text(input.text())) })
 ///     }
 /// }
 ///
 /// # tokio_test::block_on(async {
 /// let tool: Arc<dyn Tool> = Arc::new(Echo { schema: json!({"type": "object"}) });
-/// let out = tool.handle(&ToolContext::default(), r#"{"x":1}"#).await?;
-/// assert_eq!(out, r#"{"x":1}"#);
+/// let out = tool.call(&ToolContext::default(), ToolInput::from_text(r#"{"x":1}"#)).await?;
+/// assert_eq!(out.as_text(), r#"{"x":1}"#);
+/// assert_eq!(tool.handle(&ToolContext::default(), "{}").await?, "{}");
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
@@ -81,12 +86,28 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Runs the tool on the model's raw JSON arguments.
+    /// Runs the tool on one call's input.
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// TinyAgent's `Handle(ctx, string) (string, error)`: runs the tool on the model's raw
+    /// arguments and gives the text of its output (content parts as their text rendering; an
+    /// error output as an error). A shortcut onto [`call`](Self::call).
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
         input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>>;
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move { text_of(self.call(ctx, ToolInput::from_text(input)).await) })
+    }
+}
+
+/// The text of a call's outcome, an error output being an error.
+fn text_of(outcome: Result<ToolOutput, ToolError>) -> Result<String, ToolError> {
+    outcome.and_then(ToolOutput::into_result)
 }
 
 impl fmt::Debug for dyn Tool {
@@ -101,24 +122,25 @@ impl fmt::Debug for dyn Tool {
 /// The execution half of a tool, on its own so that it can be composed (TinyAgent's `Handler`).
 ///
 /// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
-/// turns a typed function into one; [`handler_fn`] turns a closure into one.
+/// turns a typed function into one; [`handler_fn`] turns a text-in, text-out closure into one.
 ///
 /// A handler with state of its own implements the trait directly:
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use tinyagent::{BoxFuture, Handler, ToolContext, ToolError};
+/// use tinyagent::tools::{ToolInput, ToolOutput};
 ///
 /// /// Numbers the calls it handles.
 /// #[derive(Default)]
 /// struct Ticket(AtomicU64);
 ///
 /// impl Handler for Ticket {
-///     fn handle<'a>(&'a self, _ctx: &'a ToolContext, input: &'a str)
-///         -> BoxFuture<'a, Result<String, ToolError>>
+///     fn call<'a>(&'a self, _ctx: &'a ToolContext, input: ToolInput)
+///         -> BoxFuture<'a, Result<ToolOutput, ToolError>>
 ///     {
 ///         let n = self.0.fetch_add(1, Ordering::Relaxed) + 1;
-///         Box::pin(async move { Ok(format!("ticket {n}: {input}")) })
+///         Box::pin(async move { Ok(ToolOutput::text(format!("ticket {n}: {}", input.text()))) })
 ///     }
 /// }
 ///
@@ -131,31 +153,41 @@ impl fmt::Debug for dyn Tool {
 /// # }).unwrap();
 /// ```
 pub trait Handler: Send + Sync {
-    /// Handles one call with the raw input.
-    fn handle<'a>(
+    /// Handles one call.
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>>;
-}
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-impl<H: Handler + ?Sized> Handler for Arc<H> {
+    /// TinyAgent's `Handle`: handles one call given as raw text and gives the text of its
+    /// output. A shortcut onto [`call`](Self::call).
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
         input: &'a str,
     ) -> BoxFuture<'a, Result<String, ToolError>> {
-        (**self).handle(ctx, input)
+        Box::pin(async move { text_of(self.call(ctx, ToolInput::from_text(input)).await) })
+    }
+}
+
+impl<H: Handler + ?Sized> Handler for Arc<H> {
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        (**self).call(ctx, input)
     }
 }
 
 impl<H: Handler + ?Sized> Handler for Box<H> {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        (**self).handle(ctx, input)
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        (**self).call(ctx, input)
     }
 }
 
@@ -164,7 +196,9 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
 pub struct HandleFunc<F>(F);
 
 /// Makes a closure `Fn(ToolContext, String) -> impl Future<Output = Result<String, ToolError>>`
-/// into a [`Handler`], the way tower's `service_fn` makes a closure into a service.
+/// into a [`Handler`], the way tower's `service_fn` makes a closure into a service: the seed's
+/// text-in, text-out shape, on the typed seam (the closure gets the input's text; its text is
+/// the output).
 ///
 /// The closure gets its own clone of the context and its own copy of the input, so the future
 /// it returns may hold them across awaits.
@@ -199,12 +233,13 @@ where
     F: Fn(ToolContext, String) -> Fut + Send + Sync,
     Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
 {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin((self.0)(ctx.clone(), input.to_owned()))
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let text = (self.0)(ctx.clone(), input.text().to_owned());
+        Box::pin(async move { text.await.map(ToolOutput::text) })
     }
 }
 
@@ -220,7 +255,7 @@ where
 /// ```
 /// use tinyagent::ToolHints;
 ///
-/// let lookup = ToolHints::read_only();
+/// let lookup = ToolHints::READ_ONLY;
 /// assert!(lookup.read_only && !lookup.destructive && lookup.idempotent);
 /// assert!(!ToolHints::default().read_only);
 /// ```
@@ -262,55 +297,53 @@ impl Default for ToolHints {
 
 impl ToolHints {
     /// Hints of a tool that only reads: read-only, not destructive, idempotent, open-world.
-    pub const fn read_only() -> Self {
-        Self {
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-            open_world: true,
-            plain_text: false,
-            blocking: false,
-        }
-    }
+    pub const READ_ONLY: Self = Self {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: true,
+        plain_text: false,
+        blocking: false,
+    };
 
     /// Sets [`read_only`](Self::read_only).
     #[must_use]
-    pub const fn with_read_only(mut self, value: bool) -> Self {
+    pub const fn read_only(mut self, value: bool) -> Self {
         self.read_only = value;
         self
     }
 
     /// Sets [`destructive`](Self::destructive).
     #[must_use]
-    pub const fn with_destructive(mut self, value: bool) -> Self {
+    pub const fn destructive(mut self, value: bool) -> Self {
         self.destructive = value;
         self
     }
 
     /// Sets [`idempotent`](Self::idempotent).
     #[must_use]
-    pub const fn with_idempotent(mut self, value: bool) -> Self {
+    pub const fn idempotent(mut self, value: bool) -> Self {
         self.idempotent = value;
         self
     }
 
     /// Sets [`open_world`](Self::open_world).
     #[must_use]
-    pub const fn with_open_world(mut self, value: bool) -> Self {
+    pub const fn open_world(mut self, value: bool) -> Self {
         self.open_world = value;
         self
     }
 
     /// Sets [`plain_text`](Self::plain_text).
     #[must_use]
-    pub const fn with_plain_text(mut self, value: bool) -> Self {
+    pub const fn plain_text(mut self, value: bool) -> Self {
         self.plain_text = value;
         self
     }
 
     /// Sets [`blocking`](Self::blocking).
     #[must_use]
-    pub const fn with_blocking(mut self, value: bool) -> Self {
+    pub const fn blocking(mut self, value: bool) -> Self {
         self.blocking = value;
         self
     }
@@ -330,6 +363,6 @@ mod tests {
         let h = ToolHints::default();
         assert!(!h.read_only && h.destructive && !h.idempotent && h.open_world);
         assert!(!h.is_repeatable());
-        assert!(ToolHints::read_only().is_repeatable());
+        assert!(ToolHints::READ_ONLY.is_repeatable());
     }
 }

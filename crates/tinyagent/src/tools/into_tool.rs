@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::tools::Tool;
+use crate::Tool;
 
 /// Anything that can be stored as a tool: every [`Tool`] (moved into an `Arc`), an
 /// `Arc<dyn Tool>` (kept as it is) and an `Arc` of a concrete tool (kept for inspection).

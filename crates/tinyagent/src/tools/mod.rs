@@ -1,66 +1,67 @@
-//! TinyAgent's `tools` package: how tools are made, adapted and wrapped.
+//! TinyAgent's `tools` package: how tools are made, adapted, wrapped and chosen.
 //!
 //! - [`new_func`]: a typed async function becomes a tool, its input schema derived from the
-//!   input type (TinyAgent's `NewFunc`);
-//! - [`new_tool`]: a hand-written schema and a raw-string handler (TinyAgent's `NewTool`);
-//! - [`json_adapter`]: a typed function becomes a [`Handler`];
+//!   input type (TinyAgent's `NewFunc`); [`tool`](crate::tool) does the same for an `async fn`;
+//! - [`new_tool`]: a hand-written schema and a text-in, text-out handler (TinyAgent's `NewTool`);
+//! - [`json_adapter`]: a typed function becomes a [`Handler`](crate::Handler);
+//! - a tool is called with a [`ToolInput`] (the model's text and the value read from it) and
+//!   gives one [`ToolOutput`] (text, content parts, structured content);
 //! - [`new_agent_tool`]: an agent becomes a tool; [`new_agent_tool_fn`]: a function of one
 //!   message becomes an agent-style tool;
 //! - [`ToolResolver`] and [`resolver_fn`]: tools chosen per invocation;
-//! - [`generate_schema`] and [`strict_schema`]: the schema pipeline; [`anthropic_schema`] and
-//!   [`gemini_schema`]: the vendors' dialects of it; [`SchemaValidator`]
-//!   checks arguments against a schema;
-//! - [`wrap_tool`], [`ToolMiddleware`] and [`ToolLayer`]: onion middleware around a tool's
-//!   handler, and the middleware that ships: [`with_logging`], [`with_timeout`],
-//!   [`with_retry`], [`with_validation`], [`with_concurrency_limit`], [`with_rate_limit`],
-//!   [`with_cache`], [`with_output_budget`], [`with_approval`] (with the builders
-//!   [`LoggingLayer`], [`TimeoutLayer`], [`RetryLayer`], [`ValidationLayer`], [`ConcurrencyLimitLayer`],
-//!   [`RateLimitLayer`], [`CacheLayer`], [`OutputBudgetLayer`], [`ApprovalLayer`]). With the `tower`
-//!   feature, `ToolMiddleware::from_tower` takes a tower `Layer`.
+//! - [`generate_schema`]: the schema of an input type; [`schema`] has the strict form, the
+//!   vendors' dialects and the validator;
+//! - [`wrap_tool`] with the seed's [`with_logging`], [`with_timeout`] and [`with_retry`]: onion
+//!   middleware around a tool's handler; [`middleware`] has every layer and the
+//!   [`ToolStack`](middleware::ToolStack) builder.
 
 mod adapter;
 pub(crate) mod arguments;
 mod dialect;
 mod func;
-mod handler;
+pub(crate) mod handler;
+mod input;
 mod into_tool;
-pub(crate) mod middleware;
+pub mod middleware;
 mod output;
+pub(crate) mod output_limit;
 mod panic;
 mod resolver;
-pub(crate) mod schema;
+pub(crate) mod schema_gen;
 mod validate;
 
 pub use adapter::{
     JsonAdapter, ToolFn, WithContext, WithoutContext, decode_input, json_adapter,
     normalize_arguments,
 };
-pub use dialect::{DialectSchema, anthropic_schema, gemini_schema};
-// Agents made into tools live with the agents; their TinyAgent names are kept here.
-#[doc(inline)]
-pub use crate::agent::{
+// Agents made into tools live with the agents; their TinyAgent names are here.
+pub use crate::agent::agent_tool::{
     AgentTool, AgentToolInput, DEFAULT_AGENT_MESSAGE_DESCRIPTION, DEFAULT_MAX_AGENT_DEPTH,
     MessageHandler, agent_tool_schema, agent_tool_schema_described, new_agent_tool,
     new_agent_tool_fn, parse_agent_message,
 };
+pub use crate::content::content_text;
 pub use arguments::parse_arguments;
 pub use func::{
     FuncTool, ManualTool, new_func, new_tool, try_new_func, try_new_tool, validate_tool_name,
 };
-pub use handler::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
+pub use input::ToolInput;
 pub use into_tool::IntoTool;
-pub use middleware::{
-    Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, CacheLayer, ConcurrencyLimitLayer,
-    LoggingLayer, OutputBudgetLayer, RateLimitLayer, RetryLayer, SpawnBlockingLayer, TimeoutLayer,
-    ToolLayer, ToolMiddleware, ValidationLayer, WrappedTool, canonical_json, layer_fn, redact_json,
-    redact_text, redact_url, with_approval, with_cache, with_concurrency_limit, with_logging,
-    with_output_budget, with_rate_limit, with_retry, with_spawn_blocking, with_timeout,
-    with_validation, wrap_tool,
-};
-#[cfg(feature = "tower")]
-pub use middleware::{HandlerService, ToolRequest};
+pub use middleware::canonical::canonical_json;
+pub use middleware::logging::with_logging;
+pub use middleware::retry::with_retry;
+pub use middleware::timeout::with_timeout;
+pub use middleware::wrap::wrap_tool;
 pub use output::{IntoToolError, IntoToolOutput, Json, Structured, ToolErrorKindHint, ToolOutput};
-pub use panic::handle_catching_panics;
-pub use resolver::{ToolResolver, ToolResolverFunc, resolver_fn};
-pub use schema::{generate_schema, strict_schema};
-pub use validate::SchemaValidator;
+pub use panic::call_catching_panics;
+pub use resolver::{ResolverFn, ToolResolver, resolver_fn};
+pub use schema_gen::generate_schema;
+
+/// The schema pipeline beyond [`generate_schema`]: the strict form OpenAI's structured outputs
+/// take, the Anthropic and Gemini dialects of a schema, and the validator agents check
+/// arguments with.
+pub mod schema {
+    pub use super::dialect::{DialectSchema, anthropic_schema, gemini_schema};
+    pub use super::schema_gen::strict_schema;
+    pub use super::validate::SchemaValidator;
+}

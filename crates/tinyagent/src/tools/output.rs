@@ -8,8 +8,7 @@ use std::convert::Infallible;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::content::{ContentPart, RichContent, content_text};
-use crate::context::ToolContext;
+use crate::content::{ContentPart, content_text};
 use crate::error::{BoxError, ToolError, ToolErrorKind};
 
 /// What a tool function's successful value becomes: the text the model reads, or (for a
@@ -99,12 +98,11 @@ impl<T: Serialize> IntoToolOutput for Json<T> {
 /// An error result becomes a [`ToolError`] of kind [`Failed`](ToolErrorKind::Failed), not
 /// retryable, whose message is the text.
 ///
-/// A result with parts or structured content reaches the model as its text
-/// ([`content_text`](crate::content_text): text parts as they are, a placeholder such as
-/// `[image image/png, 5.2 kB]` for the others) through [`Tool::handle`](crate::Tool::handle);
-/// the parts and structured content go to the call's [`ContentSlot`](crate::ContentSlot), from
-/// where agents hand them to providers that take images and MCP servers send them as MCP
-/// content.
+/// It is what every tool's [`call`](crate::Tool::call) gives, whole, through every layer:
+/// agents hand the parts to providers that take images (the others read the text:
+/// [`content_text`](crate::content_text), text parts as they are, a placeholder such as
+/// `[image image/png, 5.2 kB]` for the others), MCP servers send them as MCP content, and the
+/// cache keeps all of it.
 ///
 /// ```
 /// use tinyagent::ContentPart;
@@ -160,6 +158,23 @@ impl ToolOutput {
         }
     }
 
+    /// A result of `parts` whose text is `text` (crate-internal: `text` renders `parts`, cut).
+    pub(crate) fn from_rendered(text: String, parts: Vec<ContentPart>) -> Self {
+        Self {
+            text,
+            parts,
+            structured: None,
+            is_error: false,
+        }
+    }
+
+    /// This result, as an error result (its content kept).
+    #[must_use]
+    pub fn into_error(mut self) -> Self {
+        self.is_error = true;
+        self
+    }
+
     /// A successful result of one image, from base64 data.
     pub fn image(data_base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
         Self::parts([ContentPart::image(data_base64, mime_type)])
@@ -184,6 +199,23 @@ impl ToolOutput {
         }
         self.parts.push(part);
         self.text = content_text(&self.parts);
+        self
+    }
+
+    /// Returns the result with this text, what a model that reads only text gets; its parts
+    /// and structured content stay as they are.
+    ///
+    /// ```
+    /// use tinyagent::ContentPart;
+    /// use tinyagent::tools::ToolOutput;
+    ///
+    /// let out = ToolOutput::parts([ContentPart::image("AAAA", "image/png")]).with_text("a chart");
+    /// assert_eq!(out.as_text(), "a chart");
+    /// assert_eq!(out.content_parts().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = text.into();
         self
     }
 
@@ -214,32 +246,31 @@ impl ToolOutput {
         self.is_error
     }
 
-    /// The rich part of the result (parts and structured content), when there is one.
-    pub fn rich_content(&self) -> Option<RichContent> {
-        (!self.parts.is_empty() || self.structured.is_some())
-            .then(|| RichContent::new(self.parts.clone(), self.structured.clone()))
-    }
-
-    /// Splits a successful result into its text, leaving its rich part in the context's
-    /// [`ContentSlot`](crate::ContentSlot); an error result becomes the error.
-    pub fn deliver(self, ctx: &ToolContext) -> Result<String, ToolError> {
-        if self.is_error {
-            return Err(ToolError::failed(self.text).retryable(false));
-        }
-        if !self.parts.is_empty() || self.structured.is_some() {
-            ctx.put_rich_content(RichContent::new(self.parts, self.structured));
-        }
-        Ok(self.text)
-    }
-}
-
-impl IntoToolOutput for ToolOutput {
-    fn into_tool_output(self) -> Result<String, ToolError> {
+    /// The text of a successful result; an error result becomes a [`ToolError`] of kind
+    /// [`Failed`](ToolErrorKind::Failed), not retryable, whose message is the text. What the
+    /// seed's text-in, text-out [`handle`](crate::Tool::handle) gives.
+    pub fn into_result(self) -> Result<String, ToolError> {
         if self.is_error {
             Err(ToolError::failed(self.text).retryable(false))
         } else {
             Ok(self.text)
         }
+    }
+
+    /// The text, whether the result is an error or not.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// The parts of the result: its text, its content parts and its structured content.
+    pub fn into_parts(self) -> (String, Vec<ContentPart>, Option<Value>) {
+        (self.text, self.parts, self.structured)
+    }
+}
+
+impl IntoToolOutput for ToolOutput {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        self.into_result()
     }
 
     fn into_output(self) -> Result<ToolOutput, ToolError> {

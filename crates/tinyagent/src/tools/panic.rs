@@ -1,4 +1,4 @@
-//! [`handle_catching_panics`]: a panic in a tool becomes an error result.
+//! [`call_catching_panics`]: a panic in a tool becomes an error result.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -7,14 +7,17 @@ use futures::FutureExt;
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::Tool;
+use crate::{
+    Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Calls `tool` on `input`, turning a panic inside it into a [`Failed`](crate::ToolErrorKind::Failed)
 /// error that reads `tool "{name}" panicked: {message}; the call has no result`, logged at
 /// `error` level. What agents and the MCP server use so that one broken tool cannot take down
 /// the run or the server.
 ///
-/// The tool's `handle` is called inside the guard too, so a panic before its future exists (in
+/// The tool's `call` is called inside the guard too, so a panic before its future exists (in
 /// a hand-written tool or a middleware) is caught like one while it runs. Panics that abort
 /// (`panic = "abort"`) cannot be caught.
 ///
@@ -27,7 +30,8 @@ use crate::tools::Tool;
 ///         Ok::<_, ToolError>(String::new())
 ///     });
 /// # tokio_test::block_on(async {
-/// let err = tools::handle_catching_panics(broken.as_ref(), &ToolContext::new(), "{}")
+/// let input = tools::ToolInput::from_text("{}");
+/// let err = tools::call_catching_panics(broken.as_ref(), &ToolContext::new(), input)
 ///     .await
 ///     .unwrap_err();
 /// assert_eq!(err.kind(), ToolErrorKind::Failed);
@@ -37,12 +41,12 @@ use crate::tools::Tool;
 /// );
 /// # });
 /// ```
-pub async fn handle_catching_panics(
+pub async fn call_catching_panics(
     tool: &dyn Tool,
     ctx: &ToolContext,
-    input: &str,
-) -> Result<String, ToolError> {
-    let outcome = AssertUnwindSafe(async { tool.handle(ctx, input).await })
+    input: ToolInput,
+) -> Result<ToolOutput, ToolError> {
+    let outcome = AssertUnwindSafe(async { tool.call(ctx, input).await })
         .catch_unwind()
         .await;
     outcome.unwrap_or_else(|panic| {

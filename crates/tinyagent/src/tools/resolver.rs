@@ -4,9 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::Tool;
 use crate::context::Invocation;
 use crate::error::ToolError;
-use crate::tools::Tool;
 use crate::util::BoxFuture;
 
 /// Decides which tools an agent offers in one invocation (TinyAgent's `ToolResolver`): by the
@@ -69,7 +69,7 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 }
 
 /// Makes a closure `Fn(&Invocation) -> impl Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>>`
-/// into a [`ToolResolver`] (TinyAgent's `ToolResolverFunc`).
+/// into a [`ToolResolver`] (TinyAgent's `ResolverFn`).
 ///
 /// The closure gets the invocation by reference and returns a future that owns what it needs
 /// (read the session state before the `async` block), so it may outlive the borrow.
@@ -103,25 +103,25 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
-pub fn resolver_fn<F, Fut>(f: F) -> ToolResolverFunc<F>
+pub fn resolver_fn<F, Fut>(f: F) -> ResolverFn<F>
 where
     F: Fn(&Invocation) -> Fut + Send + Sync,
     Fut: Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>> + Send + 'static,
 {
-    ToolResolverFunc(f)
+    ResolverFn(f)
 }
 
 /// A closure made into a [`ToolResolver`]; made by [`resolver_fn`].
 #[derive(Clone, Copy)]
-pub struct ToolResolverFunc<F>(F);
+pub struct ResolverFn<F>(F);
 
-impl<F> fmt::Debug for ToolResolverFunc<F> {
+impl<F> fmt::Debug for ResolverFn<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ToolResolverFunc(..)")
+        f.write_str("ResolverFn(..)")
     }
 }
 
-impl<F, Fut> ToolResolver for ToolResolverFunc<F>
+impl<F, Fut> ToolResolver for ResolverFn<F>
 where
     F: Fn(&Invocation) -> Fut + Send + Sync,
     Fut: Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>> + Send + 'static,

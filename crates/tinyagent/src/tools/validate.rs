@@ -23,7 +23,7 @@ fn escape_pointer(segment: &str) -> String {
 /// ```
 /// use serde_json::json;
 /// use tinyagent::ToolErrorKind;
-/// use tinyagent::tools::SchemaValidator;
+/// use tinyagent::tools::schema::SchemaValidator;
 ///
 /// let v = SchemaValidator::new(&json!({
 ///     "type": "object",

@@ -15,7 +15,7 @@ use super::{DialectSchema, flatten_all_of, merge_into, resolve_local};
 ///
 /// ```
 /// use serde_json::json;
-/// use tinyagent::tools::anthropic_schema;
+/// use tinyagent::tools::schema::anthropic_schema;
 ///
 /// let out = anthropic_schema(&json!({"anyOf": [
 ///     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},

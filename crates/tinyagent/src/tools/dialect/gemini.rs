@@ -68,7 +68,7 @@ const SILENT_DROPS: &[&str] = &[
 ///
 /// ```
 /// use serde_json::json;
-/// use tinyagent::tools::gemini_schema;
+/// use tinyagent::tools::schema::gemini_schema;
 ///
 /// let out = gemini_schema(&json!({
 ///     "type": "object",

@@ -1,14 +1,17 @@
-//! [`with_approval`]: a hook approves, denies or rewrites each call before it runs.
+//! [`ApprovalLayer`]: a hook approves, denies or rewrites each call before it runs.
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{ToolLayer, ToolMiddleware};
+use super::ToolLayer;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool, ToolHints};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool, ToolHints,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// What an [`ApprovalHook`] decides about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,15 +56,16 @@ pub struct ApprovalRequest {
 
 /// Decides whether a call may run: a person at a prompt, a policy, a sandbox rule.
 ///
-/// Any `Fn(ApprovalRequest) -> impl Future<Output = Approval>` closure is a hook.
+/// A closure `Fn(ApprovalRequest) -> impl Future<Output = Approval>` is made into one with
+/// [`approval_fn`].
 ///
 /// ```
 /// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
-/// use tinyagent::tools::{Approval, ApprovalRequest};
+/// use tinyagent::tools::middleware::{Approval, ApprovalRequest};
 ///
 /// // Only Beijing and Shanghai may be looked up; anything else becomes Beijing.
-/// let policy = |req: ApprovalRequest| async move {
+/// let policy = tools::middleware::approval_fn(|req: ApprovalRequest| async move {
 ///     if req.arguments.contains("火星") {
 ///         Approval::deny("we do not report the weather on Mars")
 ///     } else if req.arguments.contains("北京") || req.arguments.contains("上海") {
@@ -69,8 +73,8 @@ pub struct ApprovalRequest {
 ///     } else {
 ///         Approval::rewrite(r#"{"city":"北京"}"#)
 ///     }
-/// };
-/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(), [tools::with_approval(policy)]);
+/// });
+/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(), [tools::middleware::ApprovalLayer::new(policy).into()]);
 /// # tokio_test::block_on(async {
 /// let ctx = ToolContext::default();
 /// let err = weather.handle(&ctx, r#"{"city":"火星"}"#).await.unwrap_err();
@@ -85,13 +89,42 @@ pub trait ApprovalHook: Send + Sync + 'static {
     fn review<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval>;
 }
 
-impl<F, Fut> ApprovalHook for F
+/// Makes a closure `Fn(ApprovalRequest) -> impl Future<Output = Approval>` into an
+/// [`ApprovalHook`].
+///
+/// ```
+/// use tinyagent::tools::middleware::{Approval, ApprovalLayer, approval_fn};
+///
+/// let layer = ApprovalLayer::new(approval_fn(|req| async move {
+///     if req.hints.read_only { Approval::Approve } else { Approval::deny("writes need a person") }
+/// }));
+/// # let _ = layer;
+/// ```
+pub fn approval_fn<F, Fut>(f: F) -> ApprovalFn<F>
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Approval> + Send + 'static,
+{
+    ApprovalFn(f)
+}
+
+/// A closure made into an [`ApprovalHook`]; made by [`approval_fn`].
+#[derive(Clone, Copy)]
+pub struct ApprovalFn<F>(F);
+
+impl<F> fmt::Debug for ApprovalFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApprovalFn(..)")
+    }
+}
+
+impl<F, Fut> ApprovalHook for ApprovalFn<F>
 where
     F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Approval> + Send + 'static,
 {
     fn review<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(self(request))
+        Box::pin((self.0)(request))
     }
 }
 
@@ -119,11 +152,6 @@ impl ApprovalLayer {
     }
 }
 
-/// Every call goes past `hook`, which approves, denies or rewrites it; see [`ApprovalHook`].
-pub fn with_approval(hook: impl ApprovalHook) -> ToolMiddleware {
-    ApprovalLayer::new(hook).into()
-}
-
 impl ToolLayer for ApprovalLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(ApprovalHandler {
@@ -143,27 +171,27 @@ struct ApprovalHandler {
 }
 
 impl Handler for ApprovalHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let request = ApprovalRequest {
                 tool: self.tool_name.clone(),
                 hints: self.hints,
-                arguments: input.to_owned(),
+                arguments: input.text().to_owned(),
                 call_id: ctx.call_id().map(str::to_owned),
                 context: ctx.clone(),
             };
             match self.hook.review(request).await {
-                Approval::Approve => self.next.handle(ctx, input).await,
+                Approval::Approve => self.next.call(ctx, input).await,
                 Approval::Rewrite(arguments) => {
                     tracing::info!(
                         gen_ai.tool.name = &*self.tool_name,
                         "tool call arguments rewritten on review"
                     );
-                    self.next.handle(ctx, &arguments).await
+                    self.next.call(ctx, ToolInput::from_text(arguments)).await
                 }
                 Approval::Deny(reason) => {
                     tracing::info!(gen_ai.tool.name = &*self.tool_name, reason = %reason, "tool call denied on review");

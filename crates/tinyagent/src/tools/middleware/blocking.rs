@@ -3,11 +3,14 @@
 
 use std::sync::Arc;
 
-use super::{ToolLayer, ToolMiddleware};
+use super::ToolLayer;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Runs each call of the tool on Tokio's blocking thread pool
 /// ([`tokio::task::spawn_blocking`]), driving the tool's future there to completion.
@@ -39,7 +42,7 @@ use crate::util::BoxFuture;
 ///     });
 /// let bounded = tools::wrap_tool(slow, [
 ///     tools::with_timeout(Duration::from_millis(20)),
-///     tools::with_spawn_blocking(),
+///     tools::middleware::SpawnBlockingLayer::new().into(),
 /// ]);
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let err = bounded.handle(&ToolContext::default(), "{}").await.unwrap_err();
@@ -58,11 +61,6 @@ impl SpawnBlockingLayer {
     }
 }
 
-/// Runs each call on Tokio's blocking thread pool; see [`SpawnBlockingLayer`].
-pub fn with_spawn_blocking() -> ToolMiddleware {
-    SpawnBlockingLayer::new().into()
-}
-
 impl ToolLayer for SpawnBlockingLayer {
     fn layer(&self, _tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         Arc::new(BlockingHandler { next })
@@ -74,11 +72,11 @@ struct BlockingHandler {
 }
 
 impl Handler for BlockingHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Box::pin(std::future::ready(Err(ToolError::unavailable(
                 "with_spawn_blocking needs a Tokio runtime, and none is running",
@@ -87,10 +85,9 @@ impl Handler for BlockingHandler {
         };
         let next = self.next.clone();
         let ctx = ctx.clone();
-        let input = input.to_owned();
-        let task = runtime.clone().spawn_blocking(move || {
-            runtime.block_on(async move { next.handle(&ctx, &input).await })
-        });
+        let task = runtime
+            .clone()
+            .spawn_blocking(move || runtime.block_on(async move { next.call(&ctx, input).await }));
         Box::pin(async move {
             match task.await {
                 Ok(result) => result,

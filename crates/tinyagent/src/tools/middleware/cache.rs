@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::ToolLayer;
 use super::canonical::canonical_json;
-use super::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Caches successful results of tools whose hints say a repeat is harmless.
 ///
@@ -31,7 +34,7 @@ use crate::util::BoxFuture;
 /// ```
 /// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
-/// use tinyagent::tools::{self, CacheLayer};
+/// use tinyagent::tools::{self, middleware::CacheLayer};
 ///
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
 ///     [CacheLayer::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
@@ -83,12 +86,6 @@ impl CacheLayer {
     }
 }
 
-/// Caches results of read-only or idempotent tools for `ttl`, up to `capacity` entries per
-/// tool; see [`CacheLayer`].
-pub fn with_cache(ttl: Duration, capacity: usize) -> ToolMiddleware {
-    CacheLayer::new().ttl(ttl).capacity(capacity).into()
-}
-
 impl ToolLayer for CacheLayer {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler> {
         if self.capacity == 0 || !(self.ignore_hints || tool.hints().is_repeatable()) {
@@ -104,7 +101,7 @@ impl ToolLayer for CacheLayer {
 }
 
 struct Entry {
-    value: String,
+    value: ToolOutput,
     expires: Instant,
     last_used: u64,
 }
@@ -116,7 +113,7 @@ struct Store {
 }
 
 impl Store {
-    fn get(&mut self, key: &str, now: Instant) -> Option<String> {
+    fn get(&mut self, key: &str, now: Instant) -> Option<ToolOutput> {
         self.clock += 1;
         let entry = self.entries.get_mut(key)?;
         if entry.expires <= now {
@@ -130,7 +127,7 @@ impl Store {
     fn insert(
         &mut self,
         key: String,
-        value: String,
+        value: ToolOutput,
         expires: Instant,
         capacity: usize,
         now: Instant,
@@ -173,13 +170,13 @@ impl CacheHandler {
 }
 
 impl Handler for CacheHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        let Some(canonical) = canonical_json(input) else {
-            return self.next.handle(ctx, input);
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let Some(canonical) = canonical_json(input.text()) else {
+            return self.next.call(ctx, input);
         };
         let key = format!("{}\u{0}{canonical}", self.tool_name);
         if let Some(hit) = self.store().get(&key, Instant::now()) {
@@ -190,7 +187,7 @@ impl Handler for CacheHandler {
             return Box::pin(std::future::ready(Ok(hit)));
         }
         Box::pin(async move {
-            let output = self.next.handle(ctx, input).await?;
+            let output = self.next.call(ctx, input).await?;
             let now = Instant::now();
             let expires = now
                 .checked_add(self.config.ttl)

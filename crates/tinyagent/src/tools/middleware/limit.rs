@@ -7,11 +7,14 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::{ToolLayer, ToolMiddleware, require_runtime};
+use super::{ToolLayer, require_runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Lets at most `max` calls of the tool run at once; the others wait their turn, in order.
 ///
@@ -24,7 +27,7 @@ use crate::util::BoxFuture;
 /// # #[cfg(feature = "demo")] {
 /// use tinyagent::tools;
 ///
-/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_concurrency_limit(4)]);
+/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::middleware::ConcurrencyLimitLayer::new(4).into()]);
 /// # let _ = calc;
 /// # }
 /// ```
@@ -49,11 +52,6 @@ impl ConcurrencyLimitLayer {
         self.max_wait = Some(wait);
         self
     }
-}
-
-/// At most `max` calls of each wrapped tool in flight; see [`ConcurrencyLimitLayer`].
-pub fn with_concurrency_limit(max: usize) -> ToolMiddleware {
-    ConcurrencyLimitLayer::new(max).into()
 }
 
 impl ToolLayer for ConcurrencyLimitLayer {
@@ -84,11 +82,11 @@ impl ConcurrencyHandler {
 }
 
 impl Handler for ConcurrencyHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let permit = match self.semaphore.try_acquire() {
                 Ok(permit) => permit,
@@ -103,7 +101,7 @@ impl Handler for ConcurrencyHandler {
                     }
                 },
             };
-            let result = self.next.handle(ctx, input).await;
+            let result = self.next.call(ctx, input).await;
             drop(permit);
             result
         })
@@ -131,7 +129,7 @@ impl Handler for ConcurrencyHandler {
 ///
 /// // At most 10 weather look-ups per minute.
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
-///     [tools::with_rate_limit(10, Duration::from_secs(60))]);
+///     [tools::middleware::RateLimitLayer::new(10, Duration::from_secs(60)).into()]);
 /// # let _ = weather;
 /// # }
 /// ```
@@ -158,11 +156,6 @@ impl RateLimitLayer {
         self.max_wait = Some(wait);
         self
     }
-}
-
-/// At most `calls` calls of each wrapped tool started per `per`; see [`RateLimitLayer`].
-pub fn with_rate_limit(calls: usize, per: Duration) -> ToolMiddleware {
-    RateLimitLayer::new(calls, per).into()
 }
 
 impl ToolLayer for RateLimitLayer {
@@ -212,11 +205,11 @@ impl RateHandler {
 }
 
 impl Handler for RateHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let now = Instant::now();
             match self.reserve(now) {
@@ -232,7 +225,7 @@ impl Handler for RateHandler {
                     )));
                 }
             }
-            self.next.handle(ctx, input).await
+            self.next.call(ctx, input).await
         })
     }
 }

@@ -6,12 +6,15 @@ use std::time::Instant;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use super::redact::{normalize_key, redact_with};
 use super::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool};
+use crate::redact::{normalize_key, redact_with};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Logs every call through `tracing`: TinyAgent's `WithLogging`, done with spans.
 ///
@@ -30,7 +33,7 @@ use crate::util::BoxFuture;
 ///
 /// Everything logged is redacted, always: recorded arguments and results, and the error text
 /// of a failed call (which may quote the arguments). The model still gets the error unredacted;
-/// only the log line differs. [`redact_text`](super::redact_text) does the work:
+/// only the log line differs. [`redact::text`](crate::redact::text) does the work:
 ///
 /// - the values of sensitive keys, at any depth of JSON and in free text (`key=value`,
 ///   `key: value`, `"key": "value"`, query strings, truncated or too deeply nested JSON), are
@@ -62,7 +65,7 @@ use crate::util::BoxFuture;
 ///
 /// let weather = tinyagent::demo::weather_tool();
 /// let logged = tools::wrap_tool(weather, [
-///     tools::LoggingLayer::new().record_arguments(true).into(),
+///     tools::middleware::LoggingLayer::new().record_arguments(true).into(),
 ///     tools::with_timeout(Duration::from_secs(3)),
 /// ]);
 /// # tokio_test::block_on(async {
@@ -156,11 +159,11 @@ struct LoggingHandler {
 }
 
 impl Handler for LoggingHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         // Inside an agent the call already has its `execute_tool` span: record into it.
         let span = if ctx.is_in_tool_span() {
             tracing::Span::current()
@@ -181,7 +184,7 @@ impl Handler for LoggingHandler {
         };
         let enabled = !span.is_disabled() || tracing::enabled!(tracing::Level::WARN);
         if !enabled {
-            return self.next.handle(ctx, input);
+            return self.next.call(ctx, input);
         }
         let call = async move {
             let span = tracing::Span::current();
@@ -190,22 +193,22 @@ impl Handler for LoggingHandler {
             }
             // Events first, then span fields, so a log line does not repeat them.
             if self.config.record_arguments {
-                let arguments = self.config.render(input);
+                let arguments = self.config.render(input.text());
                 tracing::info!(arguments = %arguments, "tool call started");
                 span.record("gen_ai.tool.call.arguments", arguments.as_str());
             } else {
                 tracing::info!("tool call started");
             }
             let started = Instant::now();
-            let result = self.next.handle(ctx, input).await;
+            let result = self.next.call(ctx, input).await;
             // Milliseconds, to the microsecond.
             let duration_ms = started.elapsed().as_micros() as f64 / 1000.0;
             match &result {
                 Ok(output) => {
                     if self.config.record_results {
-                        let rendered = self.config.render(output);
+                        let rendered = self.config.render(output.as_text());
                         tracing::info!(
-                            output_len = output.len(),
+                            output_len = output.as_text().len(),
                             duration_ms,
                             result = %rendered,
                             "tool call succeeded"
@@ -213,12 +216,12 @@ impl Handler for LoggingHandler {
                         span.record("gen_ai.tool.call.result", rendered.as_str());
                     } else {
                         tracing::info!(
-                            output_len = output.len(),
+                            output_len = output.as_text().len(),
                             duration_ms,
                             "tool call succeeded"
                         );
                     }
-                    span.record("output_len", output.len());
+                    span.record("output_len", output.as_text().len());
                 }
                 Err(err) => {
                     let error = self.config.render(err.message());

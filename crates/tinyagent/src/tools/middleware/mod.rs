@@ -1,65 +1,81 @@
-//! Onion middleware around a tool's handler: [`ToolLayer`], [`ToolMiddleware`], [`wrap_tool`],
-//! and the middleware that ships with tinyagent, one module each.
+//! Onion middleware around a tool's handler: [`ToolLayer`], [`ToolMiddleware`], the
+//! [`ToolStack`] builder, and the middleware that ships with tinyagent, one module each.
 //!
-//! | middleware | what it does |
+//! | layer | what it does |
 //! |---|---|
-//! | [`with_logging`] / [`LoggingLayer`] | one `tracing` span per call, OpenTelemetry GenAI names, redacted arguments and results on request |
-//! | [`with_timeout`] / [`TimeoutLayer`] | a deadline per call; the tool's future is dropped when it passes |
-//! | [`with_spawn_blocking`] / [`SpawnBlockingLayer`] | calls of a tool that blocks its thread run on Tokio's blocking pool, so a timeout returns on time |
-//! | [`with_retry`] / [`RetryLayer`] | retries of retryable errors, exponential backoff with jitter, guided by the tool's hints |
-//! | [`with_validation`] / [`ValidationLayer`] | arguments checked against the tool's schema before the handler runs |
-//! | [`with_concurrency_limit`] / [`ConcurrencyLimitLayer`] | at most `n` calls of the tool in flight |
-//! | [`with_rate_limit`] / [`RateLimitLayer`] | at most `n` calls of the tool started per period |
-//! | [`with_cache`] / [`CacheLayer`] | results of read-only or idempotent tools cached by canonical input |
-//! | [`with_output_budget`] / [`OutputBudgetLayer`] | long results cut to a budget, head and tail kept |
-//! | [`with_approval`] / [`ApprovalLayer`] | a hook approves, denies or rewrites each call |
+//! | [`LoggingLayer`] | one `tracing` span per call, OpenTelemetry GenAI names, redacted arguments and results on request |
+//! | [`TimeoutLayer`] | a deadline per call; the tool's future is dropped when it passes |
+//! | [`SpawnBlockingLayer`] | calls of a tool that blocks its thread run on Tokio's blocking pool, so a timeout returns on time |
+//! | [`RetryLayer`] | retries of retryable errors, exponential backoff with jitter, guided by the tool's hints |
+//! | [`ValidationLayer`] | arguments checked against the tool's schema before the handler runs |
+//! | [`ConcurrencyLimitLayer`] | at most `n` calls of the tool in flight |
+//! | [`RateLimitLayer`] | at most `n` calls of the tool started per period |
+//! | [`CacheLayer`] | whole outputs (text, parts, structured content) of read-only or idempotent tools, cached by canonical input |
+//! | [`OutputLimitLayer`] | long outputs cut to a limit of characters, head and tail kept |
+//! | [`ApprovalLayer`] | a hook approves, denies or rewrites each call |
 //!
-//! Every `with_*` function returns a [`ToolMiddleware`], and every config builder converts into
-//! one, so they mix freely in [`wrap_tool`]. A layer is applied once per tool, when the tool is
-//! wrapped, so state such as a limit or a cache belongs to that one tool.
+//! The seed's [`with_logging`](crate::tools::with_logging),
+//! [`with_timeout`](crate::tools::with_timeout), [`with_retry`](crate::tools::with_retry) and
+//! [`wrap_tool`](crate::tools::wrap_tool) are shortcuts onto these. A layer is applied once
+//! per tool, when the tool is wrapped, so state such as a limit or a cache belongs to that one
+//! tool.
 //!
 //! A sensible order, outermost first: logging, approval, validation, cache, rate and
-//! concurrency limits, retry, timeout, output budget. Logging outermost sees every call and
+//! concurrency limits, retry, timeout, output limit. Logging outermost sees every call and
 //! its final outcome; validation before retry means bad arguments are never retried; the
 //! timeout inside retry bounds each attempt (put it outside to bound the whole call).
+//!
+//! ```
+//! use std::time::Duration;
+//! use tinyagent::tools::middleware::{CacheLayer, LoggingLayer, ToolStack, ValidationLayer};
+//! # use tinyagent::{ToolContext, ToolError, tools};
+//! # let tool = tools::new_tool("echo", "echoes", serde_json::json!({"type": "object"}),
+//! #     |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) });
+//!
+//! let tool = ToolStack::new()
+//!     .layer(LoggingLayer::new())
+//!     .layer(ValidationLayer::new())
+//!     .layer(CacheLayer::new().ttl(Duration::from_secs(60)))
+//!     .retry(2)
+//!     .timeout(Duration::from_secs(5))
+//!     .wrap(tool);
+//! # let _ = tool;
+//! ```
 
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
-
-use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool, ToolHints};
-use crate::util::BoxFuture;
+use crate::{Handler, Tool};
 
 mod approval;
 mod blocking;
-mod budget;
 mod cache;
-mod canonical;
+pub(crate) mod canonical;
 mod limit;
-mod logging;
-mod redact;
-mod retry;
-mod timeout;
+pub(crate) mod logging;
+mod output_limit;
+pub(crate) mod retry;
+pub(crate) mod timeout;
 #[cfg(feature = "tower")]
 mod tower;
 pub(crate) mod validation;
+pub(crate) mod wrap;
 
-pub use approval::{Approval, ApprovalHook, ApprovalLayer, ApprovalRequest, with_approval};
-pub use blocking::{SpawnBlockingLayer, with_spawn_blocking};
-pub use budget::{OutputBudgetLayer, with_output_budget};
-pub use cache::{CacheLayer, with_cache};
-pub use canonical::canonical_json;
-pub use limit::{ConcurrencyLimitLayer, RateLimitLayer, with_concurrency_limit, with_rate_limit};
-pub use logging::{LoggingLayer, with_logging};
-pub use redact::{redact_json, redact_text, redact_url};
-pub use retry::{RetryLayer, with_retry};
-pub use timeout::{TimeoutLayer, with_timeout};
+pub use approval::{
+    Approval, ApprovalFn, ApprovalHook, ApprovalLayer, ApprovalRequest, approval_fn,
+};
+pub use blocking::SpawnBlockingLayer;
+pub use cache::CacheLayer;
+pub use limit::{ConcurrencyLimitLayer, RateLimitLayer};
+pub use logging::LoggingLayer;
+pub use output_limit::OutputLimitLayer;
+pub use retry::RetryLayer;
+pub use timeout::TimeoutLayer;
 #[cfg(feature = "tower")]
 pub use tower::{HandlerService, ToolRequest};
-pub use validation::{ValidationLayer, with_validation};
+pub use validation::ValidationLayer;
+pub use wrap::WrappedTool;
 
 /// Fails with a clear error instead of panicking when there is no Tokio runtime to drive
 /// timers.
@@ -83,7 +99,8 @@ pub(crate) fn require_runtime(middleware: &str) -> Result<(), ToolError> {
 /// ```
 /// use std::sync::Arc;
 /// use tinyagent::{BoxFuture, Handler, Tool, ToolContext, ToolError};
-/// use tinyagent::tools::ToolLayer;
+/// use tinyagent::tools::middleware::ToolLayer;
+/// use tinyagent::tools::{ToolInput, ToolOutput};
 ///
 /// /// Upper-cases every result.
 /// struct Shout;
@@ -91,10 +108,13 @@ pub(crate) fn require_runtime(middleware: &str) -> Result<(), ToolError> {
 /// struct ShoutHandler(Arc<dyn Handler>);
 ///
 /// impl Handler for ShoutHandler {
-///     fn handle<'a>(&'a self, ctx: &'a ToolContext, input: &'a str)
-///         -> BoxFuture<'a, Result<String, ToolError>>
+///     fn call<'a>(&'a self, ctx: &'a ToolContext, input: ToolInput)
+///         -> BoxFuture<'a, Result<ToolOutput, ToolError>>
 ///     {
-///         Box::pin(async move { Ok(self.0.handle(ctx, input).await?.to_uppercase()) })
+///         Box::pin(async move {
+///             let output = self.0.call(ctx, input).await?;
+///             Ok(ToolOutput::text(output.as_text().to_uppercase()))
+///         })
 ///     }
 /// }
 ///
@@ -133,9 +153,51 @@ impl<L: ToolLayer> From<L> for ToolMiddleware {
     }
 }
 
-struct FnLayer<F>(F);
+/// Makes a closure over the next handler into a [`ToolLayer`] (TinyAgent's
+/// `func(Handler) Handler`), the way tower's `layer_fn` does.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagent::{Handler, ToolContext, ToolError, handler_fn, tools};
+/// use tinyagent::tools::middleware::layer_fn;
+///
+/// // Answers "pong" to "ping" without calling the tool.
+/// let pong = layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
+///     Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
+///         let next = next.clone();
+///         async move {
+///             if input == "ping" { return Ok("pong".to_owned()); }
+///             next.handle(&ctx, &input).await
+///         }
+///     }))
+/// });
+/// let echo = tools::new_tool("echo", "echoes", serde_json::json!({"type": "object"}),
+///     |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) });
+/// let tool = tools::wrap_tool(echo, [pong.into()]);
+/// # tokio_test::block_on(async {
+/// assert_eq!(tool.handle(&ToolContext::new(), "ping").await?, "pong");
+/// assert_eq!(tool.handle(&ToolContext::new(), "hi").await?, "hi");
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+pub fn layer_fn<F>(f: F) -> LayerFn<F>
+where
+    F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
+{
+    LayerFn(f)
+}
 
-impl<F> ToolLayer for FnLayer<F>
+/// A closure made into a [`ToolLayer`]; made by [`layer_fn`].
+#[derive(Clone, Copy)]
+pub struct LayerFn<F>(F);
+
+impl<F> fmt::Debug for LayerFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LayerFn(..)")
+    }
+}
+
+impl<F> ToolLayer for LayerFn<F>
 where
     F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
 {
@@ -159,157 +221,54 @@ impl ToolMiddleware {
     }
 }
 
-/// Makes a closure that wraps the next handler into a middleware, exactly as in the tutorial
-/// (`func(Handler) Handler`), the way tower's `layer_fn` makes a closure into a layer.
+/// Middleware stacked for a tool, outermost first: tower's `ServiceBuilder` for tools.
 ///
-/// ```
-/// use std::sync::Arc;
-/// use tinyagent::{Handler, ToolContext, ToolError, handler_fn, tools};
+/// [`layer`](Self::layer) adds any [`ToolLayer`] (or [`ToolMiddleware`]); [`logging`],
+/// [`timeout`] and [`retry`] add the seed's three. [`wrap`](Self::wrap) applies the stack to a
+/// tool, as [`wrap_tool`](crate::tools::wrap_tool) does; a stack can wrap many tools, each
+/// getting its own layer state (its own cache, its own limits).
 ///
-/// let exclaim = tools::layer_fn(|next: Arc<dyn Handler>| -> Arc<dyn Handler> {
-///     Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
-///         let next = next.clone();
-///         async move { Ok::<_, ToolError>(next.handle(&ctx, &input).await? + "!") }
-///     }))
-/// });
-/// let echo = tools::new_tool("echo", "echo", serde_json::json!({"type": "object"}),
-///     |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) });
-/// let loud = tools::wrap_tool(echo, [exclaim]);
-/// # tokio_test::block_on(async {
-/// assert_eq!(loud.handle(&ToolContext::default(), "{}").await?, "{}!");
-/// # Ok::<(), ToolError>(())
-/// # }).unwrap();
-/// ```
-pub fn layer_fn<F>(f: F) -> ToolMiddleware
-where
-    F: Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
-{
-    ToolMiddleware {
-        layer: Arc::new(FnLayer(f)),
-        name: "layer_fn",
-    }
+/// [`logging`]: Self::logging
+/// [`timeout`]: Self::timeout
+/// [`retry`]: Self::retry
+#[derive(Clone, Debug, Default)]
+pub struct ToolStack {
+    layers: Vec<ToolMiddleware>,
 }
 
-/// Calls a tool as a handler: the innermost layer of a wrapped tool.
-struct ToolHandler(Arc<dyn Tool>);
-
-impl Handler for ToolHandler {
-    fn handle<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        self.0.handle(ctx, input)
-    }
-}
-
-/// A tool with middleware around its handler; made by [`wrap_tool`]. It keeps the inner tool's
-/// name, description, schema and hints.
-pub struct WrappedTool {
-    inner: Arc<dyn Tool>,
-    handler: Arc<dyn Handler>,
-}
-
-impl fmt::Debug for WrappedTool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WrappedTool")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-impl WrappedTool {
-    /// The tool inside the middleware.
-    pub fn inner(&self) -> &Arc<dyn Tool> {
-        &self.inner
-    }
-}
-
-impl Tool for WrappedTool {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl ToolStack {
+    /// An empty stack: wrapping with it changes nothing.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    fn description(&self) -> &str {
-        self.inner.description()
+    /// Adds `layer` inside the layers added before it.
+    #[must_use]
+    pub fn layer(mut self, layer: impl Into<ToolMiddleware>) -> Self {
+        self.layers.push(layer.into());
+        self
     }
 
-    fn input_schema(&self) -> &Value {
-        self.inner.input_schema()
+    /// Adds a [`LoggingLayer`].
+    #[must_use]
+    pub fn logging(self) -> Self {
+        self.layer(LoggingLayer::new())
     }
 
-    fn hints(&self) -> ToolHints {
-        self.inner.hints()
+    /// Adds a [`TimeoutLayer`] of `duration`.
+    #[must_use]
+    pub fn timeout(self, duration: std::time::Duration) -> Self {
+        self.layer(TimeoutLayer::new(duration))
     }
 
-    fn title(&self) -> Option<&str> {
-        self.inner.title()
+    /// Adds a [`RetryLayer`] of up to `max_retries` retries.
+    #[must_use]
+    pub fn retry(self, max_retries: u32) -> Self {
+        self.layer(RetryLayer::new(max_retries))
     }
 
-    fn output_schema(&self) -> Option<&Value> {
-        self.inner.output_schema()
+    /// The tool with every layer of the stack around it.
+    pub fn wrap(&self, tool: impl crate::tools::IntoTool) -> Arc<dyn Tool> {
+        wrap::wrap_tool(tool, self.layers.iter().cloned())
     }
-
-    fn handle<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        self.handler.handle(ctx, input)
-    }
-}
-
-/// Wraps a tool in middleware, onion-style (TinyAgent's `WrapTool`): the first middleware
-/// listed is the outermost, so it sees the call first and the result last.
-///
-/// The wrapped tool keeps the tool's name, description, schema, hints, title and output
-/// schema.
-///
-/// ```
-/// use std::sync::{Arc, Mutex};
-/// use tinyagent::{handler_fn, Handler, ToolContext, ToolError, tools};
-///
-/// let log = Arc::new(Mutex::new(Vec::new()));
-/// let tag = |name: &'static str| {
-///     let log = log.clone();
-///     tools::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
-///         let log = log.clone();
-///         Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
-///             let (next, log) = (next.clone(), log.clone());
-///             async move {
-///                 log.lock().unwrap().push(format!("{name} in"));
-///                 let out = next.handle(&ctx, &input).await;
-///                 log.lock().unwrap().push(format!("{name} out"));
-///                 out
-///             }
-///         }))
-///     })
-/// };
-/// let echo = tools::new_tool("echo", "echo", serde_json::json!({"type": "object"}),
-///     |_ctx: ToolContext, input: String| async move { Ok::<_, ToolError>(input) });
-/// let wrapped = tools::wrap_tool(echo, [tag("outer"), tag("inner")]);
-/// assert_eq!(wrapped.name(), "echo");
-/// # tokio_test::block_on(async {
-/// wrapped.handle(&ToolContext::default(), "{}").await?;
-/// # Ok::<(), ToolError>(())
-/// # }).unwrap();
-/// assert_eq!(*log.lock().unwrap(), ["outer in", "inner in", "inner out", "outer out"]);
-/// ```
-pub fn wrap_tool(
-    tool: impl crate::tools::IntoTool,
-    middlewares: impl IntoIterator<Item = ToolMiddleware>,
-) -> Arc<dyn Tool> {
-    let tool = tool.into_tool();
-    let middlewares: Vec<ToolMiddleware> = middlewares.into_iter().collect();
-    if middlewares.is_empty() {
-        return tool;
-    }
-    let mut handler: Arc<dyn Handler> = Arc::new(ToolHandler(tool.clone()));
-    for mw in middlewares.iter().rev() {
-        handler = mw.apply(tool.as_ref(), handler);
-    }
-    Arc::new(WrappedTool {
-        inner: tool,
-        handler,
-    })
 }

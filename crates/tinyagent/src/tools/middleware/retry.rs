@@ -6,8 +6,11 @@ use std::time::Duration;
 use super::{ToolLayer, ToolMiddleware, require_runtime};
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Retries failed calls: TinyAgent's `WithRetry`, with backoff, jitter and a policy on what is
 /// safe to repeat.
@@ -51,7 +54,7 @@ use crate::util::BoxFuture;
 /// ```
 /// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
-/// use tinyagent::tools::{self, RetryLayer, ToolMiddleware};
+/// use tinyagent::tools::{self, middleware::{RetryLayer, ToolMiddleware}};
 ///
 /// let retry: ToolMiddleware = RetryLayer::new(3)
 ///     .base(Duration::from_millis(200))
@@ -123,7 +126,7 @@ impl RetryLayer {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tinyagent::tools::RetryLayer;
+    /// use tinyagent::tools::middleware::RetryLayer;
     ///
     /// let p = RetryLayer::new(5).base(Duration::from_millis(100)).cap(Duration::from_millis(500));
     /// assert_eq!(p.backoff(0), Duration::from_millis(100));
@@ -197,15 +200,15 @@ struct RetryHandler {
 }
 
 impl Handler for RetryHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let mut retries = 0u32;
             loop {
-                let err = match self.next.handle(ctx, input).await {
+                let err = match self.next.call(ctx, input.clone()).await {
                     Ok(output) => return Ok(output),
                     Err(err) => err,
                 };
@@ -220,7 +223,7 @@ impl Handler for RetryHandler {
                 tracing::warn!(
                     gen_ai.tool.name = &*self.tool_name,
                     attempt = attempts,
-                    error = %super::redact::for_log(err.message()),
+                    error = %crate::redact::for_log(err.message()),
                     error.type = err.kind().as_str(),
                     retry_in_ms = delay.as_secs_f64() * 1000.0,
                     "tool call failed, retrying"

@@ -6,8 +6,11 @@ use std::time::Duration;
 use super::{ToolLayer, ToolMiddleware, require_runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// Bounds each call by a deadline: TinyAgent's `WithTimeout`, with real cancellation.
 ///
@@ -72,14 +75,14 @@ struct TimeoutHandler {
 }
 
 impl Handler for TimeoutHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             require_runtime("with_timeout")?;
-            match tokio::time::timeout(self.duration, self.next.handle(ctx, input)).await {
+            match tokio::time::timeout(self.duration, self.next.call(ctx, input)).await {
                 Ok(result) => result,
                 Err(_elapsed) => Err(ToolError::timed_out(format!(
                     "tool execution timed out after {:?}",

@@ -12,8 +12,11 @@ use tower_service::Service;
 use super::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError};
-use crate::tools::{Handler, Tool};
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 /// One tool call as a tower request.
 #[derive(Debug, Clone)]
@@ -24,12 +27,16 @@ pub struct ToolRequest {
     /// The call's context.
     pub context: ToolContext,
     /// The raw arguments.
-    pub input: String,
+    pub input: ToolInput,
 }
 
 impl ToolRequest {
     /// A request to call `tool` with `input`.
-    pub fn new(tool: impl Into<Arc<str>>, context: ToolContext, input: impl Into<String>) -> Self {
+    pub fn new(
+        tool: impl Into<Arc<str>>,
+        context: ToolContext,
+        input: impl Into<ToolInput>,
+    ) -> Self {
         Self {
             tool: tool.into(),
             context,
@@ -59,9 +66,9 @@ impl HandlerService {
 }
 
 impl Service<ToolRequest> for HandlerService {
-    type Response = String;
+    type Response = ToolOutput;
     type Error = ToolError;
-    type Future = BoxFuture<'static, Result<String, ToolError>>;
+    type Future = BoxFuture<'static, Result<ToolOutput, ToolError>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ToolError>> {
         Poll::Ready(Ok(()))
@@ -69,7 +76,7 @@ impl Service<ToolRequest> for HandlerService {
 
     fn call(&mut self, request: ToolRequest) -> Self::Future {
         let handler = self.handler.clone();
-        Box::pin(async move { handler.handle(&request.context, &request.input).await })
+        Box::pin(async move { handler.call(&request.context, request.input).await })
     }
 }
 
@@ -78,7 +85,7 @@ struct TowerLayer<L>(L);
 impl<L, S> ToolLayer for TowerLayer<L>
 where
     L: Layer<HandlerService, Service = S> + Send + Sync + 'static,
-    S: Service<ToolRequest, Response = String> + Clone + Send + 'static,
+    S: Service<ToolRequest, Response = ToolOutput> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send,
 {
@@ -97,15 +104,15 @@ struct TowerHandler<S> {
 
 impl<S> Handler for TowerHandler<S>
 where
-    S: Service<ToolRequest, Response = String> + Clone + Send + 'static,
+    S: Service<ToolRequest, Response = ToolOutput> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         // tower's discipline: clone the service, wait until it is ready, then call it.
         let mut service = self
             .service
@@ -133,8 +140,9 @@ impl ToolMiddleware {
     /// `poll_ready`, then calls it.
     ///
     /// ```
+    /// use tinyagent::tools::ToolInput;
     /// use tinyagent::{ToolContext, ToolError, tools};
-    /// use tinyagent::tools::{ToolMiddleware, ToolRequest};
+    /// use tinyagent::tools::middleware::{ToolMiddleware, ToolRequest};
     /// use tower_layer::layer_fn;
     /// use tower_service::Service;
     /// use std::task::{Context, Poll};
@@ -151,7 +159,7 @@ impl ToolMiddleware {
     ///         self.0.poll_ready(cx)
     ///     }
     ///     fn call(&mut self, mut req: ToolRequest) -> S::Future {
-    ///         req.input = req.input.to_uppercase();
+    ///         req.input = ToolInput::from_text(req.input.text().to_uppercase());
     ///         self.0.call(req)
     ///     }
     /// }
@@ -167,7 +175,7 @@ impl ToolMiddleware {
     pub fn from_tower<L, S>(layer: L) -> Self
     where
         L: Layer<HandlerService, Service = S> + Send + Sync + 'static,
-        S: Service<ToolRequest, Response = String> + Clone + Send + 'static,
+        S: Service<ToolRequest, Response = ToolOutput> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
         S::Future: Send,
     {

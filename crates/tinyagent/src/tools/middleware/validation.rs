@@ -1,15 +1,17 @@
 //! [`with_validation`]: arguments checked against the tool's schema before the handler runs.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{ToolLayer, ToolMiddleware};
+use super::ToolLayer;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tools::SchemaValidator;
-use crate::tools::arguments::{ValidatedArguments, parse_arguments};
-use crate::tools::{Handler, Tool};
+use crate::tools::parse_arguments;
+use crate::tools::schema::SchemaValidator;
 use crate::util::BoxFuture;
+use crate::{
+    Handler, Tool,
+    tools::{ToolInput, ToolOutput},
+};
 
 use serde_json::{Map, Value};
 
@@ -42,7 +44,7 @@ use serde_json::{Map, Value};
 /// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 ///
-/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::with_validation()]);
+/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::middleware::ValidationLayer::new().into()]);
 /// # tokio_test::block_on(async {
 /// let err = calc.handle(&ToolContext::default(), r#"{"operation":"modulo","a":"ten"}"#)
 ///     .await.unwrap_err();
@@ -62,11 +64,6 @@ impl ValidationLayer {
     pub fn new() -> Self {
         Self::default()
     }
-}
-
-/// Checks arguments against the tool's schema before the handler runs; see [`ValidationLayer`].
-pub fn with_validation() -> ToolMiddleware {
-    ValidationLayer::new().into()
 }
 
 impl ToolLayer for ValidationLayer {
@@ -97,33 +94,38 @@ struct ValidationHandler {
 }
 
 impl ValidationHandler {
-    /// The text to forward and its checked value, or `None` when the input goes on as plain
+    /// The input to forward, read and checked, or `None` when the input goes on as plain
     /// text.
-    fn check<'a>(&self, input: &'a str) -> Result<Option<(Cow<'a, str>, Value)>, ToolError> {
-        let trimmed = crate::tools::arguments::trim_json_whitespace(input);
-        if trimmed.is_empty() {
-            let value = Value::Object(Map::new());
-            self.check_value(&value)?;
-            return Ok(Some((Cow::Borrowed("{}"), value)));
-        }
-        let value = match parse_arguments(trimmed) {
-            Ok(value) => value,
-            Err(_) if self.plain_text && !trimmed.starts_with('{') => return Ok(None),
-            Err(err) => return Err(err),
+    fn check(&self, input: &ToolInput) -> Result<Option<ToolInput>, ToolError> {
+        let (text, value) = match input.value() {
+            Some(value) => (input.text(), value.clone()),
+            None => {
+                let trimmed = crate::tools::arguments::trim_json_whitespace(input.text());
+                if trimmed.is_empty() {
+                    let value = Value::Object(Map::new());
+                    self.check_value(&value)?;
+                    return Ok(Some(ToolInput::from_value(value)));
+                }
+                match parse_arguments(trimmed) {
+                    Ok(value) => (trimmed, value),
+                    Err(_) if self.plain_text && !trimmed.starts_with('{') => return Ok(None),
+                    Err(err) => return Err(err),
+                }
+            }
         };
         if self.plain_text && !value.is_object() {
             // A JSON string, number or array: the message itself, for a tool that takes text.
             return Ok(None);
         }
         let Err(first) = self.check_value(&value) else {
-            return Ok(Some((Cow::Borrowed(trimmed), value)));
+            return Ok(Some(input.read(text, value)));
         };
         // `null` where the schema wants no null: read it as left out.
         let Some(cleaned) = without_nulls(&value) else {
             return Err(first);
         };
         self.check_value(&cleaned)?;
-        Ok(Some((Cow::Owned(cleaned.to_string()), cleaned)))
+        Ok(Some(ToolInput::from_value(cleaned)))
     }
 
     fn check_value(&self, value: &Value) -> Result<(), ToolError> {
@@ -162,19 +164,14 @@ pub(crate) fn without_nulls(value: &Value) -> Option<Value> {
 }
 
 impl Handler for ValidationHandler {
-    fn handle<'a>(
+    fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a str,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
-        match self.check(input) {
-            Ok(None) => self.next.handle(ctx, input),
-            Ok(Some((text, value))) => Box::pin(async move {
-                let ctx = ctx
-                    .clone()
-                    .with_extension(ValidatedArguments::new(&text, value));
-                self.next.handle(&ctx, &text).await
-            }),
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        match self.check(&input) {
+            Ok(None) => self.next.call(ctx, input),
+            Ok(Some(checked)) => self.next.call(ctx, checked),
             Err(err) => Box::pin(std::future::ready(Err(err))),
         }
     }

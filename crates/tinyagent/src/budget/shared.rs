@@ -1,5 +1,5 @@
-//! [`Budget`]: what one invocation tree may spend (model calls, tool calls, tokens, wall
-//! time), shared by every agent in it through a [`SharedBudget`].
+//! [`SharedBudget`]: the tally of one invocation tree against its [`Budget`], and what it
+//! reports when something runs out.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,116 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Default of [`Budget::max_model_calls`]: model calls per invocation tree.
-pub const DEFAULT_MAX_MODEL_CALLS: u64 = 64;
-/// Default of [`Budget::max_tool_calls`]: tool calls per invocation tree.
-pub const DEFAULT_MAX_TOOL_CALLS: u64 = 256;
-/// Default of [`Budget::max_tokens`]: input plus output tokens per invocation tree.
-pub const DEFAULT_MAX_TOKENS: u64 = 2_000_000;
-/// Default of [`Budget::max_duration`]: wall time per invocation tree.
-pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(15 * 60);
-
-/// What one invocation tree may spend: a user message, the agent answering it, and every
-/// agent it calls as a tool, at any depth, draw from one budget.
-///
-/// Limits on depth or on steps per agent bound how deep or how long one agent goes, not how
-/// much a tree of agents does: an agent that calls itself as a tool, 16 steps at each of 4
-/// levels, would make hundreds of thousands of model calls for one message. A budget bounds the
-/// whole tree. When any part of it runs out the run ends with
-/// [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted), naming what ran out;
-/// agents deeper in the tree fail the same way, and their callers see that failure as a tool
-/// error first.
-///
-/// The defaults ([`Budget::default`]) are generous for one answer and make runaway trees
-/// impossible: 64 model calls, 256 tool calls, 2,000,000 tokens (input plus output, as the
-/// model reports them) and 15 minutes. [`Budget::unlimited`] turns every limit off.
-///
-/// ```
-/// use std::time::Duration;
-/// use tinyagent::Budget;
-///
-/// let budget = Budget::default().max_model_calls(20).max_duration(Duration::from_secs(60));
-/// assert_eq!(budget.model_calls(), Some(20));
-/// assert_eq!(budget.tool_calls(), Some(256));
-/// assert_eq!(Budget::unlimited().tokens(), None);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
-    model_calls: Option<u64>,
-    tool_calls: Option<u64>,
-    tokens: Option<u64>,
-    duration: Option<Duration>,
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Self {
-            model_calls: Some(DEFAULT_MAX_MODEL_CALLS),
-            tool_calls: Some(DEFAULT_MAX_TOOL_CALLS),
-            tokens: Some(DEFAULT_MAX_TOKENS),
-            duration: Some(DEFAULT_MAX_DURATION),
-        }
-    }
-}
-
-impl Budget {
-    /// No limits at all; add some with the setters.
-    pub const fn unlimited() -> Self {
-        Self {
-            model_calls: None,
-            tool_calls: None,
-            tokens: None,
-            duration: None,
-        }
-    }
-
-    /// The most model calls in the tree.
-    pub const fn max_model_calls(mut self, n: u64) -> Self {
-        self.model_calls = Some(n);
-        self
-    }
-
-    /// The most tool calls run in the tree (calls refused before they run, such as unknown
-    /// tools, do not count).
-    pub const fn max_tool_calls(mut self, n: u64) -> Self {
-        self.tool_calls = Some(n);
-        self
-    }
-
-    /// The most tokens, input plus output, that the tree's model calls may report.
-    pub const fn max_tokens(mut self, n: u64) -> Self {
-        self.tokens = Some(n);
-        self
-    }
-
-    /// The most wall time from the start of the top invocation. Needs a Tokio runtime with its
-    /// time driver to interrupt a model or tool call in flight; without a runtime, it is
-    /// checked between calls.
-    pub const fn max_duration(mut self, d: Duration) -> Self {
-        self.duration = Some(d);
-        self
-    }
-
-    /// The model-call limit, if any.
-    pub const fn model_calls(&self) -> Option<u64> {
-        self.model_calls
-    }
-
-    /// The tool-call limit, if any.
-    pub const fn tool_calls(&self) -> Option<u64> {
-        self.tool_calls
-    }
-
-    /// The token limit, if any.
-    pub const fn tokens(&self) -> Option<u64> {
-        self.tokens
-    }
-
-    /// The wall-time limit, if any.
-    pub const fn duration(&self) -> Option<Duration> {
-        self.duration
-    }
-}
+use super::Budget;
 
 /// What ran out; see [`BudgetExceeded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -216,9 +107,9 @@ struct Inner {
 /// [`Invocation::child`]: crate::Invocation::child
 ///
 /// ```
-/// use tinyagent::{Budget, BudgetResource, SharedBudget};
+/// use tinyagent::{Budget, budget::{BudgetResource, SharedBudget}};
 ///
-/// let budget = SharedBudget::new(Budget::unlimited().max_model_calls(2));
+/// let budget = SharedBudget::new(Budget::UNLIMITED.max_model_calls(2));
 /// let nested = budget.clone();
 /// budget.charge_model_call().unwrap();
 /// nested.charge_model_call().unwrap();
@@ -271,7 +162,7 @@ impl SharedBudget {
     pub fn deadline(&self) -> Option<Instant> {
         self.0
             .limits
-            .duration
+            .max_duration
             .and_then(|d| self.0.started.checked_add(d))
     }
 
@@ -300,13 +191,13 @@ impl SharedBudget {
         if let Some(exceeded) = self.exceeded() {
             return Err(exceeded);
         }
-        if let Some(max) = self.0.limits.duration {
+        if let Some(max) = self.0.limits.max_duration {
             let elapsed = self.0.started.elapsed();
             if elapsed >= max {
                 return Err(self.wall_time_exceeded());
             }
         }
-        if let Some(max) = self.0.limits.tokens {
+        if let Some(max) = self.0.limits.max_tokens {
             let used = self.0.tokens.load(Ordering::Relaxed);
             if used >= max {
                 return Err(self.exceed(BudgetExceeded {
@@ -321,7 +212,7 @@ impl SharedBudget {
 
     /// The wall-time budget, recorded as run out.
     pub fn wall_time_exceeded(&self) -> BudgetExceeded {
-        let max = self.0.limits.duration.unwrap_or_default();
+        let max = self.0.limits.max_duration.unwrap_or_default();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         self.exceed(BudgetExceeded {
             resource: BudgetResource::WallTime,
@@ -352,7 +243,7 @@ impl SharedBudget {
     pub fn charge_model_call(&self) -> Result<(), BudgetExceeded> {
         self.charge(
             &self.0.model_calls,
-            self.0.limits.model_calls,
+            self.0.limits.max_model_calls,
             BudgetResource::ModelCalls,
         )
     }
@@ -361,7 +252,7 @@ impl SharedBudget {
     pub fn charge_tool_call(&self) -> Result<(), BudgetExceeded> {
         self.charge(
             &self.0.tool_calls,
-            self.0.limits.tool_calls,
+            self.0.limits.max_tool_calls,
             BudgetResource::ToolCalls,
         )
     }

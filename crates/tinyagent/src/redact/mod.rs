@@ -1,5 +1,6 @@
-//! Redaction of text meant for logs: secrets under sensitive keys and credentials inside
-//! values, in JSON and in free text alike.
+//! Redaction of text meant for logs and for people: secrets under sensitive keys and
+//! credentials inside values, in JSON and in free text alike ([`text`], [`json`]), and the
+//! credentials of URLs ([`url`]).
 
 use std::sync::LazyLock;
 
@@ -76,7 +77,7 @@ fn words(key: &str) -> impl Iterator<Item = String> + '_ {
     out.into_iter()
 }
 
-/// Whether the values of `key` are secrets: see [`Logging`](super::LoggingLayer) for the list.
+/// Whether the values of `key` are secrets: see [`LoggingLayer`](crate::tools::middleware::LoggingLayer) for the list.
 pub(crate) fn is_sensitive(key: &str, extra: &[String]) -> bool {
     let normalized = normalize_key(key);
     SENSITIVE_FRAGMENTS.iter().any(|f| normalized.contains(f))
@@ -300,34 +301,34 @@ pub(crate) fn for_log(text: &str) -> String {
 /// (`Authorization: Bearer …`, `https://user:password@host`, well-known token shapes such as
 /// `sk-…`, `ghp_…`, `AKIA…`, JWTs, PEM private keys) are replaced by `[REDACTED]`.
 ///
-/// This is what [`Logging`](super::LoggingLayer) applies to everything it logs: arguments,
-/// results and error messages. Keys are those listed on [`Logging`](super::LoggingLayer).
+/// This is what [`LoggingLayer`](crate::tools::middleware::LoggingLayer) applies to everything it logs: arguments,
+/// results and error messages. Keys are those listed on [`LoggingLayer`](crate::tools::middleware::LoggingLayer).
 ///
 /// ```
-/// use tinyagent::tools::redact_text;
+/// use tinyagent::redact;
 ///
-/// assert_eq!(redact_text(r#"{"user":"ann","pwd":"hunter2"}"#), r#"{"user":"ann","pwd":"[REDACTED]"}"#);
-/// let line = redact_text("GET https://ann:hunter2@example.com/x?api_key=k123&q=1 with Bearer abcdef123456");
+/// assert_eq!(redact::text(r#"{"user":"ann","pwd":"hunter2"}"#), r#"{"user":"ann","pwd":"[REDACTED]"}"#);
+/// let line = redact::text("GET https://ann:hunter2@example.com/x?api_key=k123&q=1 with Bearer abcdef123456");
 /// assert!(!line.contains("hunter2") && !line.contains("k123") && !line.contains("abcdef123456"), "{line}");
 /// assert!(line.contains("q=1"), "{line}");
 /// // Truncated JSON is still redacted.
-/// assert!(!redact_text(r#"{"password": "S3CR3T", "city": "北"#).contains("S3CR3T"));
+/// assert!(!redact::text(r#"{"password": "S3CR3T", "city": "北"#).contains("S3CR3T"));
 /// ```
-pub fn redact_text(text: &str) -> String {
+pub fn text(text: &str) -> String {
     redact_with(text, &[])
 }
 
 /// Replaces the values of sensitive keys in a JSON text with `[REDACTED]`, at any depth, with
-/// the built-in list of keys described on [`Logging`](super::LoggingLayer), and credentials inside
-/// its strings; text that is not JSON is redacted as free text (see [`redact_text`]).
+/// the built-in list of keys described on [`LoggingLayer`](crate::tools::middleware::LoggingLayer), and credentials inside
+/// its strings; text that is not JSON is redacted as free text (see [`text`]).
 ///
 /// ```
-/// use tinyagent::tools::redact_json;
+/// use tinyagent::redact;
 ///
-/// let out = redact_json(r#"{"user":"ann","password":"hunter2","auth":{"API-Key":"k"}}"#);
+/// let out = redact::json(r#"{"user":"ann","password":"hunter2","auth":{"API-Key":"k"}}"#);
 /// assert_eq!(out, r#"{"user":"ann","password":"[REDACTED]","auth":"[REDACTED]"}"#);
 /// ```
-pub fn redact_json(text: &str) -> String {
+pub fn json(text: &str) -> String {
     redact_with(text, &[])
 }
 
@@ -417,20 +418,20 @@ fn redact_one_url(url: &str) -> String {
 /// command line's `--json` output, the server's pages) shows it through this function.
 ///
 /// ```
-/// use tinyagent::tools::redact_url;
+/// use tinyagent::redact;
 ///
 /// assert_eq!(
-///     redact_url("could not connect to http://ann:hunter2@127.0.0.1:1/v1"),
+///     redact::url("could not connect to http://ann:hunter2@127.0.0.1:1/v1"),
 ///     "could not connect to http://ann:[REDACTED]@127.0.0.1:1/v1"
 /// );
 /// assert_eq!(
-///     redact_url("https://g.example/v1beta/models?key=AIzaK3Y&alt=sse"),
+///     redact::url("https://g.example/v1beta/models?key=AIzaK3Y&alt=sse"),
 ///     "https://g.example/v1beta/models?key=[REDACTED]&alt=sse"
 /// );
-/// assert_eq!(redact_url("https://ghp_T0K3N@git.example/x"), "https://[REDACTED]@git.example/x");
-/// assert_eq!(redact_url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
+/// assert_eq!(redact::url("https://ghp_T0K3N@git.example/x"), "https://[REDACTED]@git.example/x");
+/// assert_eq!(redact::url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
 /// ```
-pub fn redact_url(text: &str) -> String {
+pub fn url(text: &str) -> String {
     if !text.contains("://") {
         return text.to_owned();
     }
@@ -439,175 +440,4 @@ pub fn redact_url(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_lose_their_credentials_and_nothing_else() {
-        for (text, secret, kept) in [
-            (
-                "postgres://app:pa55@db:5432/x",
-                "pa55",
-                "postgres://app:[REDACTED]@db:5432/x",
-            ),
-            (
-                "redis://:pa55@127.0.0.1:6379/0",
-                "pa55",
-                "redis://[REDACTED]@127.0.0.1:6379/0",
-            ),
-            (
-                "error sending request for url (http://u:pa55@h/v1/chat?x=1)",
-                "pa55",
-                "(http://u:[REDACTED]@h/v1/chat?x=1)",
-            ),
-            (
-                "https://s3.example/o?X-Amz-Signature=abc123&X-Amz-Date=1",
-                "abc123",
-                "X-Amz-Date=1",
-            ),
-            (
-                "GET https://api.example/x?access_token=t0k&page=2#top and more",
-                "t0k",
-                "page=2#top and more",
-            ),
-            (
-                "\"http://user:pa55@h:1\"",
-                "pa55",
-                "\"http://user:[REDACTED]@h:1\"",
-            ),
-        ] {
-            let out = redact_url(text);
-            assert!(!out.contains(secret), "{text} -> {out}");
-            assert!(out.contains(kept), "{text} -> {out}");
-        }
-        for plain in [
-            "http://127.0.0.1:8080/v1",
-            "https://example.com/a@b",
-            "mailto ann@example.com",
-            "https://api.example/search?q=key&page=2",
-            "no url here: a=b",
-        ] {
-            assert_eq!(redact_url(plain), plain);
-        }
-    }
-
-    #[test]
-    fn sensitive_keys() {
-        for key in [
-            "password",
-            "Password",
-            "db_password",
-            "token",
-            "access_token",
-            "refreshToken",
-            "secret",
-            "client-secret",
-            "api_key",
-            "X-API-KEY",
-            "authorization",
-            "auth",
-            "cookie",
-            "pwd",
-            "pass",
-            "DB_PASS",
-            "pin",
-            "pin_code",
-            "otp",
-            "ssh_key",
-            "aws_access_key_id",
-            "aws_secret_access_key",
-            "private_key",
-            "session_id",
-            "cvv",
-        ] {
-            assert!(is_sensitive(key, &[]), "{key}");
-        }
-        for key in [
-            "max_tokens",
-            "city",
-            "author",
-            "user",
-            "tokens_used",
-            "shipping",
-            "bypass",
-            "spinner",
-            "pinned",
-            "compass",
-            "keyword",
-        ] {
-            assert!(!is_sensitive(key, &[]), "{key}");
-        }
-        assert!(is_sensitive("SSN", &[normalize_key("ssn")]));
-    }
-
-    #[test]
-    fn json_redaction_is_deep_and_keeps_other_values() {
-        let out = redact_json(r#"{"a":[{"token":"t1"},{"b":1}],"nested":{"secret":{"x":1}}}"#);
-        assert_eq!(
-            out,
-            r#"{"a":[{"token":"[REDACTED]"},{"b":1}],"nested":{"secret":"[REDACTED]"}}"#
-        );
-        let out = redact_json(r#"{"header":"Authorization: Bearer abc.def-ghi_123","n":1}"#);
-        assert_eq!(
-            out,
-            r#"{"header":"Authorization: [REDACTED] [REDACTED]","n":1}"#
-        );
-    }
-
-    #[test]
-    fn free_text_redaction() {
-        for (text, secret, kept) in [
-            ("not json password=1", "=1", "not json password="),
-            (
-                r#"{"password":"S3CR3T","city":"x""#,
-                "S3CR3T",
-                "\"city\":\"x\"",
-            ),
-            (
-                r#"input was "{\"password\":\"S3CR3T\",\"a\":1}""#,
-                "S3CR3T",
-                r#"\"a\":1"#,
-            ),
-            (
-                "curl -H 'Authorization: Bearer eyJabc.def' https://u:p4ss@h.example/x",
-                "p4ss",
-                "https://u:",
-            ),
-            (
-                "https://api.example/v1?api_key=k-123456&page=2",
-                "k-123456",
-                "page=2",
-            ),
-            (
-                "key sk-abcdefghijklmnop1234 used",
-                "sk-abcdefghijklmnop1234",
-                "key ",
-            ),
-            ("AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP", ""),
-            (
-                "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
-                "MIIEabc",
-                "BEGIN RSA PRIVATE KEY",
-            ),
-            ("pin: 1234, otp=987654; city: 北京", "1234", "city: 北京"),
-            (
-                r#"/password: ["S3CR3T", {"a": "]"}] is not of type "string"; /city: 1"#,
-                "S3CR3T",
-                "is not of type",
-            ),
-        ] {
-            let out = redact_text(text);
-            assert!(!out.contains(secret), "{text} -> {out}");
-            assert!(out.contains(kept), "{text} -> {out}");
-            assert!(out.contains(REDACTED), "{text} -> {out}");
-        }
-        for harmless in [
-            "北京 sunny, 22.5°C",
-            "basic arithmetic: 2 + 2 = 4",
-            "the token expired; ask again",
-            r#"{"city":"北京","max_tokens":20,"author":"ann"}"#,
-        ] {
-            assert_eq!(redact_text(harmless), harmless);
-        }
-    }
-}
+mod tests;

@@ -357,7 +357,7 @@ fn strip_null(value: &mut Value) {
 ///
 /// ```
 /// use serde_json::json;
-/// use tinyagent::tools::strict_schema;
+/// use tinyagent::tools::schema::strict_schema;
 ///
 /// let schema = json!({
 ///     "type": "object",

@@ -1,0 +1,205 @@
+//! Serving a [`Server`]: its router, and [`Server::serve`] on a listener of one's own.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use tinyagent::agent::SessionRunner;
+use tinyagent_http::serve::ConnLimits;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower_layer::Layer;
+
+use crate::guard::{FrontLayer, SitePolicy};
+use crate::keys::{ANONYMOUS, KeyRing};
+use crate::server::{ServeError, Server};
+use crate::state::{AppState, Limits};
+
+impl Server {
+    /// The routes, to serve or to mount in an app of your own (`Router::nest`, `merge`).
+    ///
+    /// Mounted this way, the routes enforce the keys, body size, time and concurrency limits
+    /// themselves; the choice of address (and whether a server without keys may listen on
+    /// it) is the app's. [`serve`](Self::serve) makes it for you.
+    pub fn router(self) -> Router {
+        let (router, site, _) = self.into_parts(Arc::new(AtomicBool::new(false)));
+        // Every route behind the front door (request ids, the cross-site checks).
+        router.layer(FrontLayer::new(site))
+    }
+
+    /// The routes (without the front door), the host and origin policy, and the limits.
+    fn into_parts(self, draining: Arc<AtomicBool>) -> (Router, Arc<SitePolicy>, Limits) {
+        let limits = self.limits;
+        let runners = self
+            .agents
+            .iter()
+            .map(|agent| {
+                let runner =
+                    SessionRunner::new(agent.clone(), self.store.clone()).on_busy(self.on_busy);
+                (agent.name().to_owned(), runner)
+            })
+            .collect();
+        let mut slots: HashMap<String, Arc<Semaphore>> = HashMap::new();
+        for (id, _) in &self.keys {
+            slots.insert(
+                id.clone(),
+                Arc::new(Semaphore::new(limits.max_concurrent_per_key)),
+            );
+        }
+        slots.insert(
+            ANONYMOUS.to_owned(),
+            Arc::new(Semaphore::new(limits.max_concurrent_per_key)),
+        );
+        let site = Arc::new(self.site);
+        let state = AppState {
+            agents: self.agents,
+            runners,
+            store: self.store,
+            keys: KeyRing::new(self.keys),
+            slots,
+            limits,
+            draining,
+            page: self.page,
+            client_instructions: self.client_instructions,
+            client_tool_results: self.client_tool_results,
+            tenancy: self.tenancy,
+        };
+        (crate::routes::router(Arc::new(state)), site, limits)
+    }
+
+    /// Why the server may not serve on `addr`, if it may not.
+    fn cannot_serve_on(&self, addr: SocketAddr) -> Option<ServeError> {
+        if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
+            Some(ServeError::Unauthenticated { addr })
+        } else if self.agents.is_empty() {
+            Some(ServeError::NoAgents)
+        } else {
+            None
+        }
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then stops accepting connections and
+    /// lets the answers in flight finish, for at most the [drain
+    /// timeout](Self::drain_timeout).
+    ///
+    /// Refuses to start without API keys on an address other than loopback, unless
+    /// [`allow_unauthenticated`](Self::allow_unauthenticated) says so.
+    ///
+    /// ```no_run
+    /// # async fn run(server: tinyagent_server::Server) -> Result<(), tinyagent_server::ServeError> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// server.serve(listener, async { tokio::signal::ctrl_c().await.ok(); }).await
+    /// # }
+    /// ```
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let addr = listener.local_addr()?;
+        if let Some(problem) = self.cannot_serve_on(addr) {
+            return Err(problem);
+        }
+        if self.keys.is_empty() {
+            tracing::warn!(%addr, "serving without API keys: anyone who can reach the address may use the agents");
+        }
+        let draining = Arc::new(AtomicBool::new(false));
+        let (router, site, limits) = self.into_parts(draining.clone());
+        // The front door wraps the router once (not each route, as `Router::layer` would).
+        let service = FrontLayer::new(site).layer(router);
+        let stop = async move {
+            shutdown.await;
+            draining.store(true, Ordering::SeqCst);
+            tracing::info!(
+                "shutting down: no new connections; letting the answers in flight finish"
+            );
+        };
+        tracing::info!(%addr, "serving");
+        let conn_limits = ConnLimits::new(limits.header_timeout, limits.max_connections)
+            .write_timeout(limits.write_timeout);
+        let (drained, cut) = crate::listen::serve(listener, service, conn_limits, stop).await;
+        if tokio::time::timeout(limits.drain_timeout, drained)
+            .await
+            .is_err()
+        {
+            let _ = cut.send(true);
+            tracing::warn!(
+                drain_timeout_ms = limits.drain_timeout.as_millis() as u64,
+                "answers still in flight after the drain timeout were cut"
+            );
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinyagent::LlmAgent;
+    use tinyagent::testing::ScriptedModel;
+
+    fn agent() -> LlmAgent {
+        LlmAgent::builder("a")
+            .model(ScriptedModel::new([]))
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn without_keys_only_loopback_is_served_unless_allowed() {
+        let open: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let v6: SocketAddr = "[::]:8080".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let local6: SocketAddr = "[::1]:8080".parse().unwrap();
+        let server = Server::new().agent(agent());
+        for addr in [open, v6] {
+            let problem = server.cannot_serve_on(addr).expect("refused");
+            assert!(matches!(problem, ServeError::Unauthenticated { .. }));
+            assert!(
+                problem.to_string().contains("without API keys"),
+                "{problem}"
+            );
+        }
+        assert!(server.cannot_serve_on(local).is_none());
+        assert!(server.cannot_serve_on(local6).is_none());
+        let server = server.allow_unauthenticated(true);
+        assert!(server.cannot_serve_on(open).is_none());
+        let server = Server::new().agent(agent()).api_key("k");
+        assert!(server.cannot_serve_on(open).is_none());
+        // An empty key is no key.
+        let server = Server::new().agent(agent()).api_key("");
+        assert!(server.cannot_serve_on(open).is_some());
+    }
+
+    #[test]
+    fn a_server_needs_an_agent() {
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(matches!(
+            Server::new().cannot_serve_on(local),
+            Some(ServeError::NoAgents)
+        ));
+    }
+
+    #[test]
+    fn an_agent_of_the_same_name_replaces_the_earlier_one() {
+        let server = Server::new().agent(agent()).agent(agent());
+        assert_eq!(server.agents.len(), 1);
+        let debug = format!("{server:?}");
+        assert!(debug.contains("keys: 0"), "{debug}");
+    }
+
+    #[test]
+    fn keys_are_found_by_value_and_never_printed() {
+        let server = Server::new().api_key("sk-1").named_api_key("ops", "sk-2");
+        assert!(!format!("{server:?}").contains("sk-"));
+        let ring = KeyRing::new(server.keys);
+        assert_eq!(ring.find(b"sk-1").map(|n| &**n), Some("key-1"));
+        assert_eq!(ring.find(b"sk-2").map(|n| &**n), Some("ops"));
+        assert_eq!(ring.find(b"sk-"), None);
+        assert_eq!(ring.find(b""), None);
+    }
+}

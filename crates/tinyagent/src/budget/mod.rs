@@ -1,0 +1,11 @@
+//! What one invocation tree may spend, beyond the [`Budget`](crate::Budget) itself: the
+//! [`SharedBudget`] every agent of the tree draws from, what ran out, and the defaults.
+
+pub(crate) mod limits;
+mod shared;
+
+pub(crate) use limits::Budget;
+pub use limits::{
+    DEFAULT_MAX_DURATION, DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS,
+};
+pub use shared::{BudgetExceeded, BudgetResource, BudgetUsage, SharedBudget};
