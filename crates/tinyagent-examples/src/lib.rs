@@ -245,3 +245,14 @@ pub async fn run_demo_turns(
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guides' examples, compiled and run as doc tests.
+#[cfg(doctest)]
+pub mod guides {
+    #[doc = include_str!("../../../docs/sessions.md")]
+    pub struct Sessions;
+    #[doc = include_str!("../../../docs/providers.md")]
+    pub struct Providers;
+    #[doc = include_str!("../../../docs/mcp.md")]
+    pub struct Mcp;
+}

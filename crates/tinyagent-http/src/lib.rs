@@ -31,6 +31,7 @@ mod call;
 mod config_error;
 mod errors;
 mod limits;
+mod protocol;
 mod settings;
 mod turns;
 
@@ -43,13 +44,14 @@ pub mod testing;
 pub use body::{
     BOM, BodyError, content_type, guarded, read_body, read_error_body, strip_bom, without_bom,
 };
-pub use call::{Decoder, Flow, Protocol, Transport};
+pub use call::Transport;
 pub use config_error::{ConfigError, check_base_url_and_model};
 pub use errors::{
     bounded, field_text, parse_json, parse_shape, retry_after, serialize, snippet, too_large,
     transport_error, unexpected_body,
 };
 pub use limits::{Attempts, Limit, backoff, far_future, secs};
+pub use protocol::{Decoder, Flow, Protocol};
 pub use settings::{
     EnvSettings, HttpConfig, HttpSettings, build_client, env_settings, is_http_url, key_header,
 };

@@ -16,8 +16,8 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use tinyagent::{ModelError, model::ModelErrorKind};
 
 use crate::backend;
-use crate::model::{Completion, Speed};
 use crate::prefix::PrefixCache;
+use crate::speed::{Completion, Speed};
 
 /// One generation's settings.
 #[derive(Debug, Clone)]
@@ -65,6 +65,11 @@ fn context_to_allocate(window: u32, prompt_tokens: usize, max_tokens: u32) -> u3
 
 fn other(message: String) -> ModelError {
     ModelError::other(message).retryable(false)
+}
+
+/// The error of a generation the caller stopped waiting for.
+pub(crate) fn cancelled() -> ModelError {
+    ModelError::new(ModelErrorKind::Cancelled, "generation cancelled").retryable(false)
 }
 
 /// A point in a [`Decoder`]'s context (see [`Decoder::mark`]).
@@ -564,78 +569,4 @@ fn argmax(values: impl Iterator<Item = (usize, f32)>) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_context_allocated_fits_the_prompt_within_the_window() {
-        // Short prompts: the 2048 tokens every call had before.
-        assert_eq!(context_to_allocate(32_768, 300, 256), 2048);
-        // A long prompt (500 tools): what it needs, rounded up, within the window.
-        let n = context_to_allocate(32_768, 22_960, 256);
-        assert!(
-            n >= 22_960 + 256 && n.is_multiple_of(512) && n <= 32_768,
-            "{n}"
-        );
-        // Never more than the window, however long the prompt.
-        assert_eq!(context_to_allocate(4096, 30_000, 256), 4096);
-        assert_eq!(context_to_allocate(1024, 10, 256), 1024);
-        assert_eq!(
-            context_to_allocate(u32::MAX, usize::MAX, u32::MAX),
-            u32::MAX
-        );
-    }
-
-    #[test]
-    fn utf8_split_across_tokens_waits_for_the_rest() {
-        let bytes = "北京".as_bytes();
-        let mut pending = bytes[..2].to_vec();
-        assert_eq!(take_utf8(&mut pending), "");
-        pending.extend_from_slice(&bytes[2..4]);
-        assert_eq!(take_utf8(&mut pending), "北");
-        pending.extend_from_slice(&bytes[4..]);
-        assert_eq!(take_utf8(&mut pending), "京");
-        let mut bad = vec![b'a', 0xff, b'b'];
-        assert_eq!(take_utf8(&mut bad), "a\u{fffd}b");
-    }
-
-    #[test]
-    fn argmax_skips_masked_tokens() {
-        let v = [
-            (0, 1.0),
-            (1, f32::INFINITY),
-            (2, 3.0),
-            (3, f32::NEG_INFINITY),
-        ];
-        assert_eq!(argmax(v.into_iter()), Some(2));
-        assert_eq!(argmax([(0, f32::NEG_INFINITY)].into_iter()), None);
-    }
-
-    #[test]
-    fn loops_are_found_and_varied_text_is_not() {
-        let t = |v: &[i32]| v.iter().map(|&i| LlamaToken(i)).collect::<Vec<_>>();
-        assert_eq!(repeating_tail(&t(&[1, 2, 3, 4, 5, 6, 7, 8, 9])), None);
-        assert_eq!(repeating_tail(&t(&[9; 7])), None);
-        assert!(repeating_tail(&t(&[9; 8])).is_some());
-        let mut phrase: Vec<i32> = (100..120).collect();
-        let once = phrase.clone();
-        assert_eq!(repeating_tail(&t(&phrase)), None);
-        phrase.extend(&once);
-        assert_eq!(repeating_tail(&t(&phrase)), Some(20));
-        // A short run must come back three times before it counts.
-        assert_eq!(repeating_tail(&t(&[5, 1, 2, 3, 4, 1, 2, 3, 4])), None);
-        assert_eq!(
-            repeating_tail(&t(&[5, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4])),
-            Some(5)
-        );
-    }
-
-    #[test]
-    fn log_softmax_is_a_distribution() {
-        let lp = log_softmax(&[1.0, 2.0, 3.0, f32::NEG_INFINITY]);
-        let total: f64 = lp.iter().map(|v| v.exp()).sum();
-        assert!((total - 1.0).abs() < 1e-9, "{lp:?}");
-        assert!(lp[2] > lp[1] && lp[1] > lp[0]);
-        assert_eq!(lp[3], f64::NEG_INFINITY);
-    }
-}
+mod tests;

@@ -31,6 +31,7 @@ mod locate;
 mod model;
 mod prefix;
 mod prompt;
+mod speed;
 
 use std::sync::OnceLock;
 
@@ -42,7 +43,8 @@ pub use config::{
 };
 #[allow(deprecated)]
 pub use locate::{DEFAULT_MODEL_FILE, ENV_MODEL, MODEL_ENV, find_default_model};
-pub use model::{Completion, LlamaModel, Speed};
+pub use model::LlamaModel;
+pub use speed::{Completion, Speed};
 
 /// llama.cpp's process-wide backend, started once; its logs go to `tracing`.
 fn backend() -> Result<&'static LlamaBackend, ModelError> {

@@ -7,28 +7,26 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use futures::channel::mpsc::UnboundedSender;
 use futures::stream::{self, BoxStream};
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel as RawModel};
 use serde_json::json;
 use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{
-    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Part, Role, Usage,
-    model::{FinishReason, ModelErrorKind, ModelEvent, ToolDefinition},
+    BoxFuture, Model, ModelError, ModelRequest, ModelResponse,
+    model::{ModelErrorKind, ModelEvent},
 };
 
 use crate::engine::{self, Decoder, Job, Stop};
 use crate::locate::{check_gguf, find_default_model};
 use crate::prefix::PrefixCache;
-use crate::prompt::{self, ChatTurn, Format, JsonOutput, Output, Style};
+use crate::prompt::{self, ChatTurn, Format, JsonOutput, Style};
 use crate::{LlamaConfig, ToolFormat, ToolPrompt, ToolSelection, backend};
 
 mod fields;
 mod respond;
-mod speed;
 
-pub use speed::{Completion, Speed};
+use crate::speed::{Completion, Speed};
 
 /// A [`Model`] that runs a GGUF model in-process through llama.cpp: no network, no API key.
 ///
@@ -506,27 +504,6 @@ impl LlamaModel {
     }
 }
 
-fn add(a: Usage, b: Usage) -> Usage {
-    a + b
-}
-
-/// The usage of what `done` read and wrote: every prompt token counts as input, the cached
-/// ones also as cached input.
-fn usage(done: &Speed) -> Usage {
-    let mut usage = Usage::new(
-        (done.prompt_tokens + done.cached_tokens) as u64,
-        done.output_tokens as u64,
-    );
-    if done.cached_tokens > 0 {
-        usage.cached_input_tokens = Some(done.cached_tokens as u64);
-    }
-    usage
-}
-
-fn cancelled() -> ModelError {
-    ModelError::new(ModelErrorKind::Cancelled, "generation cancelled").retryable(false)
-}
-
 /// The call syntax the model's chat template teaches (the model was trained on it):
 /// [`Format::Hermes`] for Qwen 2.5 and Hermes-style templates, [`Format::Tagged`] for other
 /// templates with a `<tool_call>` or `<tools>` section, else [`Format::Json`].
@@ -617,17 +594,4 @@ impl Model for LlamaModel {
 }
 
 #[cfg(test)]
-mod template_tests {
-    use super::*;
-
-    #[test]
-    fn the_call_syntax_follows_the_chat_template() {
-        // Qwen 2.5's template (its tool section, as the GGUF file stores it).
-        let qwen = r#"{{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }} {{- '\n<tool_response>\n' }}"#;
-        assert_eq!(format_of_template(qwen), Format::Hermes);
-        let listed = "<tools>{{ tools }}</tools> reply <tool_call>[...]</tool_call>, results <tool_response>";
-        assert_eq!(format_of_template(listed), Format::Tagged);
-        let smollm2 = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}";
-        assert_eq!(format_of_template(smollm2), Format::Json);
-    }
-}
+mod template_tests;

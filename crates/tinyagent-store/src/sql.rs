@@ -1,4 +1,4 @@
-//! What the SQL stores share: the schema and its migrations, and (in `sql_store`) the
+//! What the SQL stores share: the schema and its migrations, the row helpers, and (in `sql_store`) the
 //! store's operations, written once as a macro over the sqlx driver (the SQL is the same for
 //! SQLite and PostgreSQL but for locking clauses).
 //!
@@ -12,6 +12,8 @@
 //!   as JSON text in its serde shape, `seq` counts from 0;
 //! - `tinyagent_state (session_id, key, value)`: `value` is JSON text;
 //! - `tinyagent_locks (id, token, until_us)`: the leases of [`SessionStore::lock`](tinyagent::store::SessionStore::lock).
+
+use tinyagent::store::{SessionInfo, StoreError, from_micros};
 
 /// The schema, one migration per version: migration *n* (counting from 1) takes the schema
 /// from version *n − 1* to *n*. Applied in order on connect, each in the transaction that
@@ -76,4 +78,37 @@ pub(crate) fn expiry(
         None => crate::codec::ttl_micros(store?),
     };
     Some(now.saturating_add(ttl))
+}
+
+/// The time now, in the tables' microseconds.
+pub(crate) fn now_micros() -> i64 {
+    tinyagent::store::micros(std::time::SystemTime::now())
+}
+
+/// The columns of a session row: version, message_count, created_at, updated_at,
+/// expires_at, ttl_us, owner.
+pub(crate) type Row = (i64, i64, i64, i64, Option<i64>, Option<i64>, String);
+
+/// Whether a session row has not expired at `now`.
+pub(crate) fn live(row: &Row, now: i64) -> bool {
+    row.4.is_none_or(|at| at > now)
+}
+
+/// A non-negative count column as `u64`, or the session is corrupt.
+pub(crate) fn count(session: &str, what: &str, n: i64) -> Result<u64, StoreError> {
+    u64::try_from(n)
+        .map_err(|_| StoreError::corrupt(session, format!("its {what} is negative ({n})")))
+}
+
+/// A session's listing entry from its row.
+pub(crate) fn info(id: &str, row: &Row) -> Result<SessionInfo, StoreError> {
+    let mut stored = tinyagent::store::StoredSession::empty(id);
+    stored.version = count(id, "version", row.0)?;
+    stored.created_at = from_micros(row.2);
+    stored.updated_at = from_micros(row.3);
+    stored.expires_at = row.4.map(from_micros);
+    stored.owner = row.6.clone();
+    let mut info = stored.info();
+    info.message_count = count(id, "message count", row.1)?;
+    Ok(info)
 }

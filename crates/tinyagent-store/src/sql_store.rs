@@ -14,49 +14,19 @@ macro_rules! sql_store {
         for_update: $for_update:literal,
         serialize_migrations: $serialize:literal $(,)?
     ) => {
-        use std::time::{Duration, SystemTime};
+        use std::time::Duration;
 
         use tinyagent::store::{
             Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore,
-            StoreError, StoredSession, check_session_id, from_micros, micros,
+            StoreError, StoredSession, check_session_id,
         };
         use tinyagent::BoxFuture;
 
         use crate::codec::{decode_message, decode_value, encode_message, encode_value};
-        use crate::sql::{MIGRATIONS, SCHEMA_VERSION, expiry, own_ttl_column};
+        use crate::sql::{MIGRATIONS, Row, SCHEMA_VERSION, count, expiry, info, live, now_micros, own_ttl_column};
 
         fn db_err(err: sqlx::Error) -> StoreError {
             StoreError::backend($name, err)
-        }
-
-        fn now_micros() -> i64 {
-            micros(SystemTime::now())
-        }
-
-        /// The columns of a session row: version, message_count, created_at, updated_at,
-        /// expires_at, ttl_us, owner.
-        type Row = (i64, i64, i64, i64, Option<i64>, Option<i64>, String);
-
-        fn live(row: &Row, now: i64) -> bool {
-            row.4.is_none_or(|at| at > now)
-        }
-
-        fn count(session: &str, what: &str, n: i64) -> Result<u64, StoreError> {
-            u64::try_from(n).map_err(|_| {
-                StoreError::corrupt(session, format!("its {what} is negative ({n})"))
-            })
-        }
-
-        fn info(id: &str, row: &Row) -> Result<SessionInfo, StoreError> {
-            let mut stored = StoredSession::empty(id);
-            stored.version = count(id, "version", row.0)?;
-            stored.created_at = from_micros(row.2);
-            stored.updated_at = from_micros(row.3);
-            stored.expires_at = row.4.map(from_micros);
-            stored.owner = row.6.clone();
-            let mut info = stored.info();
-            info.message_count = count(id, "message count", row.1)?;
-            Ok(info)
         }
 
         /// Applies the migrations this database has not seen yet.

@@ -13,8 +13,14 @@
 use serde_json::Value;
 
 use super::respond::lead_with_space;
-use super::*;
+use futures::channel::mpsc::UnboundedSender;
+use tinyagent::model::{ModelEvent, ToolDefinition};
+use tinyagent::{Message, ModelError, ModelRequest};
+
+use super::LlamaModel;
 use crate::engine::Mark;
+use crate::engine::{Decoder, Job, Stop};
+use crate::prompt::{self, Style};
 
 /// How far (in nats, calibrated) an optional enum's best value must lead the next one to be
 /// said rather than left to the tool's default.

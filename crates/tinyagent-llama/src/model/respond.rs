@@ -2,8 +2,17 @@
 //! tools, then its arguments), by the question's likelihood per tool (the channel), or in one
 //! grammar for the whole output; and the free-text answer after tool results.
 
-use super::*;
+use futures::channel::mpsc::UnboundedSender;
+use tinyagent::model::{FinishReason, ModelEvent, ToolDefinition};
+use tinyagent::tools::schema::SchemaValidator;
+use tinyagent::{Message, ModelError, ModelRequest, ModelResponse, Part, Role, Usage};
+
+use super::LlamaModel;
+use crate::ToolSelection;
 use crate::config::CALL_LEAD_WEIGHT;
+use crate::engine::{Decoder, Job, Stop, cancelled};
+use crate::prompt::{self, Format, JsonOutput, Output, Style};
+use crate::speed::Speed;
 
 impl LlamaModel {
     /// One step, on the worker thread: events go to `tx`; returns the final response.
@@ -108,7 +117,7 @@ impl LlamaModel {
         };
         Ok(ModelResponse::new(
             Message::assistant(done.text.trim()),
-            add(before, usage(&done.speed)),
+            before + done.speed.usage(),
             finish,
         ))
     }
@@ -196,7 +205,7 @@ impl LlamaModel {
         };
         let Some(tool) = out.tools.get(chosen) else {
             // No tool: answer in free text, from a prompt without the tools.
-            let before = usage(&decoder.stats);
+            let before = decoder.stats.usage();
             self.log(&decoder.stats, Stop::Done);
             drop(decoder);
             drop(guard);
@@ -269,7 +278,7 @@ impl LlamaModel {
         self.send_part(&part, tx);
         Ok(ModelResponse::new(
             Message::new(Role::Assistant, vec![part]),
-            usage(&done),
+            done.usage(),
             FinishReason::ToolCalls,
         ))
     }
@@ -347,7 +356,7 @@ impl LlamaModel {
             self.log(&spent, Stop::Done);
             let plan = prompt::answer_plan(req, style);
             let text = self.render(&plan.chat)?;
-            return self.answer(req, text, max_tokens, temperature, usage(&spent), tx);
+            return self.answer(req, text, max_tokens, temperature, spent.usage(), tx);
         }
         let tool = &out.tools[best];
         let guard = self.lock();
@@ -453,7 +462,7 @@ impl LlamaModel {
         self.send_part(&part, tx);
         Ok(ModelResponse::new(
             Message::new(Role::Assistant, vec![part]),
-            usage(&done.speed),
+            done.speed.usage(),
             finish,
         ))
     }

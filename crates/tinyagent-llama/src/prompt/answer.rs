@@ -1,7 +1,8 @@
 //! Checks on a free-text answer: whether it quotes the tool results, repeats the instruction,
 //! follows the question's language; what can be salvaged from broken output.
 
-use super::*;
+use serde_json::Value;
+use tinyagent::{Message, ModelRequest, Role};
 
 /// The tool results given since the user's last message.
 pub(crate) fn recent_results(req: &ModelRequest) -> Vec<String> {

@@ -1,7 +1,9 @@
 //! Schemas for the model's output (a call, an answer, one of them) and what the prompt says
 //! about a tool's arguments: simple fields, example calls, argument descriptions.
 
-use super::*;
+use serde_json::{Map, Value, json};
+use tinyagent::ToolCall;
+use tinyagent::model::ToolDefinition;
 
 /// The schema of one tool-call branch: `{"name": <const>, "arguments": <input schema>}`.
 pub(crate) fn call_schema(name: &str, arguments: &Value) -> Value {

@@ -1,8 +1,10 @@
 //! What one generation produced and how fast: [`Completion`] and [`Speed`].
 
-use super::*;
+use std::time::Duration;
 
-/// A raw completion and its speed (see [`LlamaModel::complete`]).
+use tinyagent::Usage;
+
+/// A raw completion and its speed (see [`LlamaModel::complete`](crate::LlamaModel::complete)).
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Completion {
@@ -58,5 +60,19 @@ impl std::ops::AddAssign for Speed {
         self.prompt_time += other.prompt_time;
         self.output_tokens += other.output_tokens;
         self.generation_time += other.generation_time;
+    }
+}
+impl Speed {
+    /// The usage of what was read and written: every prompt token counts as input, the
+    /// cached ones also as cached input.
+    pub(crate) fn usage(&self) -> Usage {
+        let mut usage = Usage::new(
+            (self.prompt_tokens + self.cached_tokens) as u64,
+            self.output_tokens as u64,
+        );
+        if self.cached_tokens > 0 {
+            usage.cached_input_tokens = Some(self.cached_tokens as u64);
+        }
+        usage
     }
 }
