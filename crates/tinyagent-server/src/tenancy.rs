@@ -164,8 +164,6 @@ impl Tenancy {
     }
 }
 
-/// Tenants and their limits.
-
 #[cfg(test)]
 mod tests {
     use super::*;
