@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 const AFTER_HELP: &str = "\
 Models (first match wins):
   1. --local or --model-file: the embedded model (the file given, else the GGUF file named by
-     TINYAGENT_MODEL, else models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf in the current folder or one
+     TINYAGENT_GGUF, else models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf in the current folder or one
      above it; get it with `bash scripts/fetch-model.sh`).
   2. --base-url or --api-key given, or OPENAI_BASE_URL or OPENAI_API_KEY set: an
      OpenAI-compatible server. Each setting comes from its flag, else its variable
@@ -354,7 +354,7 @@ pub struct ModelArgs {
     /// The most tokens of one model reply [default: 4096 on a server].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
-    /// The GGUF file of the embedded model [env: TINYAGENT_MODEL].
+    /// The GGUF file of the embedded model [env: TINYAGENT_GGUF].
     #[arg(long, value_name = "PATH", conflicts_with_all = ["base_url", "api_key", "model"])]
     pub model_file: Option<PathBuf>,
 }

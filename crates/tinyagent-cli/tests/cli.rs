@@ -1031,7 +1031,7 @@ fn an_mcp_command_that_fails_to_start_is_one_error_line() {
 #[test]
 fn a_missing_model_file_is_one_error_line() {
     let out = tinyagent()
-        .env("TINYAGENT_MODEL", "/nonexistent.gguf")
+        .env("TINYAGENT_GGUF", "/nonexistent.gguf")
         .args(["run", "北京天气怎么样？"])
         .output()
         .unwrap();
@@ -1042,6 +1042,16 @@ fn a_missing_model_file_is_one_error_line() {
     );
     assert!(stderr.contains("/nonexistent.gguf"), "{stderr}");
     assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+    // The variable's former name is still read, and the error gives the new one.
+    let out = tinyagent()
+        .env_remove("TINYAGENT_GGUF")
+        .env("TINYAGENT_MODEL", "/nonexistent.gguf")
+        .args(["run", "北京天气怎么样？"])
+        .output()
+        .unwrap();
+    let stderr = assert_one_error_line(&out, 1);
+    assert!(stderr.contains("/nonexistent.gguf"), "{stderr}");
+    assert!(stderr.contains("TINYAGENT_GGUF"), "{stderr}");
     let out = tinyagent()
         .args([
             "run",
@@ -1096,6 +1106,7 @@ fn the_local_model_answers_with_a_weather_tool_call() {
     );
     let started = Instant::now();
     let out = tinyagent()
+        .env_remove("TINYAGENT_GGUF")
         .env_remove("TINYAGENT_MODEL")
         .args(["run", "--json", "--threads", "1", "北京天气怎么样？"])
         .output()

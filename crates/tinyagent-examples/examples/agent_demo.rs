@@ -2,7 +2,7 @@
 //! and translator tools, asked about Beijing's weather and a calculation.
 //!
 //! By default it runs offline on the embedded local model (through llama.cpp, 1 thread,
-//! greedy decoding; `bash scripts/fetch-model.sh` fetches it once, `TINYAGENT_MODEL` points at
+//! greedy decoding; `bash scripts/fetch-model.sh` fetches it once, `TINYAGENT_GGUF` points at
 //! another GGUF file). Each question is asked in a session of its own. A provider is used
 //! instead when the environment configures one (the first of OpenAI-compatible, Anthropic,
 //! Gemini):

@@ -7,7 +7,7 @@
 //! cargo run -p tinyagent-llama --example local_agent -- "What is the weather in Shanghai?"
 //! ```
 //!
-//! `TINYAGENT_MODEL=/path/to/model.gguf` runs another GGUF model.
+//! `TINYAGENT_GGUF=/path/to/model.gguf` runs another GGUF model.
 
 use futures::StreamExt;
 use tinyagent::{Agent, Event, Invocation, LlmAgent, Session, demo};

@@ -6,7 +6,7 @@
 //!   constrains the output with a grammar built from the tools' input schemas, so even a very
 //!   small model can only call an offered tool with schema-valid arguments.
 //! * [`LlamaModel::default_model`] loads the default model, Qwen2.5-Coder-0.5B-Instruct
-//!   (Q4_K_M, about 490 MB, Apache-2.0): from `TINYAGENT_MODEL`, or from `models/` in the
+//!   (Q4_K_M, about 490 MB, Apache-2.0): from `TINYAGENT_GGUF`, or from `models/` in the
 //!   repository, where `bash scripts/fetch-model.sh` puts it.
 //! * [`LlamaConfig`] sets threads, seed, temperature and limits.
 //!
@@ -42,7 +42,7 @@ pub use config::{
     CALL_LEAD_WEIGHT, DEFAULT_CALL_THRESHOLD, LlamaConfig, ToolFormat, ToolPrompt, ToolSelection,
 };
 #[allow(deprecated)]
-pub use locate::{DEFAULT_MODEL_FILE, ENV_MODEL, MODEL_ENV, find_default_model};
+pub use locate::{DEFAULT_MODEL_FILE, ENV_MODEL, find_default_model};
 pub use model::LlamaModel;
 pub use speed::{Completion, Speed};
 

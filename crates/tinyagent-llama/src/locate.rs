@@ -6,31 +6,31 @@ use std::path::{Path, PathBuf};
 use tinyagent::{ModelError, model::ModelErrorKind};
 
 /// The environment variable naming a GGUF file to use instead of the default model.
-pub const ENV_MODEL: &str = "TINYAGENT_MODEL";
+pub const ENV_MODEL: &str = "TINYAGENT_GGUF";
 
-/// The former name of [`ENV_MODEL`].
-#[deprecated(note = "renamed to ENV_MODEL")]
-pub const MODEL_ENV: &str = ENV_MODEL;
+/// The variable's former name, still read when [`ENV_MODEL`] is unset and it names a GGUF
+/// file (a model *name* in it, as other tools put there, is not taken for a path).
+const ENV_MODEL_FORMER: &str = "TINYAGENT_MODEL";
 
 /// The file name of the default model, looked for in the repository's `models/` folder.
 pub const DEFAULT_MODEL_FILE: &str = "Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf";
 
 /// What to do when no model is found: the end of every "not found" message.
 const HOW_TO_GET_ONE: &str = "run `bash scripts/fetch-model.sh` in the tinyagent repository \
-     (it downloads Qwen2.5-Coder-0.5B-Instruct, about 490 MB, into models/), or set TINYAGENT_MODEL \
+     (it downloads Qwen2.5-Coder-0.5B-Instruct, about 490 MB, into models/), or set TINYAGENT_GGUF \
      to the path of a .gguf file";
 
 /// The smallest file accepted as a model: a GGUF header plus something.
 const MIN_MODEL_BYTES: u64 = 1024;
 
-/// Where the default model is: `TINYAGENT_MODEL` if it is set, else the first
+/// Where the default model is: `TINYAGENT_GGUF` if it is set, else the first
 /// `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` found in the current directory or one of its
 /// parents, else in this crate's repository.
 ///
 /// # Errors
 ///
 /// A [`ModelError`] whose message lists the places searched and says how to get the model:
-/// run `bash scripts/fetch-model.sh`, or set `TINYAGENT_MODEL`.
+/// run `bash scripts/fetch-model.sh`, or set `TINYAGENT_GGUF`.
 ///
 /// ```no_run
 /// let path = tinyagent_llama::find_default_model().unwrap();
@@ -46,6 +46,22 @@ pub fn find_default_model() -> Result<PathBuf, ModelError> {
             "{ENV_MODEL} is set to {}, which is not a file; fix it or unset it and {HOW_TO_GET_ONE}",
             path.display()
         )));
+    }
+    if let Some(path) = std::env::var_os(ENV_MODEL_FORMER).map(PathBuf::from) {
+        if path.is_file() {
+            tracing::warn!("{ENV_MODEL_FORMER} is the former name of {ENV_MODEL}; rename it");
+            return Ok(path);
+        }
+        if path
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
+        {
+            return Err(not_found(format!(
+                "{ENV_MODEL_FORMER} (now {ENV_MODEL}) is set to {}, which is not a file; fix it \
+                 or unset it and {HOW_TO_GET_ONE}",
+                path.display()
+            )));
+        }
     }
     let candidates = default_candidates();
     if let Some(found) = candidates.iter().find(|p| p.is_file()) {

@@ -52,7 +52,7 @@ use crate::speed::{Completion, Speed};
 /// use tinyagent_llama::LlamaModel;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = LlamaModel::default_model()?; // models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf or $TINYAGENT_MODEL
+/// let model = LlamaModel::default_model()?; // models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf or $TINYAGENT_GGUF
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model)
 ///     .instruction("你是一个全能助手。")
@@ -177,13 +177,13 @@ impl LlamaModel {
     }
 
     /// Loads the default model with the default [`LlamaConfig`]: the file named by
-    /// `TINYAGENT_MODEL`, or `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` in the repository (see
+    /// `TINYAGENT_GGUF`, or `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` in the repository (see
     /// [`find_default_model`]).
     ///
     /// # Errors
     ///
     /// When no model is found, the error says how to get one: run `bash scripts/fetch-model.sh`
-    /// or set `TINYAGENT_MODEL`. Otherwise as [`LlamaModel::load`].
+    /// or set `TINYAGENT_GGUF`. Otherwise as [`LlamaModel::load`].
     ///
     /// ```no_run
     /// let model = tinyagent_llama::LlamaModel::default_model()?;

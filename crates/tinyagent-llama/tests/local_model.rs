@@ -368,7 +368,7 @@ fn missing_model_file_says_how_to_get_one() {
     let err = LlamaModel::load("/nonexistent/dir/model.gguf", LlamaConfig::default()).unwrap_err();
     assert_eq!(err.kind(), ModelErrorKind::InvalidRequest);
     assert!(err.message().contains("scripts/fetch-model.sh"), "{err}");
-    assert!(err.message().contains("TINYAGENT_MODEL"), "{err}");
+    assert!(err.message().contains("TINYAGENT_GGUF"), "{err}");
 }
 
 #[test]

@@ -53,6 +53,7 @@ pub async fn calculate(
 #[tool(read_only, idempotent = false, open_world = false)]
 pub async fn get_current_time(
     /// 时区，如 Asia/Shanghai、America/New_York
+    #[schemars(pattern(demo::TIMEZONE_PATTERN))]
     timezone: String,
 ) -> Result<String, ToolError> {
     demo::format_time(&timezone, jiff::Timestamp::now())
