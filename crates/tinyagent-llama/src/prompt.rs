@@ -348,6 +348,17 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
                     "\n\nAnswer with one JSON object and nothing else, with these fields:\n",
                 );
                 describe_arguments(&mut text, &format.schema, style.terse);
+            } else if !recent_results(req).is_empty() {
+                text.push_str(
+                    "\n\nAnswer the user's question in one short sentence of plain text, \
+                     giving the values of the tool results.",
+                );
+            } else if !recent_errors(req).is_empty() {
+                text.push_str(
+                    "\n\nThe tool call failed. In one short sentence of plain text, tell the \
+                     user that you could not get the answer, and why, from the tool's error. \
+                     Do not make up any value.",
+                );
             } else if req.messages.iter().any(|m| m.role == Role::Tool) {
                 text.push_str(
                     "\n\nAnswer the user's question in one short sentence of plain text, \

@@ -20,7 +20,7 @@ use tinyagent::{Message, ModelError, ModelRequest};
 use super::LlamaModel;
 use crate::engine::Mark;
 use crate::engine::{Decoder, Job, Stop};
-use crate::prompt::{self, Style};
+use crate::prompt::{self, Style, numbers_of};
 
 /// How far (in nats, calibrated) an optional enum's best value must lead the next one to be
 /// said rather than left to the tool's default.
@@ -215,36 +215,6 @@ fn numbers_in(messages: &[Message]) -> Vec<f64> {
     }
     found.truncate(MAX_NUMBER_CANDIDATES);
     found
-}
-
-/// The decimal numbers written in `text` (`7`, `-3`, `56.00`, `3.5`), in order.
-fn numbers_of(text: &str) -> Vec<f64> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let negative = i > 0 && bytes[i - 1] == b'-' && (i < 2 || !bytes[i - 2].is_ascii_digit());
-        let start = if negative { i - 1 } else { i };
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
-            i += 1;
-            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                i += 1;
-            }
-        }
-        if let Ok(n) = text[start..i].parse::<f64>() {
-            if n.is_finite() {
-                out.push(n);
-            }
-        }
-    }
-    out
 }
 
 /// A number as JSON writes it, whole numbers without a fraction (`56`, not `56.0`).

@@ -33,17 +33,24 @@ impl LlamaModel {
             Output::Text => {
                 let results = prompt::recent_results(req);
                 let text = self.render(&plan.chat)?;
-                if results.is_empty() {
+                if results.is_empty() && prompt::recent_errors(req).is_empty() {
                     return self.answer(req, text, max_tokens, temperature, Usage::default(), tx);
                 }
-                // An answer from tool results must quote them. A small model asked to answer
-                // in a language it writes badly may not: then it is asked once more without
-                // the language request, and the answer that quotes the results is kept. The
-                // answer is sent when it is chosen, in one piece.
+                // An answer after tool calls must quote their results and state no number
+                // written nowhere in the conversation (a small model whose tool failed, or
+                // that cannot read a result, tends to invent a value). A small model asked to
+                // answer in a language it writes badly may fail this: then it is asked once
+                // more without the language request, and the answer that passes is kept
+                // (the first when neither does). The answer is sent when it is chosen, in
+                // one piece.
+                let good = |answer: &ModelResponse| {
+                    let text = answer.message.text();
+                    prompt::quotes_results(&text, &results) && !prompt::invents_numbers(&text, req)
+                };
                 let (quiet, _unsent) = futures::channel::mpsc::unbounded();
                 let first =
                     self.answer(req, text, max_tokens, temperature, Usage::default(), &quiet)?;
-                let chosen = if prompt::quotes_results(&first.message.text(), &results) {
+                let chosen = if good(&first) {
                     first
                 } else {
                     let plain = Style {
@@ -53,7 +60,7 @@ impl LlamaModel {
                     let again = self.render(&prompt::answer_plan(req, plain).chat)?;
                     let second =
                         self.answer(req, again, max_tokens, temperature, first.usage, &quiet)?;
-                    if prompt::quotes_results(&second.message.text(), &results) {
+                    if good(&second) {
                         second
                     } else {
                         ModelResponse::new(first.message, second.usage, first.finish_reason)

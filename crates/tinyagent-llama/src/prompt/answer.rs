@@ -18,6 +18,75 @@ pub(crate) fn recent_results(req: &ModelRequest) -> Vec<String> {
         .collect()
 }
 
+/// The failed tool results given since the user's last message.
+pub(crate) fn recent_errors(req: &ModelRequest) -> Vec<String> {
+    req.messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role != Role::User)
+        .flat_map(|m| {
+            m.tool_results()
+                .filter(|r| r.is_error)
+                .map(|r| r.content.clone())
+        })
+        .collect()
+}
+
+/// Whether `answer` states a number written nowhere in the request: not in the instruction,
+/// the messages (text, tool calls, tool results and errors) or the tool definitions. A small
+/// model that cannot read a value in a tool's result, or whose tool failed, tends to invent
+/// one ("the temperature in Tokyo is 23 degrees"); such an answer is not given.
+pub(crate) fn invents_numbers(answer: &str, req: &ModelRequest) -> bool {
+    let mut known: Vec<f64> = numbers_of(&req.instruction);
+    for message in &req.messages {
+        known.extend(numbers_of(&message.text()));
+        for result in message.tool_results() {
+            known.extend(numbers_of(&result.content));
+        }
+        for call in message.tool_calls() {
+            known.extend(numbers_of(&call.arguments));
+        }
+    }
+    for tool in &req.tools {
+        known.extend(numbers_of(&tool.description));
+    }
+    numbers_of(answer).iter().any(|n| {
+        !known
+            .iter()
+            .any(|k| (k - n).abs() <= 1e-9 * k.abs().max(1.0))
+    })
+}
+
+/// The decimal numbers written in `text` (`7`, `-3`, `56.00`, `3.5`), in order.
+pub(crate) fn numbers_of(text: &str) -> Vec<f64> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let negative = i > 0 && bytes[i - 1] == b'-' && (i < 2 || !bytes[i - 2].is_ascii_digit());
+        let start = if negative { i - 1 } else { i };
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
+            i += 1;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        if let Ok(n) = text[start..i].parse::<f64>() {
+            if n.is_finite() {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
 /// `answer` without a copy of the system `instruction` the model wrote before it (small
 /// models sometimes start an answer by repeating their instruction); `None` when it has none,
 /// or when the instruction is all there is.

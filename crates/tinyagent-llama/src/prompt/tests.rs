@@ -92,6 +92,52 @@ fn after_a_tool_round_the_model_answers_in_text() {
 }
 
 #[test]
+fn after_a_failed_call_the_answer_says_so_and_invents_no_value() {
+    let call = ToolCall::new(
+        "c1",
+        "get_weather",
+        r#"{"city":"Tokyo","unit":"fahrenheit"}"#,
+    );
+    let error = "no weather data for \"Tokyo\" (known: Beijing, Shanghai, Guangzhou)";
+    let req = ModelRequest::new(vec![
+        Message::user("What is the temperature in Tokyo in fahrenheit?"),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+        Message::from_tool_results([ToolResult::error("c1", "get_weather", error)]),
+    ])
+    .tools(vec![weather()]);
+    assert_eq!(recent_errors(&req), [error]);
+    assert!(recent_results(&req).is_empty());
+    let answer = plan(&req, &LlamaConfig::default(), JSON).unwrap();
+    assert!(
+        answer.chat[0].content.contains("The tool call failed"),
+        "{:?}",
+        answer.chat[0]
+    );
+    // A temperature the tool never gave is invented; saying it failed is not.
+    assert!(invents_numbers(
+        "The temperature in Tokyo is 23 degrees Fahrenheit.",
+        &req
+    ));
+    assert!(!invents_numbers(
+        "I could not get the weather in Tokyo: no data for it.",
+        &req
+    ));
+
+    let ok = ModelRequest::new(vec![
+        Message::user("帮我算一下 7 乘以 8 等于多少。"),
+        Message::from_tool_results([ToolResult::ok(
+            "c1",
+            "calculator",
+            r#"{"result":56.0,"expression":"7.00 * 8.00 = 56.00"}"#,
+        )]),
+    ]);
+    // The same value written another way is the result's; another value is not.
+    assert!(!invents_numbers("7乘以8等于56。", &ok));
+    assert!(!invents_numbers("7 × 8 = 56.00", &ok));
+    assert!(invents_numbers("7乘以8等于54。", &ok));
+}
+
+#[test]
 fn tool_choice_narrows_the_contract() {
     let config = LlamaConfig::default();
     let req = ModelRequest::new(vec![Message::user("hi")]).tools(vec![weather()]);
