@@ -186,7 +186,7 @@ fn output_for(req: &ModelRequest, config: &LlamaConfig) -> Result<Output, ModelE
     }
     let (tools, allow_answer) = match &req.tool_choice {
         Some(ToolChoice::None) => return Ok(Output::Text),
-        Some(ToolChoice::Required) => (req.tools.clone(), false),
+        Some(ToolChoice::Required) => (req.tools.to_vec(), false),
         Some(ToolChoice::Tool(name)) => {
             let Some(tool) = req.tools.iter().find(|t| &t.name == name) else {
                 return Err(invalid(format!(
@@ -201,7 +201,7 @@ fn output_for(req: &ModelRequest, config: &LlamaConfig) -> Result<Output, ModelE
             if tool_rounds(&req.messages) >= config.max_tool_rounds as usize {
                 return Ok(Output::Text);
             }
-            (req.tools.clone(), true)
+            (req.tools.to_vec(), true)
         }
     };
     let schema = output_schema(&tools, allow_answer);

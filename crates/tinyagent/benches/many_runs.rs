@@ -119,6 +119,7 @@ fn main() {
             }
         })
     };
+    let allocations_before = GLOBAL.stats().allocations;
     let started = Instant::now();
     let wrong = rt.block_on(async {
         let runs: Vec<_> = (0..n)
@@ -140,16 +141,19 @@ fn main() {
         wrong
     });
     let elapsed = started.elapsed();
+    let allocations = GLOBAL.stats().allocations - allocations_before;
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("the sampler");
     assert_eq!(wrong, 0, "wrong answers in the batch");
     let peak = (peak.load(Ordering::Relaxed) - baseline).max(0);
     println!(
         "many_runs: {n} concurrent invocations (one tool call, 50 ms per model call, 2 workers): \
-         {:.2} s, {:.0} runs/s, peak heap {:.1} MiB = {:.2} KiB per invocation",
+         {:.2} s, {:.0} runs/s, {:.0} allocations and a peak heap of {:.2} KiB per invocation \
+         ({:.1} MiB in all)",
         elapsed.as_secs_f64(),
         n as f64 / elapsed.as_secs_f64(),
-        peak as f64 / (1024.0 * 1024.0),
+        allocations as f64 / n as f64,
         peak as f64 / 1024.0 / n as f64,
+        peak as f64 / (1024.0 * 1024.0),
     );
 }

@@ -1,6 +1,7 @@
 //! The conversation: [`Role`], [`Message`] and its [`Part`]s ([`ToolCall`], [`ToolResult`]).
 
 use std::collections::hash_map::RandomState;
+use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +25,12 @@ pub fn new_id(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     // A keyed hash of a counter: distinct counters give distinct-looking, process-random ids.
     let value = SEED.get_or_init(RandomState::new).hash_one(n);
-    format!("{prefix}_{value:016x}")
+    // One allocation of the exact size (`format!` grows its string as it goes).
+    let mut id = String::with_capacity(prefix.len() + 17);
+    id.push_str(prefix);
+    id.push('_');
+    let _ = write!(id, "{value:016x}");
+    id
 }
 
 /// Who wrote a message.

@@ -47,7 +47,7 @@ pub(crate) fn invents_numbers(answer: &str, req: &ModelRequest) -> bool {
             known.extend(numbers_of(&call.arguments));
         }
     }
-    for tool in &req.tools {
+    for tool in req.tools.iter() {
         known.extend(numbers_of(&tool.description));
     }
     numbers_of(answer).iter().any(|n| {

@@ -134,7 +134,7 @@ pub(crate) struct Config {
     pub(crate) name: Arc<str>,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) static_tools: Arc<[Arc<ToolEntry>]>,
-    pub(crate) static_definitions: Vec<ToolDefinition>,
+    pub(crate) static_definitions: Arc<[ToolDefinition]>,
     pub(crate) resolved: ResolvedEntries,
     pub(crate) settings: Settings,
 }

@@ -116,7 +116,7 @@ pub(super) fn run_with_format(
 /// The tools of one invocation, fixed before the first model call.
 struct ToolSet {
     entries: Arc<[Arc<ToolEntry>]>,
-    definitions: Vec<ToolDefinition>,
+    definitions: Arc<[ToolDefinition]>,
 }
 
 async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentError> {
@@ -130,7 +130,7 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
         futures::future::join_all(config.resolvers.iter().map(|r| r.resolve_tools(inv))).await;
     let mut entries: Vec<Arc<ToolEntry>> = config.static_tools.to_vec();
     let mut sources: Vec<ToolSource> = vec![ToolSource::Agent; entries.len()];
-    let mut definitions = config.static_definitions.clone();
+    let mut definitions = config.static_definitions.to_vec();
     for (i, tools) in resolved.into_iter().enumerate() {
         let tools = tools.map_err(|err| AgentError::Resolver {
             resolver: i + 1,
@@ -155,7 +155,7 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
     }
     Ok(ToolSet {
         entries: entries.into(),
-        definitions,
+        definitions: definitions.into(),
     })
 }
 
@@ -217,13 +217,15 @@ async fn drive(
         });
         message.role = Role::Assistant;
         // Every call needs an id of its own: its result is matched to it.
-        let mut seen: Vec<String> = Vec::new();
-        for part in &mut message.parts {
-            if let Part::ToolCall(call) = part {
-                if call.id.is_empty() || seen.contains(&call.id) {
+        for i in 0..message.parts.len() {
+            let (before, rest) = message.parts.split_at_mut(i);
+            if let Part::ToolCall(call) = &mut rest[0] {
+                let taken = before
+                    .iter()
+                    .any(|p| matches!(p, Part::ToolCall(c) if c.id == call.id));
+                if call.id.is_empty() || taken {
                     call.id = new_id("call");
                 }
-                seen.push(call.id.clone());
             }
         }
         if cut && message.has_tool_calls() {

@@ -1,6 +1,8 @@
 //! What a model is asked: [`ModelRequest`], with the [`ToolDefinition`]s it may call and the
 //! [`ToolChoice`].
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -96,8 +98,9 @@ pub struct ModelRequest {
     /// The conversation, oldest first: user, assistant (text and tool calls) and tool (results)
     /// messages.
     pub messages: Vec<Message>,
-    /// The tools the model may call in this invocation.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools the model may call in this invocation (shared: every step of an invocation,
+    /// and every invocation of an agent without resolvers, sends the same list).
+    pub tools: Arc<[ToolDefinition]>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// The most tokens the model may produce in this step.
@@ -125,10 +128,10 @@ impl ModelRequest {
         self
     }
 
-    /// Sets the tools.
+    /// Sets the tools (to share a list between requests, set the field to a clone of it).
     #[must_use]
     pub fn tools(mut self, tools: Vec<ToolDefinition>) -> Self {
-        self.tools = tools;
+        self.tools = tools.into();
         self
     }
 
