@@ -152,11 +152,17 @@ fn init_logs(verbose: bool, serving: Option<tracing::Level>) {
     };
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    // llama.cpp's own logs (through llama-cpp-2) only from warnings: its info is a dump of
-    // the model file's metadata.
+    // llama.cpp's own logs (through llama-cpp-2): errors, and its warnings when debugging.
+    // Its info is a dump of the model file's metadata, and its warnings on loading the
+    // default model (a token's type it corrects itself) are not the user's to act on.
+    let llama = if level >= tracing::Level::DEBUG {
+        tracing::Level::WARN
+    } else {
+        tracing::Level::ERROR
+    };
     let targets = tracing_subscriber::filter::Targets::new()
-        .with_target("llama-cpp-2", tracing::Level::WARN)
-        .with_target("llama_cpp_2", tracing::Level::WARN)
+        .with_target("llama-cpp-2", llama)
+        .with_target("llama_cpp_2", llama)
         .with_default(level);
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
