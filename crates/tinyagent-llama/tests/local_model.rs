@@ -189,6 +189,25 @@ async fn a_chinese_greeting_and_a_thanks_get_no_tool_call() {
     }
 }
 
+#[tokio::test]
+async fn after_a_failed_call_the_answer_invents_no_value() {
+    // The weather tool knows no Tokyo: the answer must say so rather than give a
+    // temperature (the question, the call and the error hold no number at all).
+    let run = ask(
+        &smart_assistant(),
+        "What is the temperature in Tokyo in fahrenheit?",
+    )
+    .await;
+    assert_eq!(run.calls[0].name, "get_weather", "{:#?}", run.history);
+    assert!(run.results[0].is_error, "{:#?}", run.results);
+    assert!(
+        !run.answer.chars().any(|c| c.is_ascii_digit()),
+        "an invented value: {:#?}",
+        run.history
+    );
+    assert!(!run.answer.trim().is_empty(), "{:#?}", run.history);
+}
+
 /// The tool calls made by the turn that answers `question` in `session`.
 async fn calls_of_turn(agent: &LlmAgent, session: &Session, question: &str) -> Vec<ToolCall> {
     let before = session.messages().len();
