@@ -30,10 +30,10 @@ use crate::wire;
 /// // ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL / ANTHROPIC_MODEL
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(AnthropicModel::from_env()?)
-///     .instruction("你是一个全能助手。")
+///     .instruction("You are a helpful assistant.")
 ///     .tools([demo::weather_tool(), demo::calculator_tool()])
 ///     .build()?;
-/// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await?;
+/// let answer = agent.ask(&Session::new(), "What's the weather in Beijing?").await?;
 /// println!("{answer}");
 /// # Ok(()) }
 /// ```
@@ -133,10 +133,11 @@ impl AnthropicModel {
     /// use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
     ///
     /// let model = AnthropicModel::new(AnthropicConfig::new("claude-sonnet-4-5"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("Hello")])
+    ///     .instruction("You are a helpful assistant.");
     /// let body = model.request_body(&req, false);
-    /// assert_eq!(body["system"], "你是一个全能助手。");
-    /// assert_eq!(body["messages"][0]["content"][0]["text"], "你好");
+    /// assert_eq!(body["system"], "You are a helpful assistant.");
+    /// assert_eq!(body["messages"][0]["content"][0]["text"], "Hello");
     /// assert_eq!(body["max_tokens"], 4096);
     /// # Ok::<(), tinyagent_anthropic::ConfigError>(())
     /// ```

@@ -16,7 +16,7 @@
 //! let model = GeminiModel::new(GeminiConfig::new("gemini-2.5-flash").api_key("AIza..."))?;
 //! let agent = LlmAgent::builder("smart-assistant")
 //!     .model(model)
-//!     .instruction("你是一个全能助手。")
+//!     .instruction("You are a helpful assistant.")
 //!     .tools([demo::weather_tool(), demo::calculator_tool()])
 //!     .build()?;
 //! # let _ = agent;

@@ -28,10 +28,10 @@ use crate::wire;
 /// // GEMINI_API_KEY / GEMINI_BASE_URL / GEMINI_MODEL
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(GeminiModel::from_env()?)
-///     .instruction("你是一个全能助手。")
+///     .instruction("You are a helpful assistant.")
 ///     .tools([demo::weather_tool(), demo::calculator_tool()])
 ///     .build()?;
-/// println!("{}", agent.ask(&Session::new(), "北京天气怎么样？").await?);
+/// println!("{}", agent.ask(&Session::new(), "What's the weather in Beijing?").await?);
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
@@ -137,10 +137,11 @@ impl GeminiModel {
     /// use tinyagent_gemini::{GeminiConfig, GeminiModel};
     ///
     /// let model = GeminiModel::new(GeminiConfig::new("gemini-2.5-flash"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("Hello")])
+    ///     .instruction("You are a helpful assistant.");
     /// let body = model.request_body(&req);
-    /// assert_eq!(body["systemInstruction"]["parts"][0]["text"], "你是一个全能助手。");
-    /// assert_eq!(body["contents"][0]["parts"][0]["text"], "你好");
+    /// assert_eq!(body["systemInstruction"]["parts"][0]["text"], "You are a helpful assistant.");
+    /// assert_eq!(body["contents"][0]["parts"][0]["text"], "Hello");
     /// # Ok::<(), tinyagent_gemini::ConfigError>(())
     /// ```
     pub fn request_body(&self, req: &ModelRequest) -> serde_json::Value {

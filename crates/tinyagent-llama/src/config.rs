@@ -143,8 +143,8 @@ pub enum ToolSelection {
 pub enum ToolPrompt {
     /// [`ToolPrompt::Terse`] for models under one billion parameters, [`ToolPrompt::Full`]
     /// otherwise. Very small models tend to copy the examples in an argument's description
-    /// (asked about 北京, SmolLM2-135M fills in 上海 from "城市名称，如北京、上海、广州")
-    /// instead of the user's words.
+    /// instead of the user's words (asked about Beijing, SmolLM2-135M fills in Shanghai from
+    /// "city name, such as Beijing, Shanghai or Guangzhou").
     #[default]
     Auto,
     /// Tool names and descriptions, argument names, types and whether they are required.

@@ -55,10 +55,10 @@ use crate::speed::{Completion, Speed};
 /// let model = LlamaModel::default_model()?; // models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf or $TINYAGENT_GGUF
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model)
-///     .instruction("你是一个全能助手。")
+///     .instruction("You are a helpful assistant.")
 ///     .tools([tinyagent::demo::weather_tool()])
 ///     .build()?;
-/// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await?;
+/// let answer = agent.ask(&Session::new(), "What's the weather in Beijing?").await?;
 /// println!("{answer}");
 /// # Ok(())
 /// # }

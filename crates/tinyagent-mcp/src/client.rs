@@ -58,8 +58,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Every tool the server lists stays reachable under a name model APIs accept (1 to 64 of
 /// `a-z A-Z 0-9 _ -`), unique and stable: a valid name is kept (after the
-/// [`prefix`](Self::prefix)); another is sanitized (`files.read` → `files_read`, `天气` →
-/// `u5929_u6c14`); when sanitized names clash with each other or with a kept name, each
+/// [`prefix`](Self::prefix)); another is sanitized (`files.read` → `files_read`, `météo` →
+/// `m_ue9_t_ue9_o`); when sanitized names clash with each other or with a kept name, each
 /// sanitized one gets `_` and six hex digits of a hash of its own name (`files.read` and
 /// `files read` beside `files_read` become `files_read_…`), so no tool hides another and no
 /// name depends on the order of the list. [`tool_infos`](Self::tool_infos) gives the mapping.

@@ -14,7 +14,7 @@
 //! use tinyagent_mcp::{McpServer, McpToolset};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! // Serve the tutorial's demo tools over streamable HTTP...
+//! // Serve the demo tools over streamable HTTP...
 //! let handle = McpServer::new(tinyagent::demo::seed_tools()).serve_http("127.0.0.1:0").await?;
 //!
 //! // ...and give an agent the tools of that server.

@@ -1,6 +1,6 @@
 //! The names an MCP server's tools are offered under.
 //!
-//! MCP allows tool names that model APIs do not (`files.read`, `files read`, `天气`), and a
+//! MCP allows tool names that model APIs do not (`files.read`, `files read`, `météo`), and a
 //! toolset may add a prefix. Every remote tool must stay reachable under a name that is valid
 //! (1 to 64 of `a-z A-Z 0-9 _ -`), unique within the server, and stable: the same remote name
 //! gives the same offered name whatever order the server lists its tools in.
@@ -8,8 +8,8 @@
 //! The rule:
 //! 1. a name that is valid with the prefix is offered unchanged;
 //! 2. any other name is sanitized: `.`, spaces and other ASCII punctuation become `_`, every
-//!    non-ASCII character becomes `u` and its code point in hex (`天气` → `u5929_u6c14`), and
-//!    the result is cut to 64 bytes;
+//!    non-ASCII character becomes `u` and its code point in hex, set apart by `_`
+//!    (`météo` → `m_ue9_t_ue9_o`), and the result is cut to 64 bytes;
 //! 3. when a sanitized name is taken by an unchanged name, or several remote names sanitize
 //!    to the same name, each of those sanitized names gets `_` and six hex digits of a hash of
 //!    its remote name (`files.read` → `files_read_1c3a7e`), so no name wins by list order.

@@ -20,7 +20,7 @@ use crate::errors::service_error;
 ///
 /// The offered [`name`](Self::name) differs from the server's
 /// [`remote_name`](Self::remote_name) when a prefix is set or the server's name is not a valid
-/// tool name for model APIs (`files.read`, `天气`): see
+/// tool name for model APIs (`files.read`, `météo`): see
 /// [`McpToolset`](crate::McpToolset#tool-names).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

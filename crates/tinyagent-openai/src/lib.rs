@@ -1,8 +1,7 @@
 //! # tinyagent-openai
 //!
 //! A [`tinyagent::Model`] for the OpenAI Chat Completions wire format over HTTP, which
-//! OpenAI, Ollama, vLLM, llama.cpp's server, DeepSeek and Qwen's compatible mode all speak:
-//! TinyAgent's `openaiProvider`.
+//! OpenAI, Ollama, vLLM, llama.cpp's server, DeepSeek and Qwen's compatible mode all speak.
 //!
 //! Configure it in code ([`OpenAiConfig`]) or from the environment:
 //!
@@ -22,7 +21,7 @@
 //! )?;
 //! let agent = LlmAgent::builder("smart-assistant")
 //!     .model(model)
-//!     .instruction("你是一个全能助手。")
+//!     .instruction("You are a helpful assistant.")
 //!     .tools([demo::weather_tool(), demo::calculator_tool()])
 //!     .build()?;
 //! # let _ = agent;

@@ -13,8 +13,7 @@ use crate::error::status_error;
 use crate::stream::Assembler;
 use crate::wire;
 
-/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP: the tutorial's
-/// `openaiProvider`.
+/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP.
 ///
 /// Works with OpenAI and every compatible server (Ollama, vLLM, llama.cpp's server,
 /// DeepSeek, Qwen's compatible mode, …) by changing the base URL. [`Model::generate`] makes
@@ -34,9 +33,9 @@ use crate::wire;
 /// let model = OpenAiModel::from_env()?;
 /// let agent = LlmAgent::builder("assistant")
 ///     .model(model)
-///     .instruction("你是一个全能助手。")
+///     .instruction("You are a helpful assistant.")
 ///     .build()?;
-/// let answer = agent.ask(&Session::new(), "你好").await?;
+/// let answer = agent.ask(&Session::new(), "Hello").await?;
 /// println!("{answer}");
 /// # Ok(()) }
 /// ```
@@ -136,10 +135,11 @@ impl OpenAiModel {
     /// use tinyagent_openai::{OpenAiConfig, OpenAiModel};
     ///
     /// let model = OpenAiModel::new(OpenAiConfig::new("gpt-4o-mini"))?;
-    /// let req = ModelRequest::new(vec![Message::user("你好")]).instruction("你是一个全能助手。");
+    /// let req = ModelRequest::new(vec![Message::user("Hello")])
+    ///     .instruction("You are a helpful assistant.");
     /// let body = model.request_body(&req, false);
     /// assert_eq!(body["messages"][0]["role"], "system");
-    /// assert_eq!(body["messages"][1]["content"], "你好");
+    /// assert_eq!(body["messages"][1]["content"], "Hello");
     /// # Ok::<(), tinyagent_openai::ConfigError>(())
     /// ```
     pub fn request_body(&self, req: &ModelRequest, stream: bool) -> serde_json::Value {

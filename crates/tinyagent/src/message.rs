@@ -267,12 +267,12 @@ impl From<ToolResult> for Part {
 /// use tinyagent::{Message, Part, Role, ToolCall};
 ///
 /// let m = Message::new(Role::Assistant, vec![
-///     Part::text("让我查一下。"),
-///     ToolCall::new("call_1", "get_weather", r#"{"city":"北京"}"#).into(),
+///     Part::text("Let me check."),
+///     ToolCall::new("call_1", "get_weather", r#"{"city":"Beijing"}"#).into(),
 /// ]);
-/// assert_eq!(m.text(), "让我查一下。");
+/// assert_eq!(m.text(), "Let me check.");
 /// assert_eq!(m.tool_calls().next().unwrap().name, "get_weather");
-/// assert_eq!(Message::user("你好").role, Role::User);
+/// assert_eq!(Message::user("Hello").role, Role::User);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

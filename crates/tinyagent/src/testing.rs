@@ -32,7 +32,7 @@ use crate::util::{BoxFuture, lock};
 ///     .build()
 ///     .unwrap();
 /// # tokio_test::block_on(async {
-/// assert_eq!(agent.ask(&Session::new(), "10 加 3 等于几？").await.unwrap(), "10 + 3 = 13");
+/// assert_eq!(agent.ask(&Session::new(), "What is 10 plus 3?").await.unwrap(), "10 + 3 = 13");
 /// # });
 /// let requests = model.requests();
 /// assert_eq!(requests.len(), 2);

@@ -6,8 +6,9 @@
 //!   others; otherwise it is left out and the tool's default applies (a weather question that
 //!   names no unit gets no unit).
 //! - A number is the model's own value or one the conversation holds (the question's, an
-//!   earlier result's), whichever the question raises most over a blank question: "再乘以 2"
-//!   after 7 × 8 = 56 multiplies 56, which a small model copying the earlier call would not.
+//!   earlier result's), whichever the question raises most over a blank question: "now
+//!   multiply that by 2" after 7 × 8 = 56 multiplies 56, which a small model copying the
+//!   earlier call would not.
 //! - Any other value is generated under its schema's grammar.
 
 use serde_json::Value;

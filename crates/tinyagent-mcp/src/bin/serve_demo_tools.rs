@@ -1,4 +1,4 @@
-//! Serves the tutorial's demo tools (weather, calculator, current time, translator) over MCP.
+//! Serves the demo tools (weather, calculator, current time, translator) over MCP.
 //!
 //! ```text
 //! serve_demo_tools                     # stdio: for an MCP client that starts this program

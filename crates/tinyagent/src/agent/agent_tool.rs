@@ -1,5 +1,5 @@
-//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the tutorial's agent-tool
-//! schema `{"message": string}`, and the demo's form, a tool from
+//! Agents as tools: [`new_agent_tool`] (an [`Agent`] becomes a tool), the agent-tool schema
+//! `{"message": string}`, and [`new_agent_tool_fn`], a tool from
 //! `(name, description, async fn(message) -> text)`.
 
 use std::fmt;
@@ -47,8 +47,8 @@ pub fn agent_tool_schema() -> Value {
 /// ```
 /// use tinyagent::tools::agent_tool_schema_described;
 ///
-/// let schema = agent_tool_schema_described("要发送给此 Agent 的消息");
-/// assert_eq!(schema["properties"]["message"]["description"], "要发送给此 Agent 的消息");
+/// let schema = agent_tool_schema_described("The message to send to this agent");
+/// assert_eq!(schema["properties"]["message"]["description"], "The message to send to this agent");
 /// assert_eq!(schema["required"], serde_json::json!(["message"]));
 /// ```
 pub fn agent_tool_schema_described(description: &str) -> Value {
@@ -141,9 +141,8 @@ impl<F> FuncTool<MessageHandler<F>> {
     }
 }
 
-/// Makes an agent-style tool from a function of one message (the tutorial demo's
-/// `tools.NewAgentTool(name, description, fn)`): the tool takes the agent-tool schema
-/// `{"message": string}` (its description settable with
+/// Makes an agent-style tool from a function of one message: the tool takes the agent-tool
+/// schema `{"message": string}` (its description settable with
 /// [`message_description`](FuncTool::message_description)), accepts plain text as the message
 /// too, and returns the function's text as it is (not JSON-encoded).
 ///
@@ -156,17 +155,17 @@ impl<F> FuncTool<MessageHandler<F>> {
 ///
 /// let translator = tools::new_agent_tool_fn(
 ///     "translator",
-///     "一个翻译专家，能进行中英文互译",
+///     "A translation expert that translates between French and English",
 ///     |_ctx: ToolContext, message: String| async move {
-///         Ok::<_, ToolError>(format!("[翻译结果] {message} → Hello, World!"))
+///         Ok::<_, ToolError>(format!("[translation] {message} → Hello, World!"))
 ///     },
 /// )
-/// .message_description("要发送给此 Agent 的消息");
+/// .message_description("The message to send to this agent");
 /// # tokio_test::block_on(async {
 /// let ctx = ToolContext::default();
-/// let out = translator.handle(&ctx, r#"{"message": "你好世界"}"#).await?;
-/// assert_eq!(out, "[翻译结果] 你好世界 → Hello, World!");
-/// assert_eq!(translator.handle(&ctx, "你好世界").await?, out);
+/// let out = translator.handle(&ctx, r#"{"message": "Bonjour le monde"}"#).await?;
+/// assert_eq!(out, "[translation] Bonjour le monde → Hello, World!");
+/// assert_eq!(translator.handle(&ctx, "Bonjour le monde").await?, out);
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// ```
@@ -198,8 +197,7 @@ where
 /// [`AgentTool::max_depth`].
 pub const DEFAULT_MAX_AGENT_DEPTH: usize = 4;
 
-/// An [`Agent`] used as a tool (TinyAgent's `NewAgentTool(agent)`); made by
-/// [`new_agent_tool`].
+/// An [`Agent`] used as a tool; made by [`new_agent_tool`].
 ///
 /// Its name and description are the agent's; its schema is [`agent_tool_schema`]
 /// (`{"message": string}`, required, its description English unless set with
@@ -368,7 +366,7 @@ fn sub_agent_error(name: &str, err: AgentError) -> ToolError {
     error.with_source(err)
 }
 
-/// Makes an agent a tool (TinyAgent's `tools.NewAgentTool(agent)`); see [`AgentTool`].
+/// Makes an agent a tool; see [`AgentTool`].
 ///
 /// # Panics
 ///
@@ -382,12 +380,12 @@ fn sub_agent_error(name: &str, err: AgentError) -> ToolError {
 ///
 /// // One scripted model serves both agents, in the order they ask.
 /// let model = Arc::new(ScriptedModel::new([
-///     reply::tool_call("c1", "translator", r#"{"message": "你好世界"}"#), // supervisor
-///     reply::text("Hello, World!"),                                      // translator
-///     reply::text("翻译结果：Hello, World!"),                               // supervisor
+///     reply::tool_call("c1", "translator", r#"{"message": "Bonjour le monde"}"#), // supervisor
+///     reply::text("Hello, World!"),                                              // translator
+///     reply::text("The translation: Hello, World!"),                             // supervisor
 /// ]));
 /// let translator = LlmAgent::builder("translator")
-///     .description("一个翻译专家，能进行中英文互译")
+///     .description("A translation expert that translates between French and English")
 ///     .model(model.clone())
 ///     .build()
 ///     .unwrap();
@@ -397,8 +395,9 @@ fn sub_agent_error(name: &str, err: AgentError) -> ToolError {
 ///     .build()
 ///     .unwrap();
 /// # tokio_test::block_on(async {
-/// let answer = supervisor.ask(&Session::new(), "把“你好世界”翻译成英文").await.unwrap();
-/// assert_eq!(answer, "翻译结果：Hello, World!");
+/// let question = "Translate \"Bonjour le monde\" into English";
+/// let answer = supervisor.ask(&Session::new(), question).await.unwrap();
+/// assert_eq!(answer, "The translation: Hello, World!");
 /// # });
 /// ```
 #[track_caller]

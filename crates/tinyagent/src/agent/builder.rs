@@ -1,4 +1,4 @@
-//! [`LlmAgent`] and its builder (TinyAgent's `NewAgent(name, With...)`).
+//! [`LlmAgent`] and its builder, [`LlmAgentBuilder`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,8 +18,7 @@ use crate::tools::middleware::ToolMiddleware;
 /// An agent driven by a [`Model`]: it asks the model, runs the tool calls it gets back, feeds
 /// the results in, and loops until the model answers in text.
 ///
-/// Built with [`LlmAgent::builder`], TinyAgent's `NewAgent("name", WithModel(..), ...)`. Cheap
-/// to clone (clones share the configuration).
+/// Built with [`LlmAgent::builder`]. Cheap to clone (clones share the configuration).
 ///
 /// # The loop
 ///
@@ -56,18 +55,18 @@ use crate::tools::middleware::ToolMiddleware;
 /// use tinyagent::testing::{ScriptedModel, reply};
 ///
 /// let model = Arc::new(ScriptedModel::new([
-///     reply::tool_call("call_1", "get_weather", r#"{"city": "北京"}"#),
-///     reply::text("北京今天晴，22.5°C，湿度 45%。"),
+///     reply::tool_call("call_1", "get_weather", r#"{"city": "北京"}"#), // Beijing
+///     reply::text("Sunny in Beijing today, 22.5°C, 45% humidity."),
 /// ]));
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model.clone())
-///     .instruction("你是一个全能助手。")
+///     .instruction("You are a helpful assistant.")
 ///     .tools(tinyagent::demo::seed_tools())
 ///     .build()
 ///     .unwrap();
 /// # tokio_test::block_on(async {
-/// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await.unwrap();
-/// assert_eq!(answer, "北京今天晴，22.5°C，湿度 45%。");
+/// let answer = agent.ask(&Session::new(), "What's the weather in Beijing?").await.unwrap();
+/// assert_eq!(answer, "Sunny in Beijing today, 22.5°C, 45% humidity.");
 /// // The second request carried the tool's result.
 /// let tool_message = model.requests()[1].messages.last().cloned().unwrap();
 /// assert!(tool_message.tool_results().next().unwrap().content.contains("\"temperature\":22.5"));
@@ -163,14 +162,14 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// The model (required; TinyAgent's `WithModel`). Any [`Model`], including an
-    /// `Arc<dyn Model>` or an `Arc` of a concrete model kept for inspection.
+    /// The model (required). Any [`Model`], including an `Arc<dyn Model>` or an `Arc` of a
+    /// concrete model kept for inspection.
     pub fn model(mut self, model: impl Model + 'static) -> Self {
         self.model = Some(Arc::new(model));
         self
     }
 
-    /// The instruction sent with every request (TinyAgent's `WithInstruction`).
+    /// The instruction sent with every request.
     pub fn instruction(mut self, instruction: impl Into<String>) -> Self {
         self.settings.instruction = instruction.into();
         self
@@ -183,14 +182,13 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// Adds static tools, offered in every invocation (TinyAgent's `WithTools`).
+    /// Adds static tools, offered in every invocation.
     pub fn tools<T: crate::tools::IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         self.tools.extend(tools.into_iter().map(T::into_tool));
         self
     }
 
-    /// Adds a resolver of per-invocation tools (TinyAgent's `WithToolResolver`); may be called
-    /// more than once.
+    /// Adds a resolver of per-invocation tools; may be called more than once.
     pub fn tool_resolver(mut self, resolver: impl ToolResolver + 'static) -> Self {
         self.settings.resolvers.push(Arc::new(resolver));
         self
@@ -292,8 +290,8 @@ impl LlmAgentBuilder {
     /// use tinyagent::testing::{ScriptedModel, reply};
     ///
     /// let model = Arc::new(ScriptedModel::new([
-    ///     reply::tool_call("c1", "get_weather", r#"{"city": "北京"}"#),
-    ///     reply::tool_call("c2", "get_weather", r#"{"city": "上海"}"#),
+    ///     reply::tool_call("c1", "get_weather", r#"{"city": "北京"}"#), // Beijing
+    ///     reply::tool_call("c2", "get_weather", r#"{"city": "上海"}"#), // Shanghai
     /// ]));
     /// let agent = LlmAgent::builder("assistant")
     ///     .model(model)
@@ -302,7 +300,7 @@ impl LlmAgentBuilder {
     ///     .build()
     ///     .unwrap();
     /// # tokio_test::block_on(async {
-    /// let err = agent.ask(&Session::new(), "天气？").await.unwrap_err();
+    /// let err = agent.ask(&Session::new(), "What's the weather?").await.unwrap_err();
     /// assert!(matches!(
     ///     err,
     ///     AgentError::BudgetExhausted { resource: BudgetResource::ModelCalls, limit: 1, .. }

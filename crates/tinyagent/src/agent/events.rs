@@ -24,11 +24,11 @@ use crate::model::{FinishReason, Usage};
 /// stable, and the `tinyagent` command's `--json` prints it:
 ///
 /// ```text
-/// {"type":"text_delta","text":"北京"}
+/// {"type":"text_delta","text":"Sunny"}
 /// {"type":"reply_restarted","reason":"the stream was cut after 12 chunks"}
 /// {"type":"usage","step":1,"input_tokens":80,"output_tokens":17,"finish_reason":"tool_calls"}
 /// {"type":"message","message":{"id":"msg_…","role":"assistant","parts":[…]}}
-/// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}
+/// {"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"Beijing"}}
 /// {"type":"tool_progress","id":"call_1","progress":1.0,"total":3.0,"message":"fetching"}
 /// {"type":"tool_call_finished","id":"call_1","name":"get_weather","is_error":false,
 ///  "content":"{…}","duration_ms":0.05,"error_kind":null}
@@ -42,9 +42,14 @@ use crate::model::{FinishReason, Usage};
 /// ```
 /// use tinyagent::{Event, ToolCall};
 ///
-/// let event = Event::ToolCallStarted { call: ToolCall::new("call_1", "get_weather", r#"{"city":"北京"}"#) };
+/// let call = ToolCall::new("call_1", "get_weather", r#"{"city":"Beijing"}"#);
+/// let event = Event::ToolCallStarted { call };
 /// let line = serde_json::to_string(&event).unwrap();
-/// assert_eq!(line, r#"{"type":"tool_call_started","id":"call_1","name":"get_weather","arguments":{"city":"北京"}}"#);
+/// let expected = concat!(
+///     r#"{"type":"tool_call_started","id":"call_1","name":"get_weather","#,
+///     r#""arguments":{"city":"Beijing"}}"#,
+/// );
+/// assert_eq!(line, expected);
 /// let back: Event = serde_json::from_str(&line).unwrap();
 /// assert_eq!(back, event);
 /// ```

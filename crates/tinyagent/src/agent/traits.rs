@@ -10,8 +10,8 @@ use crate::context::{Invocation, Session};
 use crate::message::Message;
 use crate::util::BoxFuture;
 
-/// Something that answers a user message, reporting its progress as [`Event`]s: the tutorial's
-/// `Agent` interface (`Name`, `Description`, `Run`).
+/// Something that answers a user message, reporting its progress as [`Event`]s: it has a
+/// name, a description and a way to run.
 ///
 /// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the
 /// shortcut that runs an agent and returns its answer.
@@ -139,11 +139,11 @@ pub trait AgentExt: Agent {
     /// use tinyagent::{AgentExt, LlmAgent, Session};
     /// use tinyagent::testing::{ScriptedModel, reply};
     ///
-    /// let model = Arc::new(ScriptedModel::new([reply::text("北京今天晴，22.5°C。")]));
+    /// let model = Arc::new(ScriptedModel::new([reply::text("Sunny in Beijing today, 22.5°C.")]));
     /// let agent = LlmAgent::builder("smart-assistant").model(model).build().unwrap();
     /// # tokio_test::block_on(async {
-    /// let answer = agent.ask(&Session::new(), "北京天气怎么样？").await.unwrap();
-    /// assert_eq!(answer, "北京今天晴，22.5°C。");
+    /// let answer = agent.ask(&Session::new(), "What's the weather in Beijing?").await.unwrap();
+    /// assert_eq!(answer, "Sunny in Beijing today, 22.5°C.");
     /// # });
     /// ```
     fn ask<'a>(

@@ -18,8 +18,8 @@ use crate::message::{Message, new_id};
 ///
 /// let session = Session::new();
 /// session.set("role", "admin");
-/// let inv = Invocation::new(session, "北京天气怎么样？");
-/// assert_eq!(inv.message().text(), "北京天气怎么样？");
+/// let inv = Invocation::new(session, "What's the weather in Beijing?");
+/// assert_eq!(inv.message().text(), "What's the weather in Beijing?");
 /// assert_eq!(inv.session().get_str("role").as_deref(), Some("admin"));
 /// assert_eq!(inv.depth(), 0);
 /// ```

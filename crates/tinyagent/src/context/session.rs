@@ -18,7 +18,8 @@ struct Inner {
 }
 
 /// A conversation: an id, the history of messages of finished runs, and a state map that the
-/// application, tools and resolvers read and write (TinyAgent's `inv.Session.State()["role"]`).
+/// application, tools and resolvers read and write (a resolver may read the user's role with
+/// `inv.session().get_str("role")`, say).
 ///
 /// A `Session` is a cheap handle: clones share the same conversation. It lives in memory; to
 /// keep conversations across restarts, or share them between processes, keep them in a

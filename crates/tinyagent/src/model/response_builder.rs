@@ -16,19 +16,19 @@ use crate::message::{Message, Part};
 ///
 /// let mut b = ModelResponseBuilder::new();
 /// for event in [
-///     ModelEvent::TextDelta("让我".into()),
-///     ModelEvent::TextDelta("查一下。".into()),
+///     ModelEvent::TextDelta("Let me ".into()),
+///     ModelEvent::TextDelta("check.".into()),
 ///     ModelEvent::ToolCallStart { id: "c1".into(), name: "get_weather".into() },
 ///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#"{"city":"#.into() },
-///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#""北京"}"#.into() },
+///     ModelEvent::ToolCallDelta { id: "c1".into(), arguments_fragment: r#""Beijing"}"#.into() },
 /// ] {
 ///     b.push(&event);
 /// }
 /// b.set_usage(Usage::new(120, 15));
 /// let resp = b.build();
-/// assert_eq!(resp.message.text(), "让我查一下。");
+/// assert_eq!(resp.message.text(), "Let me check.");
 /// let call = resp.message.tool_calls().next().unwrap();
-/// assert_eq!(call.arguments, r#"{"city":"北京"}"#);
+/// assert_eq!(call.arguments, r#"{"city":"Beijing"}"#);
 /// assert_eq!(resp.finish_reason, FinishReason::ToolCalls);
 /// ```
 #[derive(Debug, Clone, Default)]

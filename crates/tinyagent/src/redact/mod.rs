@@ -312,7 +312,7 @@ pub(crate) fn for_log(text: &str) -> String {
 /// assert!(!line.contains("hunter2") && !line.contains("k123") && !line.contains("abcdef123456"), "{line}");
 /// assert!(line.contains("q=1"), "{line}");
 /// // Truncated JSON is still redacted.
-/// assert!(!redact::text(r#"{"password": "S3CR3T", "city": "北"#).contains("S3CR3T"));
+/// assert!(!redact::text(r#"{"password": "S3CR3T", "city": "Bei"#).contains("S3CR3T"));
 /// ```
 pub fn text(text: &str) -> String {
     redact_with(text, &[])

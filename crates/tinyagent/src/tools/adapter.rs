@@ -104,7 +104,7 @@ impl<F: Clone, I, M> Clone for JsonAdapter<F, I, M> {
     }
 }
 
-/// Adapts a typed async function into a [`Handler`] (TinyAgent's `JSONAdapter`).
+/// Adapts a typed async function into a [`Handler`].
 ///
 /// The raw input is decoded from JSON into `I`, the function is called, and its output becomes
 /// the result text through [`IntoToolOutput`] (text as it is, other values as JSON). An empty input counts as `{}`, which models send for tools without
@@ -128,18 +128,18 @@ impl<F: Clone, I, M> Clone for JsonAdapter<F, I, M> {
 ///
 /// async fn get_weather(input: Input) -> Result<Output, String> {
 ///     match input.city.as_str() {
-///         "北京" => Ok(Output { temperature: 22.5 }),
-///         other => Err(format!("未找到城市 {other:?} 的天气数据")),
+///         "Beijing" => Ok(Output { temperature: 22.5 }),
+///         other => Err(format!("no weather data for the city {other:?}")),
 ///     }
 /// }
 ///
 /// # tokio_test::block_on(async {
 /// let handler = json_adapter(get_weather);
 /// let ctx = ToolContext::default();
-/// assert_eq!(handler.handle(&ctx, r#"{"city": "北京"}"#).await?, r#"{"temperature":22.5}"#);
-/// let err = handler.handle(&ctx, r#"{"city": "火星"}"#).await.unwrap_err();
-/// assert_eq!(err.to_string(), r#"未找到城市 "火星" 的天气数据"#);
-/// let err = handler.handle(&ctx, r#"{"town": "北京"}"#).await.unwrap_err();
+/// assert_eq!(handler.handle(&ctx, r#"{"city": "Beijing"}"#).await?, r#"{"temperature":22.5}"#);
+/// let err = handler.handle(&ctx, r#"{"city": "Mars"}"#).await.unwrap_err();
+/// assert_eq!(err.to_string(), r#"no weather data for the city "Mars""#);
+/// let err = handler.handle(&ctx, r#"{"town": "Beijing"}"#).await.unwrap_err();
 /// assert!(err.to_string().contains("missing field `city`"));
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
@@ -213,7 +213,7 @@ fn decode_value<I: DeserializeOwned>(value: &serde_json::Value, raw: &str) -> Re
 ///
 /// assert_eq!(normalize_arguments(""), "{}");
 /// assert_eq!(normalize_arguments("  \n"), "{}");
-/// assert_eq!(normalize_arguments(r#"{"city":"北京"}"#), r#"{"city":"北京"}"#);
+/// assert_eq!(normalize_arguments(r#"{"city":"Beijing"}"#), r#"{"city":"Beijing"}"#);
 /// ```
 pub fn normalize_arguments(raw: &str) -> &str {
     if super::arguments::trim_json_whitespace(raw).is_empty() {

@@ -33,7 +33,7 @@ pub(crate) const MAX_PROBLEM_CHARS: usize = 300;
 /// ```
 /// use tinyagent::tools::parse_arguments;
 ///
-/// assert_eq!(parse_arguments(r#" {"city": "北京"} "#).unwrap()["city"], "北京");
+/// assert_eq!(parse_arguments(r#" {"city": "Beijing"} "#).unwrap()["city"], "Beijing");
 /// assert_eq!(parse_arguments("").unwrap(), serde_json::json!({}));
 /// for bad in [r#"{"a":1,"a":2}"#, r#"{"a":"\ud800"}"#, r#"{"a":1e999}"#, "{not json"] {
 ///     assert!(parse_arguments(bad).is_err(), "{bad}");

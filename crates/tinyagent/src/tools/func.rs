@@ -227,8 +227,8 @@ impl<H: Handler> Tool for FuncTool<H> {
 /// A tool made by [`new_tool`]: a hand-written schema and a raw-string handler.
 pub type ManualTool<F> = FuncTool<HandleFunc<F>>;
 
-/// Makes a typed tool (TinyAgent's `NewFunc`): the input schema is generated from `I` by
-/// [`generate_schema`], the input is decoded and the output encoded by [`json_adapter`].
+/// Makes a typed tool: the input schema is generated from `I` by [`generate_schema`], the
+/// input is decoded and the output encoded by [`json_adapter`].
 ///
 /// `f` is an async function (or closure) of the input, with or without a leading
 /// [`ToolContext`]: `async fn(I) -> Result<O, E>` or `async fn(ToolContext, I) -> Result<O, E>`
@@ -317,7 +317,7 @@ where
     })
 }
 
-/// Makes a tool from a hand-written schema and a raw-string handler (TinyAgent's `NewTool`).
+/// Makes a tool from a hand-written schema and a raw-string handler.
 ///
 /// The handler gets the model's arguments as they came, unparsed. The schema's root must be a
 /// JSON object (`"type": "object"` when a type is given).

@@ -12,15 +12,14 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;
 
-/// Something a model can call: TinyAgent's `Tool` interface.
+/// Something a model can call.
 ///
 /// A tool has a unique [`name`](Self::name) the model calls it by, a
 /// [`description`](Self::description) the model reads to decide when to call it, a JSON Schema
 /// of its input ([`input_schema`](Self::input_schema), built once when the tool is made), and
 /// an async [`call`](Self::call) that takes the call's [`ToolInput`] (the model's text and, once
 /// read, its JSON value) and gives one [`ToolOutput`] (text, content parts such as images, and
-/// structured content). [`handle`](Self::handle) is the seed's text-in, text-out shortcut onto
-/// it.
+/// structured content). [`handle`](Self::handle) is a text-in, text-out shortcut onto it.
 ///
 /// The trait is object safe; tools are stored and passed around as `Arc<dyn Tool>`. Most tools
 /// are made with [`tools::new_func`](crate::tools::new_func) (typed) or
@@ -93,9 +92,9 @@ pub trait Tool: Send + Sync {
         input: ToolInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// TinyAgent's `Handle(ctx, string) (string, error)`: runs the tool on the model's raw
-    /// arguments and gives the text of its output (content parts as their text rendering; an
-    /// error output as an error). A shortcut onto [`call`](Self::call).
+    /// Runs the tool on the model's raw arguments and gives the text of its output (content
+    /// parts as their text rendering; an error output as an error). A shortcut onto
+    /// [`call`](Self::call).
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -119,7 +118,7 @@ impl fmt::Debug for dyn Tool {
     }
 }
 
-/// The execution half of a tool, on its own so that it can be composed (TinyAgent's `Handler`).
+/// The execution half of a tool, on its own so that it can be composed.
 ///
 /// Middleware wraps a handler in another handler; [`tools::json_adapter`](crate::tools::json_adapter)
 /// turns a typed function into one; [`handler_fn`] turns a text-in, text-out closure into one.
@@ -160,8 +159,8 @@ pub trait Handler: Send + Sync {
         input: ToolInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// TinyAgent's `Handle`: handles one call given as raw text and gives the text of its
-    /// output. A shortcut onto [`call`](Self::call).
+    /// Handles one call given as raw text and gives the text of its output. A shortcut onto
+    /// [`call`](Self::call).
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -191,12 +190,12 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
     }
 }
 
-/// A closure made into a [`Handler`] (TinyAgent's `HandleFunc`); made by [`handler_fn`].
+/// A closure made into a [`Handler`]; made by [`handler_fn`].
 #[derive(Clone, Copy)]
 pub struct HandleFunc<F>(F);
 
 /// Makes a closure `Fn(ToolContext, String) -> impl Future<Output = Result<String, ToolError>>`
-/// into a [`Handler`], the way tower's `service_fn` makes a closure into a service: the seed's
+/// into a [`Handler`], the way tower's `service_fn` makes a closure into a service: a
 /// text-in, text-out shape, on the typed seam (the closure gets the input's text; its text is
 /// the output).
 ///

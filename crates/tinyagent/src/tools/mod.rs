@@ -1,8 +1,8 @@
-//! TinyAgent's `tools` package: how tools are made, adapted, wrapped and chosen.
+//! Tools: how they are made, adapted, wrapped and chosen.
 //!
 //! - [`new_func`]: a typed async function becomes a tool, its input schema derived from the
-//!   input type (TinyAgent's `NewFunc`); [`tool`](crate::tool) does the same for an `async fn`;
-//! - [`new_tool`]: a hand-written schema and a text-in, text-out handler (TinyAgent's `NewTool`);
+//!   input type; [`tool`](crate::tool) does the same for an `async fn`;
+//! - [`new_tool`]: a hand-written schema and a text-in, text-out handler;
 //! - [`json_adapter`]: a typed function becomes a [`Handler`](crate::Handler);
 //! - a tool is called with a [`ToolInput`] (the model's text and the value read from it) and
 //!   gives one [`ToolOutput`] (text, content parts, structured content);
@@ -11,8 +11,8 @@
 //! - [`ToolResolver`] and [`resolver_fn`]: tools chosen per invocation;
 //! - [`generate_schema`]: the schema of an input type; [`schema`] has the strict form, the
 //!   vendors' dialects and the validator;
-//! - [`wrap_tool`] with the seed's [`with_logging`], [`with_timeout`] and [`with_retry`]: onion
-//!   middleware around a tool's handler; [`middleware`] has every layer and the
+//! - [`wrap_tool`] with the shortcuts [`with_logging`], [`with_timeout`] and [`with_retry`]:
+//!   onion middleware around a tool's handler; [`middleware`] has every layer and the
 //!   [`ToolStack`](middleware::ToolStack) builder.
 
 mod adapter;

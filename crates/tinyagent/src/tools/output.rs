@@ -248,7 +248,7 @@ impl ToolOutput {
 
     /// The text of a successful result; an error result becomes a [`ToolError`] of kind
     /// [`Failed`](ToolErrorKind::Failed), not retryable, whose message is the text. What the
-    /// seed's text-in, text-out [`handle`](crate::Tool::handle) gives.
+    /// text-in, text-out [`handle`](crate::Tool::handle) gives.
     pub fn into_result(self) -> Result<String, ToolError> {
         if self.is_error {
             Err(ToolError::failed(self.text).retryable(false))

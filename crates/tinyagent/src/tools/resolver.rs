@@ -9,8 +9,8 @@ use crate::context::Invocation;
 use crate::error::ToolError;
 use crate::util::BoxFuture;
 
-/// Decides which tools an agent offers in one invocation (TinyAgent's `ToolResolver`): by the
-/// user's role in the session state, by the topic, or by asking an MCP server.
+/// Decides which tools an agent offers in one invocation: by the user's role in the session
+/// state, by the topic, or by asking an MCP server.
 ///
 /// An agent calls each of its resolvers once per invocation, before the first model call, and
 /// merges the tools they return with its static tools; a name offered twice is an error naming
@@ -69,13 +69,13 @@ impl<R: ToolResolver + ?Sized> ToolResolver for Arc<R> {
 }
 
 /// Makes a closure `Fn(&Invocation) -> impl Future<Output = Result<Vec<Arc<dyn Tool>>, ToolError>>`
-/// into a [`ToolResolver`] (TinyAgent's `ResolverFn`).
+/// into a [`ToolResolver`].
 ///
 /// The closure gets the invocation by reference and returns a future that owns what it needs
 /// (read the session state before the `async` block), so it may outlive the borrow.
 ///
-/// The tutorial's role-based resolver: everyone gets the search tool, an admin also gets the
-/// database tools.
+/// A role-based resolver: everyone gets the search tool, an admin also gets the database
+/// tools.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -12,9 +12,9 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-/// Generates the JSON Schema of a tool input type (TinyAgent's `GenerateSchema[T]()`).
+/// Generates the JSON Schema of a tool input type.
 ///
-/// The result is what model providers accept and what the tutorial printed:
+/// The result is what model providers accept:
 ///
 /// - the root is `{"type": "object", ...}`; subschemas are inlined (`$ref`/`$defs` only remain
 ///   for recursive types); there is no `$schema` and no `title`;
@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 ///   speaks for it);
 /// - an enum of unit variants becomes `{"type": "string", "enum": [...]}` honouring serde
 ///   renames (variant doc comments are Rust documentation, not part of the schema);
-///   `#[schemars(extend("enum" = ["a", "b"]))]` on a `String` field is TinyAgent's `enum:"a,b"`;
+///   `#[schemars(extend("enum" = ["a", "b"]))]` on a `String` field limits it to those values;
 /// - `Option<T>` fields and `#[serde(default)]` fields are not `required`, and an `Option<T>`
 ///   field's schema is `T`'s (no `"null"`);
 /// - integers are `"integer"` with the `minimum` and `maximum` of their Rust type (so a
@@ -44,9 +44,9 @@ use serde_json::{Map, Value};
 ///
 /// #[derive(Deserialize, JsonSchema)]
 /// struct WeatherInput {
-///     /// 城市名称，如北京、上海、广州
+///     /// City name, such as Beijing, Shanghai or Guangzhou
 ///     city: String,
-///     /// 温度单位
+///     /// Temperature unit
 ///     unit: Option<Unit>,
 /// }
 ///
@@ -55,8 +55,9 @@ use serde_json::{Map, Value};
 ///     json!({
 ///         "type": "object",
 ///         "properties": {
-///             "city": {"type": "string", "description": "城市名称，如北京、上海、广州"},
-///             "unit": {"type": "string", "description": "温度单位",
+///             "city": {"type": "string",
+///                      "description": "City name, such as Beijing, Shanghai or Guangzhou"},
+///             "unit": {"type": "string", "description": "Temperature unit",
 ///                      "enum": ["celsius", "fahrenheit"]}
 ///         },
 ///         "required": ["city"]

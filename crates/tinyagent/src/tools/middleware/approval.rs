@@ -66,21 +66,21 @@ pub struct ApprovalRequest {
 ///
 /// // Only Beijing and Shanghai may be looked up; anything else becomes Beijing.
 /// let policy = tools::middleware::approval_fn(|req: ApprovalRequest| async move {
-///     if req.arguments.contains("火星") {
+///     if req.arguments.contains("Mars") {
 ///         Approval::deny("we do not report the weather on Mars")
 ///     } else if req.arguments.contains("北京") || req.arguments.contains("上海") {
 ///         Approval::Approve
 ///     } else {
-///         Approval::rewrite(r#"{"city":"北京"}"#)
+///         Approval::rewrite(r#"{"city":"北京"}"#) // Beijing
 ///     }
 /// });
 /// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(), [tools::middleware::ApprovalLayer::new(policy).into()]);
 /// # tokio_test::block_on(async {
 /// let ctx = ToolContext::default();
-/// let err = weather.handle(&ctx, r#"{"city":"火星"}"#).await.unwrap_err();
+/// let err = weather.handle(&ctx, r#"{"city":"Mars"}"#).await.unwrap_err();
 /// assert_eq!(err.kind(), ToolErrorKind::Denied);
 /// assert_eq!(err.to_string(), "the call to get_weather was denied: we do not report the weather on Mars");
-/// assert!(weather.handle(&ctx, r#"{"city":"广州"}"#).await.unwrap().contains("北京"));
+/// assert!(weather.handle(&ctx, r#"{"city":"Guangzhou"}"#).await.unwrap().contains("北京"));
 /// # });
 /// # }
 /// ```

@@ -16,16 +16,16 @@ use crate::{
     tools::{ToolInput, ToolOutput},
 };
 
-/// Logs every call through `tracing`: TinyAgent's `WithLogging`, done with spans.
+/// Logs every call through `tracing`, with spans.
 ///
 /// Each call runs inside an `INFO` span named `execute_tool`, whose OpenTelemetry name
 /// (`otel.name`) is `execute_tool {tool name}`, with the GenAI attributes
 /// `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name` and, when the context has one,
 /// `gen_ai.tool.call.id`. When the call ends the span gets `duration_ms` and either
 /// `output_len` or `error.type` (the [kind](crate::ToolErrorKind) as a snake-case name). Inside
-/// it, three events mirror the tutorial's log lines: `tool call started` (`INFO`),
-/// `tool call succeeded` (`INFO`, with output length and duration) and `tool call failed`
-/// (`WARN`, with the error and duration).
+/// it, three events are logged: `tool call started` (`INFO`), `tool call succeeded` (`INFO`,
+/// with output length and duration) and `tool call failed` (`WARN`, with the error and
+/// duration).
 ///
 /// Arguments and results are not recorded unless asked for
 /// ([`record_arguments`](Self::record_arguments), [`record_results`](Self::record_results)),
@@ -69,8 +69,9 @@ use crate::{
 ///     tools::with_timeout(Duration::from_secs(3)),
 /// ]);
 /// # tokio_test::block_on(async {
-/// let out = logged.handle(&ToolContext::default().with_call_id("call_1"), r#"{"city":"上海"}"#).await?;
-/// assert!(out.contains("多云"));
+/// let ctx = ToolContext::default().with_call_id("call_1");
+/// let out = logged.handle(&ctx, r#"{"city":"上海"}"#).await?; // Shanghai
+/// assert!(out.contains("多云")); // cloudy
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
 /// # }

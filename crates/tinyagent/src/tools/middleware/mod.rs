@@ -14,7 +14,7 @@
 //! | [`OutputLimitLayer`] | long outputs cut to a limit of characters, head and tail kept |
 //! | [`ApprovalLayer`] | a hook approves, denies or rewrites each call |
 //!
-//! The seed's [`with_logging`](crate::tools::with_logging),
+//! The functions [`with_logging`](crate::tools::with_logging),
 //! [`with_timeout`](crate::tools::with_timeout), [`with_retry`](crate::tools::with_retry) and
 //! [`wrap_tool`](crate::tools::wrap_tool) are shortcuts onto these. A layer is applied once
 //! per tool, when the tool is wrapped, so state such as a limit or a cache belongs to that one
@@ -129,8 +129,7 @@ pub trait ToolLayer: Send + Sync + 'static {
     fn layer(&self, tool: &dyn Tool, next: Arc<dyn Handler>) -> Arc<dyn Handler>;
 }
 
-/// A tool middleware (TinyAgent's `ToolMiddleware func(Handler) Handler`): a cheap, cloneable
-/// handle on a [`ToolLayer`].
+/// A tool middleware: a cheap, cloneable handle on a [`ToolLayer`].
 ///
 /// Middleware is applied with [`wrap_tool`], where the first one listed is the outermost. Make
 /// one from a closure over the next handler with [`layer_fn`], or from any
@@ -153,8 +152,8 @@ impl<L: ToolLayer> From<L> for ToolMiddleware {
     }
 }
 
-/// Makes a closure over the next handler into a [`ToolLayer`] (TinyAgent's
-/// `func(Handler) Handler`), the way tower's `layer_fn` does.
+/// Makes a closure over the next handler, `Fn(Arc<dyn Handler>) -> Arc<dyn Handler>`, into a
+/// [`ToolLayer`], the way tower's `layer_fn` does.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -224,7 +223,7 @@ impl ToolMiddleware {
 /// Middleware stacked for a tool, outermost first: tower's `ServiceBuilder` for tools.
 ///
 /// [`layer`](Self::layer) adds any [`ToolLayer`] (or [`ToolMiddleware`]); [`logging`],
-/// [`timeout`] and [`retry`] add the seed's three. [`wrap`](Self::wrap) applies the stack to a
+/// [`timeout`] and [`retry`] add the usual three. [`wrap`](Self::wrap) applies the stack to a
 /// tool, as [`wrap_tool`](crate::tools::wrap_tool) does; a stack can wrap many tools, each
 /// getting its own layer state (its own cache, its own limits).
 ///

@@ -12,8 +12,7 @@ use crate::{
     tools::{ToolInput, ToolOutput},
 };
 
-/// Retries failed calls: TinyAgent's `WithRetry`, with backoff, jitter and a policy on what is
-/// safe to repeat.
+/// Retries failed calls, with backoff, jitter and a policy on what is safe to repeat.
 ///
 /// A call is tried once and retried up to [`max_retries`](Self::max_retries) times. Before
 /// retry `k` (counting from 0) the policy waits a random delay between half and all of

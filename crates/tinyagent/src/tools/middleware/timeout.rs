@@ -12,12 +12,13 @@ use crate::{
     tools::{ToolInput, ToolOutput},
 };
 
-/// Bounds each call by a deadline: TinyAgent's `WithTimeout`, with real cancellation.
+/// Bounds each call by a deadline, with real cancellation.
 ///
 /// When the deadline passes, the call fails with a [`TimedOut`](crate::ToolErrorKind::TimedOut)
 /// error saying `tool execution timed out after {d}`, and the future running the tool is
-/// dropped, so the tool's work stops at its next `.await` (the tutorial's goroutine kept running).
-/// Work the tool moved to another task or thread is out of reach, as always with dropping.
+/// dropped, so the tool's work stops at its next `.await` instead of running on after the
+/// caller has given up. Work the tool moved to another task or thread is out of reach, as
+/// always with dropping.
 ///
 /// Needs a Tokio runtime with its time driver; without one the call fails with an error
 /// rather than panicking.

@@ -81,8 +81,8 @@ impl Tool for WrappedTool {
     }
 }
 
-/// Wraps a tool in middleware, onion-style (TinyAgent's `WrapTool`): the first middleware
-/// listed is the outermost, so it sees the call first and the result last.
+/// Wraps a tool in middleware, onion-style: the first middleware listed is the outermost, so
+/// it sees the call first and the result last.
 ///
 /// The wrapped tool keeps the tool's name, description, schema, hints, title and output
 /// schema.
