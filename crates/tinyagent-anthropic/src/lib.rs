@@ -36,7 +36,7 @@
 //!   when the request sets none). Tool names and call ids the API would reject are mapped
 //!   to what it accepts (`fs.read` → `fs_read`) and back; arguments that are not a JSON
 //!   object are sent back inside `{"invalid_arguments": "…"}`;
-//! - extended thinking ([`AnthropicConfig::thinking`]): thinking blocks come back as
+//! - extended thinking ([`AnthropicConfig::thinking_tokens`]): thinking blocks come back as
 //!   [`Part::Reasoning`](tinyagent::Part::Reasoning) with their signature, and are sent back
 //!   unchanged before the tool calls of their turn, as the API requires (redacted blocks
 //!   too); other providers leave them out;

@@ -49,8 +49,8 @@ pub trait Decoder: Send {
 /// A provider's wire format, as far as a call needs it.
 ///
 /// A whole (toy) provider: its server streams the reply's text as `data:` events and ends
-/// with `data: [DONE]`. The [`Transport`] does the rest: retries, timeouts, size limits, the
-/// errors of a 200 that is not the API.
+/// with `data: [DONE]`. The [`Transport`](crate::Transport) does the rest: retries, timeouts,
+/// size limits, the errors of a 200 that is not the API.
 ///
 /// ```
 /// use futures::StreamExt;

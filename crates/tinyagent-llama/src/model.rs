@@ -37,8 +37,9 @@ use crate::speed::{Completion, Speed};
 /// * When a request offers tools, the output is constrained by a grammar built from the tools'
 ///   input schemas: the model can only write `{"name": "<offered tool>", "arguments": {…}}`
 ///   with arguments its schema accepts, or `{"answer": "…"}`. That is parsed into the same
-///   [`Part::ToolCall`] / [`Part::Text`] parts an HTTP provider returns. After
-///   [`LlamaConfig::max_tool_rounds`] rounds of tool calls the model answers in free text.
+///   [`Part::ToolCall`](tinyagent::Part::ToolCall) / [`Part::Text`](tinyagent::Part::Text)
+///   parts an HTTP provider returns. After [`LlamaConfig::max_tool_rounds`] rounds of tool
+///   calls the model answers in free text.
 /// * Without tools the reply is free text, streamed token by token
 ///   ([`ModelEvent::TextDelta`]).
 /// * Generation runs on its own thread; dropping the stream (or the `generate` future) stops

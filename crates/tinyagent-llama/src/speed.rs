@@ -15,7 +15,8 @@ pub struct Completion {
 }
 
 /// Tokens read and generated, and the time each took: of one completion
-/// ([`Completion::speed`]) or of everything a loaded model did ([`LlamaModel::speed_totals`]).
+/// ([`Completion::speed`]) or of everything a loaded model did
+/// ([`LlamaModel::speed_totals`](crate::LlamaModel::speed_totals)).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Speed {

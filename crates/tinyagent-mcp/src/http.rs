@@ -309,6 +309,8 @@ impl McpServer {
     /// How long a client of [`serve_http`](Self::serve_http) may take to send a request's
     /// headers, which also bounds how long a kept-alive connection may stay idle
     /// ([`DEFAULT_HTTP_HEADER_TIMEOUT`] by default).
+    ///
+    /// [`DEFAULT_HTTP_HEADER_TIMEOUT`]: crate::DEFAULT_HTTP_HEADER_TIMEOUT
     #[must_use]
     pub fn http_header_timeout(self, timeout: std::time::Duration) -> Self {
         self.configure(|inner| inner.http_limits.header_timeout = timeout)
@@ -316,6 +318,8 @@ impl McpServer {
 
     /// How many connections [`serve_http`](Self::serve_http) keeps open at once; one more is
     /// answered `503` and closed ([`DEFAULT_HTTP_MAX_CONNECTIONS`] by default).
+    ///
+    /// [`DEFAULT_HTTP_MAX_CONNECTIONS`]: crate::DEFAULT_HTTP_MAX_CONNECTIONS
     #[must_use]
     pub fn http_max_connections(self, max: usize) -> Self {
         self.configure(|inner| inner.http_limits.max_connections = max.max(1))

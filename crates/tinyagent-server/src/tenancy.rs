@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The name of the admin key given by [`Server::admin_key`].
+/// The name of the admin key given by [`Server::admin_key`](crate::Server::admin_key).
 pub const DEFAULT_ADMIN_KEY_NAME: &str = "admin";
 
 /// Who a request is for: set by the auth middleware on every API request.

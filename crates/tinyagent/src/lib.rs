@@ -108,9 +108,9 @@ pub mod store {
     pub use crate::message::new_id;
 }
 
-/// What a tool may ask of whoever runs it, through its [`ToolContext`](crate::ToolContext):
-/// report progress and logs, have the client's model sample a completion, or ask the user for
-/// input (elicitation). An agent hands these to its caller; an MCP server to its client.
+/// What a tool may ask of whoever runs it, through its [`ToolContext`]: report progress and logs,
+/// have the client's model sample a completion, or ask the user for input (elicitation). An agent
+/// hands these to its caller; an MCP server to its client.
 pub mod host {
     pub use crate::context::{
         Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,

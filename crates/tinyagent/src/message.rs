@@ -106,7 +106,8 @@ pub struct ToolResult {
     pub is_error: bool,
     /// The result's content parts (text, images, audio, resources), when the tool returned
     /// more than text; then `content` is their text rendering
-    /// ([`content_text`](crate::content_text)), which providers that take only text send.
+    /// ([`content_text`](crate::tools::content_text)), which providers that take only text
+    /// send.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<ContentPart>,
     /// The result's structured content (a JSON value matching the tool's output schema).
@@ -163,7 +164,7 @@ impl ToolResult {
     }
 
     /// Returns the result with these content parts; `content` stays as it is (set it to
-    /// [`content_text`](crate::content_text) of the parts, as the agent does).
+    /// [`content_text`](crate::tools::content_text) of the parts, as the agent does).
     #[must_use]
     pub fn parts(mut self, parts: Vec<ContentPart>) -> Self {
         self.parts = parts;

@@ -46,7 +46,7 @@ use crate::tools::middleware::ToolMiddleware;
 /// [`max_tool_output`](LlmAgentBuilder::max_tool_output) characters.
 ///
 /// Tools run inside the run's own future (no tasks are spawned): dropping the event stream or
-/// the [`ask`](super::AgentExt::ask) future cancels the tools still running.
+/// the [`ask`](crate::AgentExt::ask) future cancels the tools still running.
 ///
 /// ```
 /// # #[cfg(feature = "demo")] {
@@ -196,12 +196,16 @@ impl LlmAgentBuilder {
 
     /// Adds default middleware, applied to every tool the agent runs (static or resolved); the
     /// first listed is the outermost, as in [`wrap_tool`].
+    ///
+    /// [`wrap_tool`]: crate::tools::wrap_tool
     pub fn middleware(mut self, middleware: impl IntoIterator<Item = ToolMiddleware>) -> Self {
         self.settings.middleware.extend(middleware);
         self
     }
 
     /// The most model calls in one run (default [`DEFAULT_MAX_STEPS`]; at least 1).
+    ///
+    /// [`DEFAULT_MAX_STEPS`]: crate::agent::DEFAULT_MAX_STEPS
     pub fn max_steps(mut self, max_steps: usize) -> Self {
         self.settings.max_steps = max_steps;
         self
@@ -209,6 +213,8 @@ impl LlmAgentBuilder {
 
     /// The most tool calls run per model step (default [`DEFAULT_MAX_TOOL_CALLS_PER_STEP`]);
     /// calls beyond it are answered with an error result and not run.
+    ///
+    /// [`DEFAULT_MAX_TOOL_CALLS_PER_STEP`]: crate::agent::DEFAULT_MAX_TOOL_CALLS_PER_STEP
     pub fn max_tool_calls_per_step(mut self, max: usize) -> Self {
         self.settings.max_tool_calls_per_step = max;
         self
@@ -216,6 +222,8 @@ impl LlmAgentBuilder {
 
     /// The most tool calls running at once (default [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`];
     /// at least 1).
+    ///
+    /// [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`]: crate::agent::DEFAULT_MAX_CONCURRENT_TOOL_CALLS
     pub fn max_concurrent_tool_calls(mut self, max: usize) -> Self {
         self.settings.max_concurrent_tool_calls = max;
         self
@@ -239,7 +247,7 @@ impl LlmAgentBuilder {
     /// also holds up the timeout itself and the other calls of the step until it returns. A
     /// tool that declares it blocks ([`ToolHints::blocking`](crate::ToolHints::blocking)) runs
     /// on Tokio's blocking thread pool instead (see
-    /// [`tools::with_spawn_blocking`](crate::tools::with_spawn_blocking)): the timeout then
+    /// [`SpawnBlockingLayer`](crate::tools::middleware::SpawnBlockingLayer)): the timeout then
     /// returns on time and the other calls go on, while the thread finishes the work in the
     /// background and its result is dropped. Work a tool hands to other threads or processes
     /// is never stopped by a timeout.
@@ -281,7 +289,7 @@ impl LlmAgentBuilder {
     /// What an invocation tree started by this agent may spend: model calls, tool calls,
     /// tokens and wall time, shared with every agent it calls as a tool (default
     /// [`Budget::default`]: 64 model calls, 256 tool calls, 2,000,000 tokens, 15 minutes;
-    /// [`Budget::unlimited`] for none). An agent running as another agent's tool draws from
+    /// [`Budget::UNLIMITED`] for none). An agent running as another agent's tool draws from
     /// its caller's budget instead of its own.
     ///
     /// ```
@@ -314,8 +322,10 @@ impl LlmAgentBuilder {
 
     /// The most characters of one tool result, or one tool error, that the model reads
     /// (default [`DEFAULT_MAX_TOOL_OUTPUT`]); longer ones keep their head and tail with a note
-    /// of how much was left out (see [`OutputBudget`](crate::tools::OutputBudgetLayer)). `None`
-    /// passes everything.
+    /// of how much was left out (see [`OutputLimitLayer`]). `None` passes everything.
+    ///
+    /// [`DEFAULT_MAX_TOOL_OUTPUT`]: crate::agent::DEFAULT_MAX_TOOL_OUTPUT
+    /// [`OutputLimitLayer`]: crate::tools::middleware::OutputLimitLayer
     pub fn max_tool_output(mut self, max_chars: impl Into<Option<usize>>) -> Self {
         self.settings.max_tool_output = max_chars.into();
         self

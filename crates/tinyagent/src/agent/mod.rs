@@ -1,6 +1,5 @@
-//! Agents beyond the [`Agent`](crate::Agent) trait: the [`LlmAgent`](crate::LlmAgent)'s
-//! builder and limits, the [`SessionRunner`] that runs an agent on stored sessions, and what
-//! configuration errors name.
+//! Agents beyond the [`Agent`] trait: the [`LlmAgent`]'s builder and limits, the
+//! [`SessionRunner`] that runs an agent on stored sessions, and what configuration errors name.
 
 pub(crate) mod agent_tool;
 pub(crate) mod builder;

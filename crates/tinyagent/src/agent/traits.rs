@@ -13,8 +13,8 @@ use crate::util::BoxFuture;
 /// Something that answers a user message, reporting its progress as [`Event`]s: it has a
 /// name, a description and a way to run.
 ///
-/// Object safe. [`LlmAgent`] is the model-driven implementation; [`AgentExt::ask`] is the
-/// shortcut that runs an agent and returns its answer.
+/// Object safe. [`LlmAgent`](crate::LlmAgent) is the model-driven implementation;
+/// [`AgentExt::ask`] is the shortcut that runs an agent and returns its answer.
 ///
 /// An agent of your own (a router, a fixed workflow, a remote service) implements three
 /// methods and works wherever an agent does: with [`AgentExt::ask`], as another agent's tool

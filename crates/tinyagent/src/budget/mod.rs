@@ -1,5 +1,5 @@
-//! What one invocation tree may spend, beyond the [`Budget`](crate::Budget) itself: the
-//! [`SharedBudget`] every agent of the tree draws from, what ran out, and the defaults.
+//! What one invocation tree may spend, beyond the [`Budget`] itself: the [`SharedBudget`] every
+//! agent of the tree draws from, what ran out, and the defaults.
 
 pub(crate) mod limits;
 mod shared;

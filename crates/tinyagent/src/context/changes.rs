@@ -8,6 +8,8 @@ use crate::message::Message;
 /// One write to a session: messages to append to its history and state keys to set or
 /// remove, applied together or not at all by [`SessionStore::commit`].
 ///
+/// [`SessionStore::commit`]: crate::store::SessionStore::commit
+///
 /// ```
 /// use serde_json::json;
 /// use tinyagent::Message;
@@ -32,6 +34,8 @@ pub struct Changes {
     /// [`StoreError::NotFound`] (nothing written), and a session the commit creates belongs to
     /// `owner`. With `None` (the default) ownership is neither checked nor set: a session the
     /// commit creates has no owner (the empty string).
+    ///
+    /// [`StoreError::NotFound`]: crate::store::StoreError::NotFound
     pub owner: Option<String>,
 }
 

@@ -49,7 +49,7 @@ impl Invocation {
         }
     }
 
-    /// Returns the invocation with a [`ToolHost`](crate::ToolHost) for its tool calls: what
+    /// Returns the invocation with a [`ToolHost`](crate::host::ToolHost) for its tool calls: what
     /// the agent runs under (an MCP server serving it, a parent agent), which answers the
     /// tools' sampling and elicitation requests and hears their progress and logs too.
     #[must_use]

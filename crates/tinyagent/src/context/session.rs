@@ -23,7 +23,7 @@ struct Inner {
 ///
 /// A `Session` is a cheap handle: clones share the same conversation. It lives in memory; to
 /// keep conversations across restarts, or share them between processes, keep them in a
-/// [`SessionStore`](crate::SessionStore) and run agents on them with a
+/// [`SessionStore`](crate::store::SessionStore) and run agents on them with a
 /// [`SessionRunner`](crate::agent::SessionRunner).
 ///
 /// An agent run reads the history before its first model call and appends the run's messages

@@ -1,6 +1,6 @@
-//! The model behind an agent, beyond the [`Model`](crate::Model) trait and its request and
-//! response: the events of a streamed answer, why it finished, the tools it is offered and
-//! how it must choose, and typed answers.
+//! The model behind an agent, beyond the [`Model`] trait and its request and response: the events
+//! of a streamed answer, why it finished, the tools it is offered and how it must choose, and typed
+//! answers.
 
 pub(crate) mod error;
 mod events;

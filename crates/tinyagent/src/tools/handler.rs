@@ -277,7 +277,8 @@ pub struct ToolHints {
     /// The tool blocks the thread it runs on (synchronous I/O, heavy computation,
     /// `std::thread::sleep`). An agent runs its calls on Tokio's blocking thread pool, so that
     /// a timeout returns on time and the other calls of the step go on; see
-    /// [`tools::with_spawn_blocking`](crate::tools::with_spawn_blocking). Not an MCP annotation.
+    /// [`SpawnBlockingLayer`](crate::tools::middleware::SpawnBlockingLayer). Not an MCP
+    /// annotation.
     pub blocking: bool,
 }
 

@@ -8,7 +8,7 @@ use crate::Tool;
 /// Anything that can be stored as a tool: every [`Tool`] (moved into an `Arc`), an
 /// `Arc<dyn Tool>` (kept as it is) and an `Arc` of a concrete tool (kept for inspection).
 ///
-/// It lets [`LlmAgentBuilder::tool`](crate::LlmAgentBuilder::tool) and
+/// It lets [`LlmAgentBuilder::tool`](crate::agent::LlmAgentBuilder::tool) and
 /// [`tools::wrap_tool`](crate::tools::wrap_tool) take a tool as it was made, the way
 /// `.model(..)` takes any model:
 ///

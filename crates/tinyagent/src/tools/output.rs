@@ -100,7 +100,7 @@ impl<T: Serialize> IntoToolOutput for Json<T> {
 ///
 /// It is what every tool's [`call`](crate::Tool::call) gives, whole, through every layer:
 /// agents hand the parts to providers that take images (the others read the text:
-/// [`content_text`](crate::content_text), text parts as they are, a placeholder such as
+/// [`content_text`](crate::tools::content_text), text parts as they are, a placeholder such as
 /// `[image image/png, 5.2 kB]` for the others), MCP servers send them as MCP content, and the
 /// cache keeps all of it.
 ///

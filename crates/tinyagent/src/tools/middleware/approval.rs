@@ -130,8 +130,8 @@ where
 
 /// The approval middleware: every call goes past an [`ApprovalHook`] first.
 ///
-/// Put it outside [validation](super::with_validation) so rewritten arguments are checked
-/// too, and inside [logging](super::with_logging) so denials are logged.
+/// Put it outside [validation](super::ValidationLayer) so rewritten arguments are checked
+/// too, and inside [logging](crate::tools::with_logging) so denials are logged.
 #[derive(Clone)]
 pub struct ApprovalLayer {
     hook: Arc<dyn ApprovalHook>,

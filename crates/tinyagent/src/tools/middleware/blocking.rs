@@ -17,7 +17,7 @@ use crate::{
 ///
 /// A tool that blocks the thread it runs on (`std::thread::sleep`, synchronous I/O, a long
 /// computation without `.await`) holds up everything else on that thread: a
-/// [`with_timeout`](super::with_timeout) around it cannot fire until it returns, and in an
+/// [`with_timeout`](crate::tools::with_timeout) around it cannot fire until it returns, and in an
 /// agent the other calls of the step wait too. Moved to a thread of its own, the call is
 /// awaited like any other future: a timeout outside this layer returns on time and the
 /// other calls go on.

@@ -134,6 +134,8 @@ pub trait ToolLayer: Send + Sync + 'static {
 /// Middleware is applied with [`wrap_tool`], where the first one listed is the outermost. Make
 /// one from a closure over the next handler with [`layer_fn`], or from any
 /// [`ToolLayer`] with [`ToolMiddleware::new`].
+///
+/// [`wrap_tool`]: super::wrap_tool
 #[derive(Clone)]
 pub struct ToolMiddleware {
     layer: Arc<dyn ToolLayer>,
