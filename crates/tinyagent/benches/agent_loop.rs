@@ -16,7 +16,7 @@
 //!   results in the history and as events.
 //! - `work_only`: the same model replies and tool handlers called directly, no validation.
 //! - `work_validated`: `work_only` with each tool wrapped in the argument validation the loop
-//!   applies ([`tools::with_validation`]).
+//!   applies ([`tools::middleware::ValidationLayer`]).
 //!
 //! So, per step: `(run - work_only) / STEPS` is the loop's overhead *including* argument
 //! validation; `(run - work_validated) / STEPS` is the overhead of the loop's own machinery,
