@@ -348,22 +348,17 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
                     "\n\nAnswer with one JSON object and nothing else, with these fields:\n",
                 );
                 describe_arguments(&mut text, &format.schema, style.terse);
-            } else if !recent_results(req).is_empty() {
-                text.push_str(
-                    "\n\nAnswer the user's question in one short sentence of plain text, \
-                     giving the values of the tool results.",
-                );
-            } else if !recent_errors(req).is_empty() {
-                text.push_str(
+            } else if req.messages.iter().any(|m| m.role == Role::Tool) {
+                let only_failures =
+                    recent_results(req).is_empty() && !recent_errors(req).is_empty();
+                text.push_str(if only_failures {
                     "\n\nThe tool call failed. In one short sentence of plain text, tell the \
                      user that you could not get the answer, and why, from the tool's error. \
-                     Do not make up any value.",
-                );
-            } else if req.messages.iter().any(|m| m.role == Role::Tool) {
-                text.push_str(
+                     Do not make up any value."
+                } else {
                     "\n\nAnswer the user's question in one short sentence of plain text, \
-                     giving the values of the tool results.",
-                );
+                     giving the values of the tool results."
+                });
             }
             if let Some(language) = last_user_text(req)
                 .and_then(|t| language_of(&t))

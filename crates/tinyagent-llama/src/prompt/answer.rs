@@ -6,27 +6,22 @@ use tinyagent::{Message, ModelRequest, Role};
 
 /// The tool results given since the user's last message.
 pub(crate) fn recent_results(req: &ModelRequest) -> Vec<String> {
-    req.messages
-        .iter()
-        .rev()
-        .take_while(|m| m.role != Role::User)
-        .flat_map(|m| {
-            m.tool_results()
-                .filter(|r| !r.is_error)
-                .map(|r| r.content.clone())
-        })
-        .collect()
+    recent_outputs(req, false)
 }
 
 /// The failed tool results given since the user's last message.
 pub(crate) fn recent_errors(req: &ModelRequest) -> Vec<String> {
+    recent_outputs(req, true)
+}
+
+fn recent_outputs(req: &ModelRequest, failed: bool) -> Vec<String> {
     req.messages
         .iter()
         .rev()
         .take_while(|m| m.role != Role::User)
         .flat_map(|m| {
             m.tool_results()
-                .filter(|r| r.is_error)
+                .filter(|r| r.is_error == failed)
                 .map(|r| r.content.clone())
         })
         .collect()
