@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo run -p tinyagent-examples --example agent_demo
+cargo run -p tinyagent-demo --example agent_demo

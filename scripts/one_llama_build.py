@@ -22,7 +22,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 # The commands that share a target dir on a user's machine or in CI, in no particular order.
 COMMANDS = {
-    "scripts/demo.sh": ["build", "-p", "tinyagent-examples", "--example", "agent_demo"],
+    "scripts/demo.sh": ["build", "-p", "tinyagent-demo", "--example", "agent_demo"],
     "scripts/test.sh": ["test", "--no-run", "--workspace", "--all-features"],
     "clippy (CI)": ["build", "--workspace", "--all-targets", "--all-features"],
     "cargo install --path crates/tinyagent-cli": ["build", "-p", "tinyagent-cli"],

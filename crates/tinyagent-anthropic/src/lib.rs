@@ -11,7 +11,7 @@
 //! | `ANTHROPIC_MODEL` | the model name | `claude-sonnet-4-5` |
 //!
 //! ```
-//! use tinyagent::{LlmAgent, demo};
+//! use tinyagent::{LlmAgent};
 //! use tinyagent_anthropic::{AnthropicConfig, AnthropicModel};
 //!
 //! let model = AnthropicModel::new(
@@ -20,7 +20,7 @@
 //! let agent = LlmAgent::builder("smart-assistant")
 //!     .model(model)
 //!     .instruction("You are a helpful assistant.")
-//!     .tools([demo::weather_tool(), demo::calculator_tool()])
+//!     .tools([tinyagent_demo::weather_tool(), tinyagent_demo::calculator_tool()])
 //!     .build()?;
 //! # let _ = agent;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -23,7 +23,7 @@ use crate::wire;
 /// Cheap to clone: clones share the HTTP connection pool.
 ///
 /// ```no_run
-/// use tinyagent::{AgentExt, LlmAgent, Session, demo};
+/// use tinyagent::{AgentExt, LlmAgent, Session};
 /// use tinyagent_anthropic::AnthropicModel;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,7 +31,7 @@ use crate::wire;
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(AnthropicModel::from_env()?)
 ///     .instruction("You are a helpful assistant.")
-///     .tools([demo::weather_tool(), demo::calculator_tool()])
+///     .tools([tinyagent_demo::weather_tool(), tinyagent_demo::calculator_tool()])
 ///     .build()?;
 /// let answer = agent.ask(&Session::new(), "What's the weather in Beijing?").await?;
 /// println!("{answer}");

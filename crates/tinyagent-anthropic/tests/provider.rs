@@ -9,18 +9,18 @@ mod support;
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult, demo,
+    Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult,
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use wiremock::MockServer;
 
 fn weather_def() -> ToolDefinition {
-    ToolDefinition::from_tool(demo::weather_tool().as_ref())
+    ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref())
 }
 
 fn calculator_def() -> ToolDefinition {
-    ToolDefinition::from_tool(demo::calculator_tool().as_ref())
+    ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref())
 }
 
 #[test]
@@ -115,7 +115,7 @@ async fn a_streamed_tool_call_is_assembled_from_its_fragments() {
     let bodies = validated_bodies(&server).await;
     let tool = &bodies[0]["tools"][0];
     assert_eq!(tool["name"], "get_weather");
-    assert_eq!(tool["description"], "获取指定城市的实时天气信息");
+    assert_eq!(tool["description"], tinyagent_demo::WEATHER_DESCRIPTION);
     assert_eq!(tool["input_schema"]["type"], "object");
     assert_eq!(tool["input_schema"]["required"], json!(["city"]));
     assert!(

@@ -377,7 +377,7 @@ pub async fn serve_mcp(
     // The MCP servers' connections live as long as the server serves their tools.
     let mut _toolsets = Vec::new();
     let tools: Vec<Arc<dyn Tool>> = if default_tools {
-        crate::demo_tools::all_tools()
+        tinyagent_demo::all_tools()
     } else {
         let list = setup::all_tools(args).await?;
         _toolsets = list.toolsets;

@@ -13,7 +13,6 @@
 
 mod cli;
 mod commands;
-mod demo_tools;
 mod error;
 mod eval;
 mod render;

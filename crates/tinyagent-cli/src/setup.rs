@@ -10,7 +10,6 @@ use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
 use tinyagent_openai::DEFAULT_MAX_TOKENS;
 
 use crate::cli::{AgentArgs, ToolArgs};
-use crate::demo_tools;
 use crate::error::CliError;
 
 /// The agent's name, the tutorial's.
@@ -63,10 +62,10 @@ pub fn builtin_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
             continue;
         }
         tools.push(match name {
-            "get_weather" => demo_tools::weather_tool(),
-            "calculator" => demo_tools::calculator_tool(),
-            "get_current_time" => demo_tools::time_tool(),
-            _ => demo_tools::translator_tool(),
+            "get_weather" => tinyagent_demo::weather_tool(),
+            "calculator" => tinyagent_demo::calculator_tool(),
+            "get_current_time" => tinyagent_demo::time_tool(),
+            _ => tinyagent_demo::translator_tool(),
         });
     }
     Ok(tools)

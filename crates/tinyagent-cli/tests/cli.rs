@@ -1,5 +1,5 @@
 //! The `tinyagent` binary end to end: against a loopback server replaying the demo's hand-built
-//! Chat Completions streams (`tinyagent-examples/tests/fixtures`, in the exact wire format of
+//! Chat Completions streams (`tinyagent-demo/tests/fixtures`, in the exact wire format of
 //! OpenAI's spec; see their README), the MCP Python SDK's server and client fixtures, and (when the model
 //! file is there, as `scripts/setup.sh` makes sure) the embedded default model.
 
@@ -66,7 +66,7 @@ async fn model_server(replies: &[&str]) -> MockServer {
     let server = MockServer::start().await;
     let bodies = replies
         .iter()
-        .map(|name| read_fixture("tinyagent-examples", name));
+        .map(|name| read_fixture("tinyagent-demo", name));
     mount_replies(&server, bodies).await;
     server
 }
@@ -298,12 +298,9 @@ async fn run_reads_the_question_from_standard_input() {
 async fn a_failing_tool_call_is_shown_and_the_run_goes_on() {
     // The hand-built exchange, asking for a city the weather tool does not know.
     let replies = || {
-        let call = read_fixture("tinyagent-examples", "1_weather_call.sse").replace("北京", "火星");
+        let call = read_fixture("tinyagent-demo", "1_weather_call.sse").replace("北京", "火星");
         assert!(call.contains("火星"));
-        [
-            call,
-            read_fixture("tinyagent-examples", "2_weather_answer.sse"),
-        ]
+        [call, read_fixture("tinyagent-demo", "2_weather_answer.sse")]
     };
     let server = MockServer::start().await;
     mount_replies(&server, replies()).await;
@@ -1212,10 +1209,10 @@ async fn reply_when(server: &MockServer, text: &str, reply: &str) {
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .and(wiremock::matchers::body_string_contains(text))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            read_fixture("tinyagent-examples", reply),
-            "text/event-stream",
-        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(read_fixture("tinyagent-demo", reply), "text/event-stream"),
+        )
         .mount(server)
         .await;
 }

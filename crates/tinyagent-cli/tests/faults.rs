@@ -46,7 +46,7 @@ fn text(bytes: &[u8]) -> String {
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tinyagent-examples/tests/fixtures")
+        .join("../tinyagent-demo/tests/fixtures")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
 }

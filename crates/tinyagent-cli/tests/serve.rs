@@ -1,6 +1,6 @@
 //! `tinyagent serve` end to end: the binary on an ephemeral loopback port, its model a loopback
 //! server replaying the demo's hand-built Chat Completions streams
-//! (`tinyagent-examples/tests/fixtures`), its sessions in an SQLite file; a client talks to it
+//! (`tinyagent-demo/tests/fixtures`), its sessions in an SQLite file; a client talks to it
 //! over both APIs, and SIGTERM stops it.
 #![cfg(unix)]
 
@@ -20,7 +20,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 fn fixture(name: &str) -> String {
     let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tinyagent-examples/tests/fixtures")
+        .join("../tinyagent-demo/tests/fixtures")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
 }

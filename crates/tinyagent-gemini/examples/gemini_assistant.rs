@@ -3,7 +3,7 @@
 //! optional). Prints what the agent does, step by step.
 
 use futures::StreamExt;
-use tinyagent::{Agent, Event, Invocation, LlmAgent, Session, demo};
+use tinyagent::{Agent, Event, Invocation, LlmAgent, Session};
 use tinyagent_gemini::GeminiModel;
 
 #[tokio::main]
@@ -18,7 +18,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = LlmAgent::builder("smart-assistant")
         .model(model)
         .instruction("你是一个全能助手。")
-        .tools([demo::weather_tool(), demo::calculator_tool()])
+        .tools([
+            tinyagent_demo::weather_tool(),
+            tinyagent_demo::calculator_tool(),
+        ])
         .build()?;
     let session = Session::new();
     for question in ["北京天气怎么样？", "帮我算一下 7 乘以 8 等于多少。"] {

@@ -10,14 +10,14 @@
 //! | `GEMINI_MODEL` | the model name | `gemini-2.5-flash` |
 //!
 //! ```
-//! use tinyagent::{LlmAgent, demo};
+//! use tinyagent::{LlmAgent};
 //! use tinyagent_gemini::{GeminiConfig, GeminiModel};
 //!
 //! let model = GeminiModel::new(GeminiConfig::new("gemini-2.5-flash").api_key("AIza..."))?;
 //! let agent = LlmAgent::builder("smart-assistant")
 //!     .model(model)
 //!     .instruction("You are a helpful assistant.")
-//!     .tools([demo::weather_tool(), demo::calculator_tool()])
+//!     .tools([tinyagent_demo::weather_tool(), tinyagent_demo::calculator_tool()])
 //!     .build()?;
 //! # let _ = agent;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -21,7 +21,7 @@ use crate::wire;
 /// `retry-after`. Cheap to clone: clones share the HTTP connection pool.
 ///
 /// ```no_run
-/// use tinyagent::{AgentExt, LlmAgent, Session, demo};
+/// use tinyagent::{AgentExt, LlmAgent, Session};
 /// use tinyagent_gemini::GeminiModel;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,7 +29,7 @@ use crate::wire;
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(GeminiModel::from_env()?)
 ///     .instruction("You are a helpful assistant.")
-///     .tools([demo::weather_tool(), demo::calculator_tool()])
+///     .tools([tinyagent_demo::weather_tool(), tinyagent_demo::calculator_tool()])
 ///     .build()?;
 /// println!("{}", agent.ask(&Session::new(), "What's the weather in Beijing?").await?);
 /// # Ok(()) }

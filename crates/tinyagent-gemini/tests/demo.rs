@@ -1,4 +1,4 @@
-//! The seed's smart-assistant demo (get_weather and calculator from `tinyagent::demo`) end
+//! The seed's smart-assistant demo (get_weather and calculator from `tinyagent_demo`) end
 //! to end against a replayed exchange with the Gemini API: two questions in one session,
 //! each a tool call then an answer. The tools really run; their results must reach the
 //! model, and the model's answers the user.
@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::*;
-use tinyagent::{LlmAgent, Session, demo};
+use tinyagent::{LlmAgent, Session};
 use wiremock::MockServer;
 
 #[tokio::test]
@@ -26,7 +26,10 @@ async fn the_smart_assistant_answers_both_questions_with_its_tools() {
     let agent = LlmAgent::builder("smart-assistant")
         .model(model_for(&server))
         .instruction("你是一个全能助手。")
-        .tools([demo::weather_tool(), demo::calculator_tool()])
+        .tools([
+            tinyagent_demo::weather_tool(),
+            tinyagent_demo::calculator_tool(),
+        ])
         .build()
         .unwrap();
     let session = Session::new();

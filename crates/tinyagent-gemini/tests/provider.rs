@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::*;
 use tinyagent::{
-    Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult, demo,
+    Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult,
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_gemini::GeminiModel;
@@ -19,11 +19,11 @@ use tinyagent_gemini::HttpConfig;
 use wiremock::{MockServer, ResponseTemplate};
 
 fn weather_def() -> ToolDefinition {
-    ToolDefinition::from_tool(demo::weather_tool().as_ref())
+    ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref())
 }
 
 fn calculator_def() -> ToolDefinition {
-    ToolDefinition::from_tool(demo::calculator_tool().as_ref())
+    ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref())
 }
 
 #[test]

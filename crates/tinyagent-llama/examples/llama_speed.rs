@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use tinyagent::{Message, ModelRequest, demo, model::ToolDefinition};
+use tinyagent::{Message, ModelRequest, model::ToolDefinition};
 use tinyagent_llama::{LlamaConfig, LlamaModel, find_default_model};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
         .instruction("你是一个全能助手。")
         .tools(vec![ToolDefinition::from_tool(
-            demo::weather_tool().as_ref(),
+            tinyagent_demo::weather_tool().as_ref(),
         )]);
     let prompt = model.prompt(&req)?;
 

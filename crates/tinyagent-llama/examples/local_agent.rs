@@ -10,7 +10,7 @@
 //! `TINYAGENT_GGUF=/path/to/model.gguf` runs another GGUF model.
 
 use futures::StreamExt;
-use tinyagent::{Agent, Event, Invocation, LlmAgent, Session, demo};
+use tinyagent::{Agent, Event, Invocation, LlmAgent, Session};
 use tinyagent_llama::LlamaModel;
 
 #[tokio::main(flavor = "current_thread")]
@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = LlmAgent::builder("smart-assistant")
         .model(model)
         .instruction("你是一个全能助手。")
-        .tools(demo::seed_tools())
+        .tools(tinyagent_demo::all_tools())
         .build()?;
 
     println!("user: {question}");

@@ -22,7 +22,7 @@
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use tinyagent::{Message, Model, ModelRequest, demo, model::ToolDefinition};
+use tinyagent::{Message, Model, ModelRequest, model::ToolDefinition};
 use tinyagent_llama::{LlamaConfig, LlamaModel, ToolFormat, ToolSelection, find_default_model};
 
 /// What an argument must be.
@@ -468,7 +468,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_writer(std::io::stderr)
             .init();
     }
-    let tools: Vec<ToolDefinition> = demo::seed_tools()
+    let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
         .iter()
         .map(|t| ToolDefinition::from_tool(t.as_ref()))
         .collect();

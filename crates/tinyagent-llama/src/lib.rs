@@ -18,7 +18,7 @@
 //! let model = LlamaModel::default_model_with(LlamaConfig::default().threads(1))?;
 //! let agent = LlmAgent::builder("smart-assistant")
 //!     .model(model)
-//!     .tools([tinyagent::demo::weather_tool()])
+//!     .tools([tinyagent_demo::weather_tool()])
 //!     .build()?;
 //! println!("{}", agent.ask(&Session::new(), "What is the weather in Beijing?").await?);
 //! # Ok(())

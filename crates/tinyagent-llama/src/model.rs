@@ -57,7 +57,7 @@ use crate::speed::{Completion, Speed};
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model)
 ///     .instruction("You are a helpful assistant.")
-///     .tools([tinyagent::demo::weather_tool()])
+///     .tools([tinyagent_demo::weather_tool()])
 ///     .build()?;
 /// let answer = agent.ask(&Session::new(), "What's the weather in Beijing?").await?;
 /// println!("{answer}");

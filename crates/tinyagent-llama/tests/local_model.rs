@@ -11,7 +11,7 @@ use serde_json::Value;
 use tinyagent::tools::IntoTool;
 use tinyagent::{
     AgentExt, LlmAgent, Message, Model, ModelRequest, Role, Session, ToolCall, ToolError,
-    ToolResult, demo,
+    ToolResult,
     model::{ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
     tools,
 };
@@ -70,7 +70,7 @@ fn smart_assistant() -> LlmAgent {
     LlmAgent::builder("smart-assistant")
         .model(model())
         .instruction("你是一个全能助手。")
-        .tools(demo::seed_tools())
+        .tools(tinyagent_demo::all_tools())
         .build()
         .unwrap()
 }
@@ -135,9 +135,9 @@ async fn weather_in_english_picks_get_weather_and_the_tool_finds_the_city() {
         .instruction("You are a helpful assistant.")
         .tools([
             weather.into_tool(),
-            demo::calculator_tool(),
-            demo::time_tool(),
-            demo::translator_tool(),
+            tinyagent_demo::calculator_tool(),
+            tinyagent_demo::time_tool(),
+            tinyagent_demo::translator_tool(),
         ])
         .build()
         .unwrap();
@@ -252,7 +252,7 @@ async fn a_forced_tool_is_called_even_when_another_fits_the_question() {
     // must override that.
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
         .tools(
-            demo::seed_tools()
+            tinyagent_demo::all_tools()
                 .iter()
                 .map(|t| ToolDefinition::from_tool(t.as_ref()))
                 .collect(),
@@ -427,7 +427,7 @@ fn the_prompt_uses_the_models_template_and_lists_the_tools() {
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
         .instruction("你是一个全能助手。")
         .tools(vec![ToolDefinition::from_tool(
-            demo::weather_tool().as_ref(),
+            tinyagent_demo::weather_tool().as_ref(),
         )]);
     let prompt = model.prompt(&req).unwrap();
     assert!(
@@ -453,7 +453,7 @@ async fn a_typed_answer_is_json_of_the_asked_shape_with_the_tools_values() {
     let agent = LlmAgent::builder("typed")
         .model(model())
         .instruction("You are a helpful assistant.")
-        .tool(demo::weather_tool())
+        .tool(tinyagent_demo::weather_tool())
         .build()
         .unwrap();
     let session = Session::new();

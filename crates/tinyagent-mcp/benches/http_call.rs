@@ -33,7 +33,7 @@ fn http_call(c: &mut Criterion) {
         .build()
         .unwrap();
     let (handle, http, url, session) = rt.block_on(async {
-        let handle = McpServer::new(tinyagent::demo::seed_tools())
+        let handle = McpServer::new(tinyagent_demo::all_tools())
             .serve_http("127.0.0.1:0")
             .await
             .unwrap();

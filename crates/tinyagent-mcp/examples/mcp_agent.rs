@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Some(_) => McpToolset::stdio(&args.join(" "))?,
         None => {
-            let handle = McpServer::new(tinyagent::demo::seed_tools())
+            let handle = McpServer::new(tinyagent_demo::all_tools())
                 .server_name("demo-tools")
                 .serve_http("127.0.0.1:0")
                 .await?;

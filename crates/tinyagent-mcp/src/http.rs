@@ -263,7 +263,7 @@ impl McpServer {
     /// ```
     /// use tinyagent_mcp::McpServer;
     ///
-    /// let server = McpServer::new(tinyagent::demo::seed_tools())
+    /// let server = McpServer::new(tinyagent_demo::all_tools())
     ///     .allowed_origins(["https://app.example.com"]);
     /// ```
     #[must_use]
@@ -289,7 +289,7 @@ impl McpServer {
     /// ```
     /// use tinyagent_mcp::McpServer;
     ///
-    /// let server = McpServer::new(tinyagent::demo::seed_tools()).bearer_token("s3cret");
+    /// let server = McpServer::new(tinyagent_demo::all_tools()).bearer_token("s3cret");
     /// assert!(!format!("{server:?}").contains("s3cret"));
     /// ```
     #[must_use]
@@ -366,7 +366,7 @@ impl McpServer {
     /// use tinyagent_mcp::McpServer;
     ///
     /// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
-    /// let handle = McpServer::new(tinyagent::demo::seed_tools())
+    /// let handle = McpServer::new(tinyagent_demo::all_tools())
     ///     .serve_http("127.0.0.1:0")
     ///     .await?;
     /// println!("serving at {}", handle.url());

@@ -15,7 +15,7 @@
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! // Serve the demo tools over streamable HTTP...
-//! let handle = McpServer::new(tinyagent::demo::seed_tools()).serve_http("127.0.0.1:0").await?;
+//! let handle = McpServer::new(tinyagent_demo::all_tools()).serve_http("127.0.0.1:0").await?;
 //!
 //! // ...and give an agent the tools of that server.
 //! let toolset = McpToolset::http(handle.url()).prefix("demo_");

@@ -73,7 +73,7 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
 /// use tinyagent_mcp::McpServer;
 ///
 /// # async fn demo() -> Result<(), tinyagent_mcp::McpServeError> {
-/// McpServer::new(tinyagent::demo::seed_tools())
+/// McpServer::new(tinyagent_demo::all_tools())
 ///     .server_name("demo-tools")
 ///     .serve_stdio()
 ///     .await
@@ -154,7 +154,7 @@ impl McpServer {
     /// ```
     /// use tinyagent_mcp::McpServer;
     ///
-    /// let server = McpServer::new(tinyagent::demo::seed_tools());
+    /// let server = McpServer::new(tinyagent_demo::all_tools());
     /// assert_eq!(server.tool_names().count(), 4);
     /// ```
     pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
@@ -274,7 +274,7 @@ impl McpServer {
     /// use tinyagent_mcp::McpServer;
     ///
     /// # tokio_test::block_on(async {
-    /// let server = McpServer::new(tinyagent::demo::seed_tools());
+    /// let server = McpServer::new(tinyagent_demo::all_tools());
     /// let args = serde_json::json!({"operation": "divide", "a": 1, "b": 0});
     /// let result = server.call("calculator", args.as_object().cloned()).await.unwrap();
     /// assert_eq!(result.is_error, Some(true));

@@ -24,7 +24,7 @@ async fn message(response: reqwest::Response) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_on_one_connection_answer_without_a_delayed_ack_stall() {
-    let handle = McpServer::new(tinyagent::demo::seed_tools())
+    let handle = McpServer::new(tinyagent_demo::all_tools())
         .serve_http("127.0.0.1:0")
         .await
         .unwrap();

@@ -186,7 +186,7 @@ async fn start(deny: bool) -> (String, Shared) {
     let mcp = Router::new()
         .nest_service(
             "/mcp",
-            McpServer::new(tinyagent::demo::seed_tools()).http_service(),
+            McpServer::new(tinyagent_demo::all_tools()).http_service(),
         )
         .layer(axum::middleware::from_fn_with_state(
             auth.clone(),
@@ -374,7 +374,7 @@ async fn without_oauth_a_protected_server_says_credentials_are_needed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_without_authorization_is_used_without_asking() {
-    let server = McpServer::new(tinyagent::demo::seed_tools())
+    let server = McpServer::new(tinyagent_demo::all_tools())
         .serve_http("127.0.0.1:0")
         .await
         .unwrap();
@@ -383,6 +383,6 @@ async fn a_server_without_authorization_is_used_without_asking() {
         .tools()
         .await
         .expect("no authorization needed");
-    assert_eq!(tools.len(), tinyagent::demo::seed_tools().len());
+    assert_eq!(tools.len(), tinyagent_demo::all_tools().len());
     server.shutdown().await;
 }

@@ -185,7 +185,7 @@ async fn http_errors_name_no_internal_types() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bearer_tokens_and_headers_reach_the_server() {
-    let handle = McpServer::new(tinyagent::demo::seed_tools())
+    let handle = McpServer::new(tinyagent_demo::all_tools())
         .bearer_token("s3cret")
         .serve_http("127.0.0.1:0")
         .await

@@ -61,7 +61,7 @@ async fn session(url: &str) -> String {
 
 #[tokio::test]
 async fn a_foreign_origin_is_forbidden_and_loopback_or_listed_origins_pass() {
-    let handle = serve(McpServer::new(tinyagent::demo::seed_tools())).await;
+    let handle = serve(McpServer::new(tinyagent_demo::all_tools())).await;
     let url = handle.url();
     let evil = post(&url)
         .header("origin", "http://evil.example.com")
@@ -83,7 +83,7 @@ async fn a_foreign_origin_is_forbidden_and_loopback_or_listed_origins_pass() {
     handle.shutdown().await;
 
     let listed = serve(
-        McpServer::new(tinyagent::demo::seed_tools()).allowed_origins(["https://app.example.com"]),
+        McpServer::new(tinyagent_demo::all_tools()).allowed_origins(["https://app.example.com"]),
     )
     .await;
     let ok = post(&listed.url())
@@ -105,7 +105,7 @@ async fn a_foreign_origin_is_forbidden_and_loopback_or_listed_origins_pass() {
 
 #[tokio::test]
 async fn malformed_tools_call_is_invalid_params_over_http() {
-    let handle = serve(McpServer::new(tinyagent::demo::seed_tools())).await;
+    let handle = serve(McpServer::new(tinyagent_demo::all_tools())).await;
     let url = handle.url();
     let id = session(&url).await;
     let call = |params: Value| {
@@ -155,7 +155,7 @@ async fn malformed_tools_call_is_invalid_params_over_http() {
 
 #[tokio::test]
 async fn bodies_that_are_not_json_rpc_get_json_rpc_errors() {
-    let handle = serve(McpServer::new(tinyagent::demo::seed_tools())).await;
+    let handle = serve(McpServer::new(tinyagent_demo::all_tools())).await;
     let url = handle.url();
     let response = post(&url).body("{not json").send().await.unwrap();
     assert_eq!(response.status(), 400);
@@ -179,7 +179,7 @@ async fn bodies_that_are_not_json_rpc_get_json_rpc_errors() {
 
 #[tokio::test]
 async fn ending_a_session_answers_200_and_the_session_is_gone() {
-    let handle = serve(McpServer::new(tinyagent::demo::seed_tools())).await;
+    let handle = serve(McpServer::new(tinyagent_demo::all_tools())).await;
     let url = handle.url();
     let id = session(&url).await;
     let client = reqwest::Client::new();
@@ -204,7 +204,7 @@ async fn ending_a_session_answers_200_and_the_session_is_gone() {
 
 #[tokio::test]
 async fn a_bearer_token_guards_the_endpoint() {
-    let handle = serve(McpServer::new(tinyagent::demo::seed_tools()).bearer_token("s3cret")).await;
+    let handle = serve(McpServer::new(tinyagent_demo::all_tools()).bearer_token("s3cret")).await;
     let url = handle.url();
     let refused = post(&url).json(&initialize()).send().await.unwrap();
     assert_eq!(refused.status(), 401);
@@ -237,7 +237,7 @@ async fn over_stdio(lines: &[&str], replies: usize) -> Vec<Value> {
     let (client, server_end) = tokio::io::duplex(1 << 16);
     let (server_in, server_out) = tokio::io::split(server_end);
     let server =
-        tokio::spawn(McpServer::new(tinyagent::demo::seed_tools()).serve_io(server_in, server_out));
+        tokio::spawn(McpServer::new(tinyagent_demo::all_tools()).serve_io(server_in, server_out));
     let (client_in, mut client_out) = tokio::io::split(client);
     for line in lines {
         client_out.write_all(line.as_bytes()).await.unwrap();
@@ -340,7 +340,7 @@ fn initialize_as(host: &str) -> String {
 
 #[tokio::test]
 async fn serve_http_answers_only_the_address_connected_to_and_loopback_names_with_its_port() {
-    let handle = serve(McpServer::new(tinyagent::demo::seed_tools())).await;
+    let handle = serve(McpServer::new(tinyagent_demo::all_tools())).await;
     let addr = handle.local_addr();
     let port = addr.port();
     for host in [
@@ -363,7 +363,7 @@ async fn serve_http_answers_only_the_address_connected_to_and_loopback_names_wit
     handle.shutdown().await;
 
     let listed =
-        serve(McpServer::new(tinyagent::demo::seed_tools()).allowed_hosts(["tools.example.com"]))
+        serve(McpServer::new(tinyagent_demo::all_tools()).allowed_hosts(["tools.example.com"]))
             .await;
     let answer = raw(listed.local_addr(), &initialize_as("tools.example.com")).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -372,7 +372,7 @@ async fn serve_http_answers_only_the_address_connected_to_and_loopback_names_wit
 
 #[tokio::test]
 async fn serve_http_refuses_an_open_address_without_a_token() {
-    let refused = McpServer::new(tinyagent::demo::seed_tools())
+    let refused = McpServer::new(tinyagent_demo::all_tools())
         .serve_http("0.0.0.0:0")
         .await
         .unwrap_err();
@@ -392,7 +392,7 @@ async fn serve_http_refuses_an_open_address_without_a_token() {
 #[tokio::test]
 async fn serve_http_bounds_its_connections() {
     let handle = serve(
-        McpServer::new(tinyagent::demo::seed_tools())
+        McpServer::new(tinyagent_demo::all_tools())
             .http_header_timeout(Duration::from_millis(500))
             .http_max_connections(2),
     )

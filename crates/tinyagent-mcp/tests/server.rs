@@ -47,7 +47,7 @@ fn check_client_report(report: &Value) {
     let weather = &tools[0];
     assert_eq!(
         weather["inputSchema"],
-        *tinyagent::demo::weather_tool().input_schema(),
+        *tinyagent_demo::weather_tool().input_schema(),
         "input schemas are served as generated"
     );
     assert_eq!(weather["annotations"]["readOnlyHint"], true);
@@ -87,7 +87,7 @@ async fn python_client_against_tinyagent_over_stdio() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_against_tinyagent_over_streamable_http() {
-    let handle = McpServer::new(tinyagent::demo::seed_tools())
+    let handle = McpServer::new(tinyagent_demo::all_tools())
         .serve_http("127.0.0.1:0")
         .await
         .unwrap();
@@ -109,7 +109,7 @@ async fn tool_errors_panics_and_bad_arguments_are_error_results() {
             Ok::<_, ToolError>(String::new())
         },
     );
-    let server = McpServer::new([panicking, tinyagent::demo::calculator_tool()]);
+    let server = McpServer::new([panicking, tinyagent_demo::calculator_tool()]);
 
     let result = server.call("boom", None).await.unwrap();
     assert_eq!(result.is_error, Some(true));
@@ -136,9 +136,9 @@ async fn tool_errors_panics_and_bad_arguments_are_error_results() {
 #[test]
 fn duplicate_names_serve_the_first_tool() {
     let server = McpServer::new([
-        tinyagent::demo::calculator_tool(),
-        tinyagent::demo::calculator_tool(),
-        tinyagent::demo::time_tool(),
+        tinyagent_demo::calculator_tool(),
+        tinyagent_demo::calculator_tool(),
+        tinyagent_demo::time_tool(),
     ])
     .server_name("x");
     assert_eq!(

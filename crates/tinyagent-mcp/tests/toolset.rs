@@ -164,7 +164,7 @@ async fn an_agent_calls_mcp_tools_through_its_resolver() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn toolset_against_tinyagents_own_server() {
-    let handle = McpServer::new(tinyagent::demo::seed_tools())
+    let handle = McpServer::new(tinyagent_demo::all_tools())
         .serve_http("127.0.0.1:0")
         .await
         .unwrap();
@@ -174,7 +174,7 @@ async fn toolset_against_tinyagents_own_server() {
     let weather = find(&tools, "get_weather");
     assert_eq!(
         weather.input_schema(),
-        tinyagent::demo::weather_tool().input_schema()
+        tinyagent_demo::weather_tool().input_schema()
     );
     assert!(weather.hints().read_only);
     let out = call(&weather, r#"{"city": "北京"}"#).await.unwrap();

@@ -12,7 +12,7 @@
 //! | `OPENAI_MODEL` | the model name | `gpt-4o-mini` |
 //!
 //! ```
-//! use tinyagent::{LlmAgent, demo};
+//! use tinyagent::{LlmAgent};
 //! use tinyagent_openai::{OpenAiConfig, OpenAiModel};
 //!
 //! // Ollama on this machine; for OpenAI, `OpenAiConfig::new("gpt-4o-mini").api_key(key)`.
@@ -22,7 +22,7 @@
 //! let agent = LlmAgent::builder("smart-assistant")
 //!     .model(model)
 //!     .instruction("You are a helpful assistant.")
-//!     .tools([demo::weather_tool(), demo::calculator_tool()])
+//!     .tools([tinyagent_demo::weather_tool(), tinyagent_demo::calculator_tool()])
 //!     .build()?;
 //! # let _ = agent;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

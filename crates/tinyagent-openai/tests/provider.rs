@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::*;
 use tinyagent::{
-    Message, Model, ModelRequest, ModelResponse, Part, Role, ToolCall, ToolResult, Usage, demo,
+    Message, Model, ModelRequest, ModelResponse, Part, Role, ToolCall, ToolResult, Usage,
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
 };
 use tinyagent_http::testing::stream_all;
@@ -18,11 +18,11 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn weather_def() -> ToolDefinition {
-    ToolDefinition::from_tool(demo::weather_tool().as_ref())
+    ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref())
 }
 
 fn calculator_def() -> ToolDefinition {
-    ToolDefinition::from_tool(demo::calculator_tool().as_ref())
+    ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref())
 }
 
 fn ask(text: &str) -> ModelRequest {

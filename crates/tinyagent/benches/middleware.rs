@@ -34,9 +34,9 @@ fn bench_calls(c: &mut Criterion, name: &str, tool: Arc<dyn Tool>) {
 }
 
 fn middleware(c: &mut Criterion) {
-    let bare = tinyagent::demo::calculator_tool();
+    let bare = tinyagent_demo::calculator_tool();
     let wrapped = tools::wrap_tool(
-        tinyagent::demo::calculator_tool(),
+        tinyagent_demo::calculator_tool(),
         [
             tools::with_logging(),
             tools::with_timeout(Duration::from_secs(3)),

@@ -10,8 +10,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tinyagent::Tool;
-use tinyagent::demo::{self, CalcInput};
 use tinyagent::{ToolContext, ToolError, tools};
+use tinyagent_demo::{self, CalcInput};
 
 /// Polls a future that never waits (these tools don't) to completion, without an executor.
 fn ready<F: Future>(fut: F) -> F::Output {
@@ -62,13 +62,13 @@ async fn stats(input: StatsInput) -> Result<StatsOutput, ToolError> {
 
 fn bench_calculator(c: &mut Criterion) {
     let input = r#"{"operation":"add","a":10,"b":3}"#;
-    let tool = demo::calculator_tool();
+    let tool = tinyagent_demo::calculator_tool();
     let ctx = ToolContext::default();
     let mut group = c.benchmark_group("calculator");
     group.bench_function("raw", |b| {
         b.iter(|| {
             let parsed: CalcInput = serde_json::from_str(black_box(input)).unwrap();
-            let out = demo::calculate_sync(&parsed).unwrap();
+            let out = tinyagent_demo::calculate_sync(&parsed).unwrap();
             serde_json::to_string(&out).unwrap()
         })
     });

@@ -1,13 +1,13 @@
-//! The tutorial's four demo tools written with `#[tool]`: each is one annotated async fn, its
+//! The demo's four tools written with `#[tool]`: each is one annotated async fn, its
 //! doc comment the description, its parameters the input schema (the same schemas as
-//! `tinyagent::demo`'s, which `tests/tool_macro.rs` checks).
+//! `tinyagent_demo`'s, which `tests/tool_macro.rs` checks).
 //!
-//! Run with `cargo run -p tinyagent --features demo --example tool_macro`.
+//! Run with `cargo run -p tinyagent --example tool_macro`.
 
-use tinyagent::demo::{self, CalcInput, CalcOutput, Operation, TemperatureUnit, WeatherOutput};
 use tinyagent::{Tool, ToolContext, ToolError, tool};
+use tinyagent_demo::{self, CalcInput, CalcOutput, Operation, TemperatureUnit, WeatherOutput};
 
-/// 获取指定城市的实时天气信息
+/// 获取指定城市的当前天气：温度、天气状况（晴、雨、雪等）和湿度（演示数据 demo data）
 #[tool(read_only)]
 pub async fn get_weather(
     /// 城市名称，如北京、上海、广州
@@ -46,20 +46,20 @@ pub async fn calculate(
     /// 第二个操作数（sqrt 操作不需要）
     b: Option<f64>,
 ) -> Result<CalcOutput, ToolError> {
-    demo::calculate_sync(&CalcInput { operation, a, b })
+    tinyagent_demo::calculate_sync(&CalcInput { operation, a, b })
 }
 
-/// 获取当前时间
+/// 获取某个时区（如 Asia/Shanghai）当前的日期和时间
 #[tool(read_only, idempotent = false, open_world = false)]
 pub async fn get_current_time(
     /// 时区，如 Asia/Shanghai、America/New_York
-    #[schemars(pattern(demo::TIMEZONE_PATTERN))]
+    #[schemars(pattern(tinyagent_demo::TIMEZONE_PATTERN))]
     timezone: String,
 ) -> Result<String, ToolError> {
-    demo::format_time(&timezone, jiff::Timestamp::now())
+    tinyagent_demo::format_time(&timezone, jiff::Timestamp::now())
 }
 
-/// 一个翻译专家，能进行中英文互译
+/// 把文本翻译成另一种语言（演示数据 demo data：返回固定的示例译文）
 #[tool]
 pub async fn translator(
     /// 要发送给此 Agent 的消息

@@ -6,8 +6,8 @@ use std::io::IsTerminal as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tinyagent::demo::{self, CalcOutput};
 use tinyagent::{Tool, ToolContext, tools};
+use tinyagent_demo::{self, CalcOutput};
 
 fn print_tool(label: &str, tool: &Arc<dyn Tool>) {
     println!("{label}名称: {}", tool.name());
@@ -39,14 +39,14 @@ async fn main() {
     println!("========================================");
 
     println!("\n--- 1. new_func 创建天气工具 ---");
-    let weather = demo::weather_tool();
+    let weather = tinyagent_demo::weather_tool();
     print_tool("工具", &weather);
     call(&weather, &ctx, r#"{"city": "北京"}"#).await;
     call(&weather, &ctx, r#"{"city": "北京", "unit": "fahrenheit"}"#).await;
     call(&weather, &ctx, r#"{"city": "火星"}"#).await;
 
     println!("\n--- 2. new_func 创建计算器工具 ---");
-    let calc = demo::calculator_tool();
+    let calc = tinyagent_demo::calculator_tool();
     print_tool("计算器", &calc);
     for input in [
         r#"{"operation": "add", "a": 10, "b": 3}"#,
@@ -65,14 +65,14 @@ async fn main() {
     }
 
     println!("\n--- 3. new_tool 手动创建时间工具 ---");
-    let time = demo::time_tool();
+    let time = tinyagent_demo::time_tool();
     print_tool("工具", &time);
     call(&time, &ctx, r#"{"timezone": "Asia/Shanghai"}"#).await;
     call(&time, &ctx, r#"{"timezone": "Mars/Olympus_Mons"}"#).await;
 
     println!("\n--- 4. 中间件演示（日志 + 3 秒超时）---");
     let wrapped = tools::wrap_tool(
-        demo::weather_tool(),
+        tinyagent_demo::weather_tool(),
         [
             tools::with_logging(),
             tools::with_timeout(Duration::from_secs(3)),
@@ -82,7 +82,7 @@ async fn main() {
     call(&wrapped, &ctx_with_id, r#"{"city": "上海"}"#).await;
 
     println!("\n--- 5. Agent-as-Tool 演示 ---");
-    let translator = demo::translator_tool();
+    let translator = tinyagent_demo::translator_tool();
     print_tool("Agent-as-Tool ", &translator);
     call(&translator, &ctx, r#"{"message": "你好世界"}"#).await;
     call(&translator, &ctx, r#"{"text": "你好世界"}"#).await;

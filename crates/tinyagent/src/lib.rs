@@ -88,8 +88,6 @@ pub mod coming_from_go {}
 pub mod budget;
 mod content;
 mod context;
-#[cfg(feature = "demo")]
-pub mod demo;
 mod error;
 mod message;
 pub mod model;

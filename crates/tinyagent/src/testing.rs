@@ -17,7 +17,6 @@ use crate::util::{BoxFuture, lock};
 /// When the replies run out, a request fails with a [`ModelError`] saying so.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use std::sync::Arc;
 /// use tinyagent::{AgentExt, LlmAgent, Session};
 /// use tinyagent::testing::{ScriptedModel, reply};
@@ -28,7 +27,7 @@ use crate::util::{BoxFuture, lock};
 /// ]));
 /// let agent = LlmAgent::builder("calc")
 ///     .model(model.clone())
-///     .tools(tinyagent::demo::seed_tools())
+///     .tools(tinyagent_demo::all_tools())
 ///     .build()
 ///     .unwrap();
 /// # tokio_test::block_on(async {
@@ -39,7 +38,6 @@ use crate::util::{BoxFuture, lock};
 /// assert_eq!(requests[0].tools.len(), 4);
 /// let result = requests[1].messages.last().unwrap().tool_results().next().unwrap().clone();
 /// assert!(result.content.contains("10.00 + 3.00 = 13.00"));
-/// # }
 /// ```
 pub struct ScriptedModel {
     replies: Mutex<VecDeque<Result<ModelResponse, ModelError>>>,

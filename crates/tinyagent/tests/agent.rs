@@ -268,7 +268,7 @@ async fn tool_errors_bad_arguments_unknown_tools_and_panics_are_fed_back() {
         ]),
         reply::text("我尽力了"),
     ]));
-    let mut seed = tinyagent::demo::seed_tools();
+    let mut seed = tinyagent_demo::all_tools();
     seed.push(panicky);
     let agent = LlmAgent::builder("smart-assistant")
         .model(model.clone())
@@ -351,7 +351,7 @@ async fn text_that_is_not_json_goes_to_the_tool() {
     ]));
     let agent = LlmAgent::builder("a")
         .model(model.clone())
-        .tools(tinyagent::demo::seed_tools())
+        .tools(tinyagent_demo::all_tools())
         .build()
         .unwrap();
     agent.ask(&Session::new(), "hi").await.unwrap();
@@ -744,7 +744,7 @@ async fn a_run_reports_its_events_in_order() {
     ]));
     let agent = LlmAgent::builder("smart-assistant")
         .model(model)
-        .tools(tinyagent::demo::seed_tools())
+        .tools(tinyagent_demo::all_tools())
         .build()
         .unwrap();
     let (events, err) = collect(&agent, Invocation::new(Session::new(), "北京天气怎么样？")).await;
@@ -799,7 +799,7 @@ async fn the_session_keeps_the_conversation_between_runs() {
     let agent = LlmAgent::builder("a")
         .model(model.clone())
         .instruction("你是一个全能助手。")
-        .tools(tinyagent::demo::seed_tools())
+        .tools(tinyagent_demo::all_tools())
         .build()
         .unwrap();
     let session = Session::new();
@@ -928,7 +928,7 @@ async fn an_agent_tool_runs_the_sub_agent_in_a_fresh_invocation() {
     let expert = LlmAgent::builder("weather-expert")
         .description("天气专家，专门回答天气相关的问题")
         .model(model.clone())
-        .tools(tinyagent::demo::seed_tools())
+        .tools(tinyagent_demo::all_tools())
         .build()
         .unwrap();
     let expert_tool = tools::new_agent_tool(expert);

@@ -94,7 +94,7 @@ async fn null_for_an_optional_field_is_accepted() {
     ]));
     let agent = LlmAgent::builder("a")
         .model(model.clone())
-        .tool(tinyagent::demo::weather_tool())
+        .tool(tinyagent_demo::weather_tool())
         .build()
         .unwrap();
     agent.ask(&Session::new(), "hi").await.unwrap();
@@ -103,7 +103,7 @@ async fn null_for_an_optional_field_is_accepted() {
     assert!(result.content.contains("22.5"));
     // A null where a value is required is still refused.
     let strict = tools::wrap_tool(
-        tinyagent::demo::weather_tool(),
+        tinyagent_demo::weather_tool(),
         [tools::middleware::ValidationLayer::new().into()],
     );
     let err = strict
@@ -169,7 +169,7 @@ async fn refused_calls_pass_through_the_agents_middleware() {
     ]));
     let agent = LlmAgent::builder("a")
         .model(model.clone())
-        .tool(tinyagent::demo::calculator_tool())
+        .tool(tinyagent_demo::calculator_tool())
         .middleware([count.into()])
         .build()
         .unwrap();
@@ -221,7 +221,7 @@ async fn duplicate_and_missing_call_ids_are_replaced() {
     ]));
     let agent = LlmAgent::builder("a")
         .model(model.clone())
-        .tool(tinyagent::demo::weather_tool())
+        .tool(tinyagent_demo::weather_tool())
         .build()
         .unwrap();
     agent.ask(&Session::new(), "hi").await.unwrap();

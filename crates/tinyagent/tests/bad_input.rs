@@ -3,12 +3,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tinyagent::Tool;
-use tinyagent::demo;
 use tinyagent::tools;
 use tinyagent::{ToolContext, ToolError, ToolErrorKind};
 
 async fn call_calc(input: &str) -> ToolError {
-    demo::calculator_tool()
+    tinyagent_demo::calculator_tool()
         .handle(&ToolContext::default(), input)
         .await
         .expect_err("bad input must fail")
@@ -94,7 +93,7 @@ async fn ten_megabyte_input_is_refused_and_quoted_briefly() {
         r#"{{"operation": "add", "a": 1, "b": 2, "pad": "{}"}}"#,
         "x".repeat(10 << 20)
     );
-    let out = demo::calculator_tool()
+    let out = tinyagent_demo::calculator_tool()
         .handle(&ToolContext::default(), &big_ok)
         .await
         .unwrap();
@@ -110,7 +109,7 @@ async fn deeply_nested_json() {
 
     // Deep JSON in a field the tool ignores is skipped without recursion: the call works.
     let ignored = format!(r#"{{"operation": "add", "a": 1, "b": 2, "x": {nested}}}"#);
-    let out = demo::calculator_tool()
+    let out = tinyagent_demo::calculator_tool()
         .handle(&ToolContext::default(), &ignored)
         .await
         .unwrap();
@@ -141,7 +140,7 @@ async fn deeply_nested_json() {
         &err.message()[..200]
     );
     // The agent-tool form parses input as a JSON value first: deep input must not break it.
-    let translator = demo::translator_tool();
+    let translator = tinyagent_demo::translator_tool();
     let out = translator
         .handle(&ToolContext::default(), &deep)
         .await
@@ -173,7 +172,7 @@ async fn every_demo_tool_survives_garbage() {
         "{\"city\":null}",
         "🙂",
     ];
-    for tool in demo::seed_tools() {
+    for tool in tinyagent_demo::all_tools() {
         for input in inputs {
             // Must not panic; either an answer or a ToolError with a message.
             if let Err(err) = tool.handle(&ToolContext::default(), input).await {

@@ -139,7 +139,7 @@ async fn first_listed_middleware_is_outermost_and_wrapped_tool_keeps_its_identit
 #[tokio::test]
 async fn shipped_middleware_compose_in_one_list() {
     let weather = tools::wrap_tool(
-        tinyagent::demo::weather_tool(),
+        tinyagent_demo::weather_tool(),
         [
             tools::with_logging(),
             tools::middleware::ApprovalLayer::new(tools::middleware::approval_fn(
@@ -208,7 +208,7 @@ async fn timeout_lets_fast_calls_through() {
 #[test]
 fn timeout_without_a_runtime_is_an_error_not_a_panic() {
     let bounded = tools::wrap_tool(
-        tinyagent::demo::calculator_tool(),
+        tinyagent_demo::calculator_tool(),
         [tools::with_timeout(Duration::from_secs(1))],
     );
     let err = futures::executor::block_on(bounded.handle(&ctx(), "{}")).unwrap_err();
@@ -462,7 +462,7 @@ async fn validation_reports_every_bad_field_before_the_handler_runs() {
 #[tokio::test]
 async fn validation_on_the_seed_calculator() {
     let calc = tools::wrap_tool(
-        tinyagent::demo::calculator_tool(),
+        tinyagent_demo::calculator_tool(),
         [tools::middleware::ValidationLayer::new().into()],
     );
     let err = calc.handle(&ctx(), r#"{"a": 1}"#).await.unwrap_err();
@@ -836,7 +836,7 @@ async fn output_budget_cuts_long_results_keeping_head_and_tail_with_a_note() {
 
     // Short results and errors pass unchanged.
     let short = tools::wrap_tool(
-        tinyagent::demo::calculator_tool(),
+        tinyagent_demo::calculator_tool(),
         [tools::middleware::OutputLimitLayer::new(600).into()],
     );
     let out = short
@@ -876,7 +876,7 @@ async fn approval_approves_denies_and_rewrites() {
     let (handled, calls) = {
         let calls = Arc::new(Mutex::new(Vec::<String>::new()));
         let log = calls.clone();
-        let inner = tinyagent::demo::weather_tool();
+        let inner = tinyagent_demo::weather_tool();
         let spy = tools::middleware::layer_fn(move |next: Arc<dyn Handler>| -> Arc<dyn Handler> {
             let log = log.clone();
             Arc::new(handler_fn(move |ctx: ToolContext, input: String| {
@@ -985,7 +985,7 @@ mod tower_interop {
             seen: counter.clone(),
         });
         let weather = tools::wrap_tool(
-            tinyagent::demo::weather_tool(),
+            tinyagent_demo::weather_tool(),
             [
                 tools::middleware::ValidationLayer::new().into(),
                 ToolMiddleware::from_tower(layer),
@@ -995,7 +995,7 @@ mod tower_interop {
         assert!(ok.contains("多云"));
 
         // The tool's own error crosses the tower service with its kind and message intact.
-        let bare = tinyagent::demo::weather_tool()
+        let bare = tinyagent_demo::weather_tool()
             .handle(&ctx(), r#"{"city":"火星"}"#)
             .await
             .unwrap_err();

@@ -14,7 +14,7 @@ fn seed_schema(text: &str) -> Value {
 
 #[test]
 fn seed_weather_schema() {
-    let tool = tinyagent::demo::weather_tool();
+    let tool = tinyagent_demo::weather_tool();
     assert_eq!(
         *tool.input_schema(),
         seed_schema(
@@ -25,7 +25,7 @@ fn seed_weather_schema() {
 
 #[test]
 fn seed_calculator_schema() {
-    let tool = tinyagent::demo::calculator_tool();
+    let tool = tinyagent_demo::calculator_tool();
     assert_eq!(
         *tool.input_schema(),
         json!({
@@ -46,9 +46,9 @@ fn seed_agent_tool_schema() {
     let expected = seed_schema(
         r#"{"type":"object","properties":{"message":{"type":"string","description":"要发送给此 Agent 的消息"}},"required":["message"]}"#,
     );
-    assert_eq!(*tinyagent::demo::translator_tool().input_schema(), expected);
+    assert_eq!(*tinyagent_demo::translator_tool().input_schema(), expected);
     assert_eq!(
-        tools::agent_tool_schema_described(tinyagent::demo::TRANSLATOR_MESSAGE_DESCRIPTION),
+        tools::agent_tool_schema_described(tinyagent_demo::TRANSLATOR_MESSAGE_DESCRIPTION),
         expected
     );
 }
@@ -397,7 +397,7 @@ fn strict_dialect() {
     );
     assert_eq!(p["maybe_inner"]["required"], json!(["x"]));
 
-    let weather = strict_schema(tinyagent::demo::weather_tool().input_schema());
+    let weather = strict_schema(tinyagent_demo::weather_tool().input_schema());
     assert_eq!(
         weather["properties"]["unit"]["enum"],
         json!(["celsius", "fahrenheit", null])

@@ -445,7 +445,7 @@ async fn the_agent_loop_logs_failed_calls_redacted() {
 #[tokio::test]
 async fn error_messages_are_bounded_whatever_the_input() {
     let ctx = ToolContext::default();
-    let calc = tinyagent::demo::calculator_tool();
+    let calc = tinyagent_demo::calculator_tool();
     // The reported case: a 300 KB argument in the wrong place.
     let huge = format!(r#"{{"operation":"add","a":"{}"}}"#, "7".repeat(300_000));
     let err = calc.handle(&ctx, &huge).await.unwrap_err();
@@ -618,7 +618,7 @@ async fn tool_call_and_token_budgets_end_the_run() {
     let model = AlwaysCalls::new("get_weather", 0);
     let agent = LlmAgent::builder("a")
         .model(model.clone())
-        .tool(tinyagent::demo::weather_tool())
+        .tool(tinyagent_demo::weather_tool())
         .budget(Budget::UNLIMITED.max_tool_calls(3))
         .max_steps(100)
         .build()
@@ -641,7 +641,7 @@ async fn tool_call_and_token_budgets_end_the_run() {
     let model = AlwaysCalls::new("get_weather", 1_000);
     let agent = LlmAgent::builder("a")
         .model(model.clone())
-        .tool(tinyagent::demo::weather_tool())
+        .tool(tinyagent_demo::weather_tool())
         .budget(Budget::UNLIMITED.max_tokens(4_500))
         .max_steps(100)
         .build()

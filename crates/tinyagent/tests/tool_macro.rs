@@ -1,5 +1,5 @@
 //! `#[tool]` on the tutorial's demo tools (examples/tool_macro.rs): the same schemas, hints and
-//! answers as `tinyagent::demo`'s tools, written as plain annotated fns.
+//! answers as `tinyagent_demo`'s tools, written as plain annotated fns.
 
 #[path = "../examples/tool_macro.rs"]
 mod example;
@@ -8,21 +8,25 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::{
-    AgentExt, LlmAgent, Session, Tool, ToolContext, ToolError, ToolErrorKind, demo, tool,
-};
+use tinyagent::{AgentExt, LlmAgent, Session, Tool, ToolContext, ToolError, ToolErrorKind, tool};
 
 fn both() -> [(Arc<dyn Tool>, Arc<dyn Tool>); 4] {
     [
-        (Arc::new(example::get_weather_tool()), demo::weather_tool()),
-        (Arc::new(example::calculate_tool()), demo::calculator_tool()),
+        (
+            Arc::new(example::get_weather_tool()),
+            tinyagent_demo::weather_tool(),
+        ),
+        (
+            Arc::new(example::calculate_tool()),
+            tinyagent_demo::calculator_tool(),
+        ),
         (
             Arc::new(example::get_current_time_tool()),
-            demo::time_tool(),
+            tinyagent_demo::time_tool(),
         ),
         (
             Arc::new(example::translator_tool()),
-            demo::translator_tool(),
+            tinyagent_demo::translator_tool(),
         ),
     ]
 }
@@ -88,7 +92,7 @@ async fn the_macro_tools_answer_like_the_demo_tools() {
 
 #[tokio::test]
 async fn the_fns_stay_callable() {
-    let out = example::calculate(demo::Operation::Power, 2.0, Some(10.0))
+    let out = example::calculate(tinyagent_demo::Operation::Power, 2.0, Some(10.0))
         .await
         .unwrap();
     assert_eq!(out.expression, "2.00 ^ 10.00 = 1024.00");

@@ -37,6 +37,6 @@ fn tool_options_pick_tools() {
 
 #[test]
 fn arguments_are_summarized() {
-    let weather = tinyagent::demo::weather_tool();
+    let weather = tinyagent_demo::weather_tool();
     assert_eq!(argument_summary(weather.input_schema()), "city*, unit");
 }

@@ -218,9 +218,9 @@ fn rejects_unknown_tools_and_bad_arguments() {
 }
 
 #[test]
-fn the_seed_tools_schemas_become_one_exact_grammar() {
+fn the_all_tools_schemas_become_one_exact_grammar() {
     // No fallback needed: every keyword of the tutorial's schemas has a grammar equivalent.
-    let tools: Vec<ToolDefinition> = tinyagent::demo::seed_tools()
+    let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
         .iter()
         .map(|t| ToolDefinition::from_tool(t.as_ref()))
         .collect();
@@ -320,13 +320,13 @@ fn the_answer_follows_the_language_of_the_question() {
 
 #[test]
 fn example_calls_come_from_the_schema_and_invent_no_values() {
-    let calculator = ToolDefinition::from_tool(tinyagent::demo::calculator_tool().as_ref());
+    let calculator = ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref());
     let call = example_call(&calculator);
     let args: Value = serde_json::from_str(&call.arguments).unwrap();
     assert_eq!(call.name, "calculator");
     assert_eq!(args["operation"], "add", "the first enum value: {args}");
     assert!(args["a"].is_number() && args["b"].is_number(), "{args}");
-    let weather = ToolDefinition::from_tool(tinyagent::demo::weather_tool().as_ref());
+    let weather = ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref());
     let args: Value = serde_json::from_str(&example_call(&weather).arguments).unwrap();
     assert_eq!(args["city"], "<city>", "no made-up city to copy: {args}");
 }

@@ -25,7 +25,7 @@ async fn main() -> ExitCode {
         .init();
 
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let server = McpServer::new(tinyagent::demo::seed_tools())
+    let server = McpServer::new(tinyagent_demo::all_tools())
         .server_name("tinyagent-demo-tools")
         .instructions("The tutorial's demo tools: weather, calculator, current time, translator.");
     let result = match args.as_slice() {

@@ -49,7 +49,6 @@ use crate::tools::middleware::ToolMiddleware;
 /// the [`ask`](crate::AgentExt::ask) future cancels the tools still running.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use std::sync::Arc;
 /// use tinyagent::{AgentExt, LlmAgent, Session};
 /// use tinyagent::testing::{ScriptedModel, reply};
@@ -61,7 +60,7 @@ use crate::tools::middleware::ToolMiddleware;
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model.clone())
 ///     .instruction("You are a helpful assistant.")
-///     .tools(tinyagent::demo::seed_tools())
+///     .tools(tinyagent_demo::all_tools())
 ///     .build()
 ///     .unwrap();
 /// # tokio_test::block_on(async {
@@ -71,7 +70,6 @@ use crate::tools::middleware::ToolMiddleware;
 /// let tool_message = model.requests()[1].messages.last().cloned().unwrap();
 /// assert!(tool_message.tool_results().next().unwrap().content.contains("\"temperature\":22.5"));
 /// # });
-/// # }
 /// ```
 #[derive(Clone)]
 pub struct LlmAgent {
@@ -303,7 +301,7 @@ impl LlmAgentBuilder {
     /// ]));
     /// let agent = LlmAgent::builder("assistant")
     ///     .model(model)
-    ///     .tools(tinyagent::demo::seed_tools())
+    ///     .tools(tinyagent_demo::all_tools())
     ///     .budget(Budget::default().max_model_calls(1))
     ///     .build()
     ///     .unwrap();

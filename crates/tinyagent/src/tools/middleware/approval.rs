@@ -60,7 +60,6 @@ pub struct ApprovalRequest {
 /// [`approval_fn`].
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 /// use tinyagent::tools::middleware::{Approval, ApprovalRequest};
 ///
@@ -74,7 +73,7 @@ pub struct ApprovalRequest {
 ///         Approval::rewrite(r#"{"city":"北京"}"#) // Beijing
 ///     }
 /// });
-/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(), [tools::middleware::ApprovalLayer::new(policy).into()]);
+/// let weather = tools::wrap_tool(tinyagent_demo::weather_tool(), [tools::middleware::ApprovalLayer::new(policy).into()]);
 /// # tokio_test::block_on(async {
 /// let ctx = ToolContext::default();
 /// let err = weather.handle(&ctx, r#"{"city":"Mars"}"#).await.unwrap_err();
@@ -82,7 +81,6 @@ pub struct ApprovalRequest {
 /// assert_eq!(err.to_string(), "the call to get_weather was denied: we do not report the weather on Mars");
 /// assert!(weather.handle(&ctx, r#"{"city":"Guangzhou"}"#).await.unwrap().contains("北京"));
 /// # });
-/// # }
 /// ```
 pub trait ApprovalHook: Send + Sync + 'static {
     /// Reviews one call.

@@ -32,14 +32,12 @@ use crate::{
 /// run. Each wrapped tool gets its own cache.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools::{self, middleware::CacheLayer};
 ///
-/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
+/// let weather = tools::wrap_tool(tinyagent_demo::weather_tool(),
 ///     [CacheLayer::new().ttl(Duration::from_secs(60)).capacity(100).into()]);
 /// # let _ = weather;
-/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct CacheLayer {

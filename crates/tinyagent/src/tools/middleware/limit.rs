@@ -24,12 +24,10 @@ use crate::{
 /// instead of waiting on. A limit of 0 is taken as 1.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use tinyagent::tools;
 ///
-/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::middleware::ConcurrencyLimitLayer::new(4).into()]);
+/// let calc = tools::wrap_tool(tinyagent_demo::calculator_tool(), [tools::middleware::ConcurrencyLimitLayer::new(4).into()]);
 /// # let _ = calc;
-/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ConcurrencyLimitLayer {
@@ -123,15 +121,13 @@ impl Handler for ConcurrencyHandler {
 /// to try again. A limit of 0 calls is taken as 1.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools;
 ///
 /// // At most 10 weather look-ups per minute.
-/// let weather = tools::wrap_tool(tinyagent::demo::weather_tool(),
+/// let weather = tools::wrap_tool(tinyagent_demo::weather_tool(),
 ///     [tools::middleware::RateLimitLayer::new(10, Duration::from_secs(60)).into()]);
 /// # let _ = weather;
-/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RateLimitLayer {

@@ -59,11 +59,10 @@ use crate::{
 /// With no subscriber listening the layer costs a few nanoseconds per call.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::{ToolContext, ToolError, tools};
 ///
-/// let weather = tinyagent::demo::weather_tool();
+/// let weather = tinyagent_demo::weather_tool();
 /// let logged = tools::wrap_tool(weather, [
 ///     tools::middleware::LoggingLayer::new().record_arguments(true).into(),
 ///     tools::with_timeout(Duration::from_secs(3)),
@@ -74,7 +73,6 @@ use crate::{
 /// assert!(out.contains("多云")); // cloudy
 /// # Ok::<(), ToolError>(())
 /// # }).unwrap();
-/// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct LoggingLayer {

@@ -51,7 +51,6 @@ use crate::{
 /// the first error is returned as is.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use std::time::Duration;
 /// use tinyagent::tools::{self, middleware::{RetryLayer, ToolMiddleware}};
 ///
@@ -59,9 +58,8 @@ use crate::{
 ///     .base(Duration::from_millis(200))
 ///     .cap(Duration::from_secs(5))
 ///     .into();
-/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [retry]);
+/// let calc = tools::wrap_tool(tinyagent_demo::calculator_tool(), [retry]);
 /// # let _ = calc;
-/// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RetryLayer {

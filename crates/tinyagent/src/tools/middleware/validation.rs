@@ -41,10 +41,9 @@ use serde_json::{Map, Value};
 /// it is wrapped); its arguments must still be a strict JSON object.
 ///
 /// ```
-/// # #[cfg(feature = "demo")] {
 /// use tinyagent::{ToolContext, ToolErrorKind, tools};
 ///
-/// let calc = tools::wrap_tool(tinyagent::demo::calculator_tool(), [tools::middleware::ValidationLayer::new().into()]);
+/// let calc = tools::wrap_tool(tinyagent_demo::calculator_tool(), [tools::middleware::ValidationLayer::new().into()]);
 /// # tokio_test::block_on(async {
 /// let err = calc.handle(&ToolContext::default(), r#"{"operation":"modulo","a":"ten"}"#)
 ///     .await.unwrap_err();
@@ -52,7 +51,6 @@ use serde_json::{Map, Value};
 /// assert!(err.message().contains("/operation"), "{err}");
 /// assert!(err.message().contains("/a"), "{err}");
 /// # });
-/// # }
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ValidationLayer {

@@ -74,7 +74,7 @@ async fn the_demo_runs_on_the_provider_against_a_hand_built_exchange() {
     .unwrap();
 
     let mut out = Vec::new();
-    let answers = tinyagent_examples::run_agent_demo(Arc::new(model), &mut out)
+    let answers = tinyagent_demo::run_agent_demo(Arc::new(model), &mut out)
         .await
         .unwrap();
     let printed = String::from_utf8(out).unwrap();
@@ -158,7 +158,7 @@ async fn the_demo_runs_on_the_provider_against_a_hand_built_exchange() {
 /// `OPENAI_BASE_URL`, `OPENAI_MODEL`); with nothing configured it has nothing to do and
 /// passes, and any other configuration error fails it.
 #[tokio::test]
-#[ignore = "talks to a real endpoint: cargo test -p tinyagent-examples -- --ignored"]
+#[ignore = "talks to a real endpoint: cargo test -p tinyagent-demo -- --ignored"]
 async fn the_demo_runs_against_a_configured_endpoint() {
     let model = match OpenAiModel::from_env() {
         Ok(model) => model,
@@ -169,7 +169,7 @@ async fn the_demo_runs_against_a_configured_endpoint() {
         Err(err) => panic!("the endpoint configuration is wrong: {err}"),
     };
     let mut out = Vec::new();
-    let result = tinyagent_examples::run_agent_demo(Arc::new(model), &mut out).await;
+    let result = tinyagent_demo::run_agent_demo(Arc::new(model), &mut out).await;
     let printed = String::from_utf8_lossy(&out);
     println!("{printed}");
     let answers = result.unwrap_or_else(|e| panic!("the demo failed: {e}\n{printed}"));

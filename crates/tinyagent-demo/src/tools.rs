@@ -1,8 +1,9 @@
-//! The tutorial's demo tools: weather, calculator, current time and translator.
+//! The demo's four tools: weather, calculator, current time and translator.
 //!
-//! They are what the tutorial builds in its `main.go`, kept here so that the examples, the
-//! command-line program and the MCP server all offer the same tools. Enabled by the `demo`
-//! feature (on by default).
+//! Two of them give canned data: the weather tool knows three cities' fixed sample values, and
+//! the translator always gives the same sample translation; their descriptions say so, since a
+//! model or an MCP client reads them to choose among tools. The calculator really calculates
+//! and the clock reads the real clock.
 
 use std::sync::Arc;
 
@@ -10,10 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::context::ToolContext;
-use crate::error::ToolError;
-use crate::tools;
-use crate::{Tool, ToolHints, tools::IntoTool};
+use tinyagent::tools::{self, IntoTool};
+use tinyagent::{Tool, ToolContext, ToolError, ToolHints};
 
 /// A temperature unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -71,9 +70,13 @@ pub async fn get_weather(input: WeatherInput) -> Result<WeatherOutput, ToolError
     })
 }
 
-/// TinyAgent's `get_weather` tool.
+/// What `get_weather` says it does: what it gives, and that the data is demo data.
+pub const WEATHER_DESCRIPTION: &str =
+    "获取指定城市的当前天气：温度、天气状况（晴、雨、雪等）和湿度（演示数据 demo data）";
+
+/// The `get_weather` tool: [`get_weather`] with [`WEATHER_DESCRIPTION`].
 pub fn weather_tool() -> Arc<dyn Tool> {
-    tools::new_func("get_weather", "获取指定城市的实时天气信息", get_weather)
+    tools::new_func("get_weather", WEATHER_DESCRIPTION, get_weather)
         .read_only()
         .into_tool()
 }
@@ -116,7 +119,7 @@ pub struct CalcOutput {
     pub expression: String,
 }
 
-/// Computes one operation; TinyAgent's `calculate`.
+/// Computes one operation (the `calculator` tool's function).
 pub async fn calculate(input: CalcInput) -> Result<CalcOutput, ToolError> {
     calculate_sync(&input)
 }
@@ -171,7 +174,7 @@ pub fn calculate_sync(input: &CalcInput) -> Result<CalcOutput, ToolError> {
     Ok(CalcOutput { result, expression })
 }
 
-/// TinyAgent's `calculator` tool.
+/// The `calculator` tool: [`calculate`], described as "执行数学运算" (performs arithmetic).
 pub fn calculator_tool() -> Arc<dyn Tool> {
     tools::new_func("calculator", "执行数学运算", calculate)
         .with_hints(ToolHints::READ_ONLY.open_world(false))
@@ -195,8 +198,11 @@ pub fn format_time(timezone: &str, at: jiff::Timestamp) -> Result<String, ToolEr
 /// constrained by it (the embedded one) writes a zone the tool knows.
 pub const TIMEZONE_PATTERN: &str = "^(UTC|[A-Z][A-Za-z_]+(/[A-Za-z0-9_+-]+)+)$";
 
-/// TinyAgent's `get_current_time` tool, made with a hand-written schema through
-/// [`tools::new_tool`].
+/// What `get_current_time` says it does.
+pub const TIME_DESCRIPTION: &str = "获取某个时区（如 Asia/Shanghai）当前的日期和时间";
+
+/// The `get_current_time` tool, made with a hand-written schema through
+/// [`tools::try_new_tool`]: the time now in an IANA time zone.
 pub fn time_tool() -> Arc<dyn Tool> {
     #[derive(Deserialize)]
     struct TimeInput {
@@ -204,7 +210,7 @@ pub fn time_tool() -> Arc<dyn Tool> {
     }
     let tool = tools::try_new_tool(
         "get_current_time",
-        "获取当前时间",
+        TIME_DESCRIPTION,
         json!({
             "type": "object",
             "properties": {
@@ -226,12 +232,16 @@ pub fn time_tool() -> Arc<dyn Tool> {
     Arc::new(tool)
 }
 
-/// TinyAgent's `translator`: an agent-style tool (schema `{"message": string}`) that, as in the
-/// tutorial's demo, answers with a canned translation rather than running a model.
+/// What `translator` says it does: translation, with demo data.
+pub const TRANSLATOR_DESCRIPTION: &str =
+    "把文本翻译成另一种语言（演示数据 demo data：返回固定的示例译文）";
+
+/// The `translator` tool: an agent-style tool (schema `{"message": string}`) that answers with a
+/// canned translation rather than running a model.
 pub fn translator_tool() -> Arc<dyn Tool> {
     tools::new_agent_tool_fn(
         "translator",
-        "一个翻译专家，能进行中英文互译",
+        TRANSLATOR_DESCRIPTION,
         |_ctx: ToolContext, message: String| async move {
             Ok::<_, ToolError>(format!("[翻译结果] {message} → Hello, World!"))
         },
@@ -240,11 +250,11 @@ pub fn translator_tool() -> Arc<dyn Tool> {
     .into_tool()
 }
 
-/// The description of the translator's `message` parameter, as in the tutorial.
+/// The description of the translator's `message` parameter ("the message to send to this agent").
 pub const TRANSLATOR_MESSAGE_DESCRIPTION: &str = "要发送给此 Agent 的消息";
 
-/// All four demo tools: weather, calculator, current time, translator.
-pub fn seed_tools() -> Vec<Arc<dyn Tool>> {
+/// All four tools, in this order: weather, calculator, current time, translator.
+pub fn all_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         weather_tool(),
         calculator_tool(),

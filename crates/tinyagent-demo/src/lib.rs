@@ -1,15 +1,22 @@
-//! Runnable examples of tinyagent with a real model.
+//! The demo: four tools (weather, calculator, current time, translator) and the smart
+//! assistant that uses them.
 //!
-//! [`run_agent_demo`] is the tutorial's smart assistant: an agent with the four demo tools
-//! (weather, calculator, current time, translator) that is asked about Beijing's weather and
-//! a calculation, printing every event of both runs. The `agent_demo` example runs it on the
-//! model the environment configures (see the README's "Use a real model"):
+//! The tools are what the command-line program, the MCP example server and the examples offer
+//! ([`all_tools`]); two of them give canned data and say so in their descriptions.
+//! [`run_agent_demo`] is the smart assistant: an agent with the four tools, asked about
+//! Beijing's weather and a calculation, printing every event of both runs. The `agent_demo`
+//! example runs it on the embedded local model, or on the model the environment configures
+//! (see the README's "Use a real model"):
 //!
 //! ```text
-//! OPENAI_API_KEY=sk-... cargo run -p tinyagent-examples --example agent_demo
+//! cargo run -p tinyagent-demo --example agent_demo
+//! OPENAI_API_KEY=sk-... cargo run -p tinyagent-demo --example agent_demo
 //! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b \
-//!     cargo run -p tinyagent-examples --example agent_demo
+//!     cargo run -p tinyagent-demo --example agent_demo
 //! ```
+//!
+//! With `default-features = false` the crate is the tools and the runner only, without the
+//! embedded model (the `local` feature, which builds llama.cpp).
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -17,9 +24,16 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tinyagent::{
     Agent, AgentError, Event, Invocation, LlmAgent, Model, Session, Tool, ToolCall, ToolResult,
-    demo,
 };
-use tinyagent_llama::{LlamaConfig, LlamaModel};
+
+mod tools;
+
+pub use tools::{
+    CalcInput, CalcOutput, Operation, TIME_DESCRIPTION, TIMEZONE_PATTERN, TRANSLATOR_DESCRIPTION,
+    TRANSLATOR_MESSAGE_DESCRIPTION, TemperatureUnit, WEATHER_DESCRIPTION, WeatherInput,
+    WeatherOutput, all_tools, calculate, calculate_sync, calculator_tool, format_time, get_weather,
+    time_tool, translator_tool, weather_tool,
+};
 
 /// The questions the demo asks, in order.
 pub const DEMO_QUESTIONS: [&str; 2] = ["北京天气怎么样？", "帮我算一下 7 乘以 8 等于多少。"];
@@ -68,7 +82,7 @@ impl From<io::Error> for DemoError {
 }
 
 /// Builds TinyAgent's `smart-assistant` on `model` with `tools` (the tutorial gives it the four
-/// demo tools, [`demo::seed_tools`]).
+/// demo tools, [`all_tools`]).
 pub fn smart_assistant(
     model: Arc<dyn Model>,
     tools: Vec<Arc<dyn Tool>>,
@@ -91,7 +105,7 @@ pub fn smart_assistant(
 ///
 /// let model = Arc::new(ScriptedModel::new([reply::text("晴。"), reply::text("56。")]));
 /// let mut out = Vec::new();
-/// let answers = tokio_test::block_on(tinyagent_examples::run_agent_demo(model, &mut out))?;
+/// let answers = tokio_test::block_on(tinyagent_demo::run_agent_demo(model, &mut out))?;
 /// assert_eq!(answers, ["晴。", "56。"]);
 /// assert!(String::from_utf8(out)?.contains("北京天气怎么样？"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -100,22 +114,26 @@ pub async fn run_agent_demo(
     model: Arc<dyn Model>,
     out: &mut impl Write,
 ) -> Result<Vec<String>, DemoError> {
-    run_agent_demo_with_tools(model, demo::seed_tools(), out).await
+    run_agent_demo_with_tools(model, all_tools(), out).await
 }
 
 /// The demo's default model: the embedded local model (see
-/// [`LlamaModel::default_model`]), with greedy decoding so that every run on a machine gives
+/// [`tinyagent_llama::LlamaModel::default_model`]), with greedy decoding so that every run on a machine gives
 /// the same answers, on as many threads as the machine has cores (at most 4: more do not
-/// make a 0.5B model faster), offered the tutorial's four tools.
+/// make a 0.5B model faster), offered the four demo tools.
 ///
 /// # Errors
 ///
 /// When the model file is missing or cannot be loaded; the message says how to get it.
-pub fn local_demo_model() -> Result<(LlamaModel, Vec<Arc<dyn Tool>>), tinyagent::ModelError> {
+#[cfg(feature = "local")]
+pub fn local_demo_model()
+-> Result<(tinyagent_llama::LlamaModel, Vec<Arc<dyn Tool>>), tinyagent::ModelError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = u32::try_from(cores.clamp(1, 4)).unwrap_or(1);
-    let model = LlamaModel::default_model_with(LlamaConfig::default().threads(threads))?;
-    Ok((model, demo::seed_tools()))
+    let model = tinyagent_llama::LlamaModel::default_model_with(
+        tinyagent_llama::LlamaConfig::default().threads(threads),
+    )?;
+    Ok((model, all_tools()))
 }
 
 /// One question of the demo and what happened: the tool calls, their results, the answer.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tinyagent_examples::{DEMO_QUESTIONS, DemoTurn, local_demo_model, run_demo_turns};
+use tinyagent_demo::{DEMO_QUESTIONS, DemoTurn, local_demo_model, run_demo_turns};
 
 fn arguments(turn: &DemoTurn) -> Value {
     serde_json::from_str(&turn.calls[0].arguments)

@@ -9,21 +9,21 @@
 //!
 //! ```text
 //! # the local model
-//! cargo run -p tinyagent-examples --example agent_demo
+//! cargo run -p tinyagent-demo --example agent_demo
 //! # OpenAI
-//! OPENAI_API_KEY=sk-... cargo run -p tinyagent-examples --example agent_demo
+//! OPENAI_API_KEY=sk-... cargo run -p tinyagent-demo --example agent_demo
 //! # Ollama (or any OpenAI-compatible server)
 //! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b \
-//!     cargo run -p tinyagent-examples --example agent_demo
+//!     cargo run -p tinyagent-demo --example agent_demo
 //! # Claude, Gemini
-//! ANTHROPIC_API_KEY=sk-ant-... cargo run -p tinyagent-examples --example agent_demo
-//! GEMINI_API_KEY=... cargo run -p tinyagent-examples --example agent_demo
+//! ANTHROPIC_API_KEY=sk-ant-... cargo run -p tinyagent-demo --example agent_demo
+//! GEMINI_API_KEY=... cargo run -p tinyagent-demo --example agent_demo
 //! ```
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tinyagent::{Model, Tool, demo};
+use tinyagent::{Model, Tool};
 use tinyagent_openai::{ConfigError, OpenAiModel};
 
 /// A model and the tools to offer it.
@@ -41,7 +41,7 @@ fn configured_model() -> Result<ModelAndTools, String> {
                 model.config().model,
                 model.config().base_url
             );
-            return Ok((Arc::new(model), demo::seed_tools()));
+            return Ok((Arc::new(model), tinyagent_demo::all_tools()));
         }
         Err(ConfigError::NotConfigured { .. }) => {}
         Err(err) => return Err(err.to_string()),
@@ -49,7 +49,7 @@ fn configured_model() -> Result<ModelAndTools, String> {
     match tinyagent_anthropic::AnthropicModel::from_env() {
         Ok(model) => {
             println!("model: {} (Anthropic)", model.name());
-            return Ok((Arc::new(model), demo::seed_tools()));
+            return Ok((Arc::new(model), tinyagent_demo::all_tools()));
         }
         Err(tinyagent_anthropic::ConfigError::NotConfigured { .. }) => {}
         Err(err) => return Err(err.to_string()),
@@ -57,12 +57,12 @@ fn configured_model() -> Result<ModelAndTools, String> {
     match tinyagent_gemini::GeminiModel::from_env() {
         Ok(model) => {
             println!("model: {} (Gemini)", model.name());
-            return Ok((Arc::new(model), demo::seed_tools()));
+            return Ok((Arc::new(model), tinyagent_demo::all_tools()));
         }
         Err(tinyagent_gemini::ConfigError::NotConfigured { .. }) => {}
         Err(err) => return Err(err.to_string()),
     }
-    let (model, tools) = tinyagent_examples::local_demo_model().map_err(|err| err.to_string())?;
+    let (model, tools) = tinyagent_demo::local_demo_model().map_err(|err| err.to_string())?;
     println!(
         "model: {} (local, {}; set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY to use a provider)",
         model.name(),
@@ -81,7 +81,7 @@ async fn main() -> ExitCode {
         }
     };
     let mut out = std::io::stdout();
-    match tinyagent_examples::run_agent_demo_with_tools(model, tools, &mut out).await {
+    match tinyagent_demo::run_agent_demo_with_tools(model, tools, &mut out).await {
         Ok(_) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("\nagent_demo: {err}");
