@@ -57,6 +57,10 @@ pub use postgres::PostgresStore;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql::Dialect;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::SCHEMA_VERSION;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql_store::SqlStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -1,14 +1,14 @@
 //! [`SqliteStore`]: sessions in an SQLite file.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use tinyagent::store::SessionLocks;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use tinyagent::store::StoreError;
 
+#[cfg(doc)]
 use crate::lease::DEFAULT_LEASE;
+use crate::sql::db_err;
+use crate::sql_store::SqlStore;
 
 /// Sessions in an SQLite file: the embedded default. The history survives restarts of the
 /// process; the file can be copied, inspected with `sqlite3`, and backed up.
@@ -22,7 +22,7 @@ use crate::lease::DEFAULT_LEASE;
 /// process being killed, and the file is never corrupted; a power cut may lose the last
 /// turns. It spares a commit its disk flush (a turn's commit took 3.5 ms with `FULL` and
 /// 1.0 ms with `NORMAL` on a loaded 2-core machine; the crate's `store` bench measures it).
-/// For `FULL`, open a pool with your own options and use [`from_pool`](Self::from_pool).
+/// For `FULL`, open a pool with your own options and use [`from_pool`](SqlStore::from_pool).
 ///
 /// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease row in the
 /// file, so it also holds against other processes using the same file. A lease lasts
@@ -47,30 +47,9 @@ use crate::lease::DEFAULT_LEASE;
 /// assert_eq!(session.messages[0].text(), "hi");
 /// # });
 /// ```
-#[derive(Clone)]
-pub struct SqliteStore {
-    pool: SqlitePool,
-    ttl: Option<std::time::Duration>,
-    lease: std::time::Duration,
-    locks: SessionLocks,
-    leases: Arc<SqliteLeases>,
-}
+pub type SqliteStore = SqlStore<sqlx::Sqlite>;
 
-/// The pool, for the leases' renewal task.
-pub(crate) struct SqliteLeases {
-    pool: SqlitePool,
-}
-
-impl std::fmt::Debug for SqliteStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore")
-            .field("ttl", &self.ttl)
-            .field("lease", &self.lease)
-            .finish_non_exhaustive()
-    }
-}
-
-impl SqliteStore {
+impl SqlStore<sqlx::Sqlite> {
     /// Opens (creating if needed) the SQLite file at `path` and migrates its schema.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()
@@ -84,51 +63,7 @@ impl SqliteStore {
             .max_connections(8)
             .connect_with(options)
             .await
-            .map_err(db_err)?;
+            .map_err(db_err::<sqlx::Sqlite>)?;
         Self::from_pool(pool).await
     }
-
-    /// A store on a pool the application made (its options are the application's), after
-    /// migrating the schema.
-    pub async fn from_pool(pool: SqlitePool) -> Result<Self, StoreError> {
-        migrate(&pool).await?;
-        Ok(Self {
-            leases: Arc::new(SqliteLeases { pool: pool.clone() }),
-            pool,
-            ttl: None,
-            lease: DEFAULT_LEASE,
-            locks: SessionLocks::new(),
-        })
-    }
-
-    /// Sets the time to live of sessions that have none of their own: a session not written
-    /// for this long vanishes.
-    #[must_use]
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Sets how long a [`lock`](tinyagent::store::SessionStore::lock)'s lease lasts without renewal.
-    #[must_use]
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_millis(30));
-        self
-    }
-
-    /// The connection pool.
-    pub fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-}
-
-crate::sql_store::sql_store! {
-    store: SqliteStore,
-    leases: SqliteLeases,
-    db: sqlx::Sqlite,
-    name: "sqlite",
-    begin_write: "BEGIN IMMEDIATE",
-    begin_read: "BEGIN",
-    for_update: "",
-    serialize_migrations: "",
 }
