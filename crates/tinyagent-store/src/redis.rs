@@ -242,7 +242,6 @@ impl RedisStore {
         id: &str,
         expected: Option<u64>,
         changes: &Changes,
-        create: bool,
     ) -> Result<u64, StoreError> {
         check_session_id(id)?;
         let mut invocation = scripts().commit.prepare_invoke();
@@ -253,11 +252,11 @@ impl RedisStore {
             .arg(id)
             .arg(now_millis())
             .arg(self.store_ttl())
-            .arg(match expected {
-                Some(v) => v.to_string(),
-                None if create => String::new(),
-                None => "existing".to_owned(),
-            })
+            .arg(format!(
+                "{}{}",
+                if changes.must_exist { "!" } else { "" },
+                expected.map(|v| v.to_string()).unwrap_or_default()
+            ))
             .arg(match &changes.owner {
                 Some(owner) => format!("={owner}"),
                 None => "*".to_owned(),
@@ -346,23 +345,7 @@ impl SessionStore for RedisStore {
         expected: Option<u64>,
         changes: &'a Changes,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        Box::pin(self.commit_now(id, expected, changes, true))
-    }
-
-    fn remove_state<'a>(
-        &'a self,
-        id: &'a str,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            match self
-                .commit_now(id, None, &Changes::new().remove(key), false)
-                .await
-            {
-                Err(StoreError::NotFound { .. }) => Ok(()),
-                other => other.map(drop),
-            }
-        })
+        Box::pin(self.commit_now(id, expected, changes))
     }
 
     fn list<'a>(

@@ -45,15 +45,16 @@ local function fresh()
 end
 ";
 
-/// ARGV: id, now, store TTL, expected version ('' for any, 'existing' for any of a session
-/// that exists), owner ('*' for any, else '=' and the owner the session must have or gets),
+/// ARGV: id, now, store TTL, expected version ('' for any, a number for that version, either
+/// after '!' for a session that must exist), owner ('*' for any, else '=' and the owner the session must have or gets),
 /// message count, messages, then state changes as ('s', key, value) or ('d', key).
 const COMMIT: &str = r"
-local expected = tonumber(ARGV[4])
+local must_exist = string.sub(ARGV[4], 1, 1) == '!'
+local expected = tonumber(must_exist and string.sub(ARGV[4], 2) or ARGV[4])
 local owner = nil
 if ARGV[5] ~= '*' then owner = string.sub(ARGV[5], 2) end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  if ARGV[4] == 'existing' or (expected and expected > 0) then return {'notfound'} end
+  if must_exist or (expected and expected > 0) then return {'notfound'} end
   fresh()
   if owner then redis.call('HSET', KEYS[1], 'owner', owner) end
 elseif owner and (redis.call('HGET', KEYS[1], 'owner') or '') ~= owner then

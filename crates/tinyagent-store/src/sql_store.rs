@@ -175,14 +175,13 @@ where
         Ok(Some(stored))
     }
 
-    /// Commits; with `create = false`, a session that does not exist is
+    /// Commits; with [`Changes::must_exist`], a session that does not exist is
     /// [`StoreError::NotFound`] instead of being created.
     async fn commit_now(
         &self,
         id: &str,
         expected: Option<u64>,
         changes: &Changes,
-        create: bool,
     ) -> Result<u64, StoreError> {
         check_session_id(id)?;
         // Encode first: nothing is written if a message cannot be.
@@ -225,7 +224,7 @@ where
             }
             Some(row) => row,
             None => {
-                if !create || expected.is_some_and(|v| v > 0) {
+                if changes.must_exist || expected.is_some_and(|v| v > 0) {
                     return Err(StoreError::NotFound {
                         session: id.to_owned(),
                     });
@@ -403,21 +402,7 @@ where
         expected: Option<u64>,
         changes: &'a Changes,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        Box::pin(self.commit_now(id, expected, changes, true))
-    }
-
-    fn remove_state<'a>(
-        &'a self,
-        id: &'a str,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let changes = Changes::new().remove(key);
-            match self.commit_now(id, None, &changes, false).await {
-                Err(StoreError::NotFound { .. }) => Ok(()),
-                other => other.map(drop),
-            }
-        })
+        Box::pin(self.commit_now(id, expected, changes))
     }
 
     fn list<'a>(

@@ -154,6 +154,28 @@ pub async fn state(store: &dyn SessionStore) {
     let loaded = store.load(&id).await.unwrap().unwrap();
     assert_eq!(serde_json::Value::Object(loaded.state), json!({"n": 1}));
     assert_eq!(loaded.version, 0);
+
+    // A commit that must find its session creates none, whatever it carries; on a session
+    // that exists it writes as any commit.
+    let must = |changes: Changes| changes.must_exist(true);
+    for expected in [None, Some(0), Some(3)] {
+        let changes = must(
+            Changes::new()
+                .append([Message::user("hi")])
+                .set("k", json!(1)),
+        );
+        let err = store.commit(&ghost, expected, &changes).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::NotFound { .. }),
+            "{expected:?}: {err}"
+        );
+        assert!(store.load(&ghost).await.unwrap().is_none(), "{expected:?}");
+    }
+    let changes = must(Changes::new().append([Message::user("hi")]));
+    assert_eq!(store.commit(&id, Some(0), &changes).await.unwrap(), 1);
+    let changes = must(Changes::new().set("k", json!(2)));
+    assert_eq!(store.commit(&id, None, &changes).await.unwrap(), 1);
+    assert_eq!(store.get_state(&id, "k").await.unwrap(), Some(json!(2)));
 }
 
 pub async fn list_and_delete(store: &dyn SessionStore) {

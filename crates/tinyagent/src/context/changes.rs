@@ -37,6 +37,13 @@ pub struct Changes {
     ///
     /// [`StoreError::NotFound`]: crate::store::StoreError::NotFound
     pub owner: Option<String>,
+    /// Whether the commit applies only to a session that exists: with `true`, a session that
+    /// does not exist (or has expired) is [`StoreError::NotFound`] and nothing is created.
+    /// With `false` (the default) the commit creates a missing session. Every store honours
+    /// it; [`SessionStore::remove_state`](crate::store::SessionStore::remove_state) relies on it.
+    ///
+    /// [`StoreError::NotFound`]: crate::store::StoreError::NotFound
+    pub must_exist: bool,
 }
 
 impl Changes {
@@ -70,6 +77,13 @@ impl Changes {
     #[must_use]
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
+        self
+    }
+
+    /// Makes the commit apply only to a session that exists (see [`Changes::must_exist`]).
+    #[must_use]
+    pub fn must_exist(mut self, must_exist: bool) -> Self {
+        self.must_exist = must_exist;
         self
     }
 

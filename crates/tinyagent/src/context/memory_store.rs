@@ -182,14 +182,13 @@ impl MemoryStore {
         entry.session.expires_at = entry.ttl.unwrap_or(self.ttl).map(|ttl| now + ttl);
     }
 
-    /// Commits; with `create = false`, a session that does not exist is
+    /// Commits; with [`Changes::must_exist`], a session that does not exist is
     /// [`StoreError::NotFound`] instead of being created.
     fn commit_now(
         &self,
         id: &str,
         expected: Option<u64>,
         changes: &Changes,
-        create: bool,
     ) -> Result<u64, StoreError> {
         check_session_id(id)?;
         let now = SystemTime::now();
@@ -202,7 +201,7 @@ impl MemoryStore {
             }
             Some(entry) => entry,
             None => {
-                if !create || expected.is_some_and(|v| v > 0) {
+                if changes.must_exist || expected.is_some_and(|v| v > 0) {
                     return Err(StoreError::NotFound {
                         session: id.to_owned(),
                     });
@@ -275,20 +274,7 @@ impl SessionStore for MemoryStore {
         expected: Option<u64>,
         changes: &'a Changes,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        Box::pin(async move { self.commit_now(id, expected, changes, true) })
-    }
-
-    fn remove_state<'a>(
-        &'a self,
-        id: &'a str,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            match self.commit_now(id, None, &Changes::new().remove(key), false) {
-                Err(StoreError::NotFound { .. }) => Ok(()),
-                other => other.map(drop),
-            }
-        })
+        Box::pin(async move { self.commit_now(id, expected, changes) })
     }
 
     fn list<'a>(

@@ -475,19 +475,19 @@ pub trait SessionStore: Send + Sync {
         })
     }
 
-    /// Removes a state key; a session that does not exist stays so. (The provided method
-    /// loads the session first; stores override it with one conditional write.)
+    /// Removes a state key; a session that does not exist stays so (one commit with
+    /// [`Changes::must_exist`]).
     fn remove_state<'a>(
         &'a self,
         id: &'a str,
         key: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            if self.load(id).await?.is_none() {
-                return Ok(());
+            let changes = Changes::new().remove(key).must_exist(true);
+            match self.commit(id, None, &changes).await {
+                Err(StoreError::NotFound { .. }) => Ok(()),
+                other => other.map(drop),
             }
-            let changes = Changes::new().remove(key);
-            self.commit(id, None, &changes).await.map(drop)
         })
     }
 }
