@@ -85,6 +85,7 @@ extern crate self as tinyagent;
 pub mod agent;
 #[doc = include_str!("../docs/coming_from_go.md")]
 pub mod coming_from_go {}
+mod breaker;
 pub mod budget;
 mod content;
 mod context;

@@ -1055,3 +1055,79 @@ async fn inside_an_agent_a_logged_call_has_one_span() {
     assert!(out.contains("output_len=5"), "{out}");
     assert!(out.contains("tool call succeeded"), "{out}");
 }
+
+/// A tool whose answers are scripted: `Ok(())` succeeds, `Err(kind)` fails with that kind.
+fn scripted_tool(script: Vec<Result<(), ToolErrorKind>>) -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let script = Arc::new(script);
+    let tool = tools::try_new_tool(
+        "quote",
+        "a stock quote",
+        json!({"type": "object"}),
+        move |_ctx: ToolContext, _input: String| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            let step = script.get(n).cloned().unwrap_or(Ok(()));
+            async move {
+                match step {
+                    Ok(()) => Ok("42".to_owned()),
+                    Err(kind) => Err(ToolError::new(kind, format!("call {n} failed"))),
+                }
+            }
+        },
+    )
+    .expect("a valid tool")
+    .with_hints(ToolHints::READ_ONLY);
+    (Arc::new(tool), calls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_circuit_breaker_opens_fails_fast_and_closes_after_a_good_probe() {
+    use ToolErrorKind::{InvalidInput, Unavailable};
+    use tinyagent::tools::middleware::{CircuitBreakerLayer, RetryLayer};
+    // Call 0 fails with bad input (not the service's fault: it does not count); then the
+    // service fails, each call retried once (two failing attempts, one count); then it is back.
+    let (tool, calls) = scripted_tool(vec![
+        Err(InvalidInput),
+        Err(Unavailable),
+        Err(Unavailable),
+        Err(Unavailable),
+        Err(Unavailable),
+    ]);
+    let tool = tools::wrap_tool(
+        tool,
+        [
+            CircuitBreakerLayer::new()
+                .failures(2)
+                .cool_down(Duration::from_secs(30))
+                .into(),
+            RetryLayer::new(1).into(),
+        ],
+    );
+    let ctx = ToolContext::default();
+    let err = tool.handle(&ctx, "{}").await.unwrap_err();
+    assert_eq!(err.kind(), InvalidInput);
+    for _ in 0..2 {
+        let err = tool.handle(&ctx, "{}").await.unwrap_err();
+        assert!(err.message().contains("failed"), "{err}");
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        5,
+        "1 + 2 calls of 2 attempts each"
+    );
+    // Open: refused without calling the tool, and not retried.
+    let err = tool.handle(&ctx, "{}").await.unwrap_err();
+    assert_eq!(err.kind(), Unavailable);
+    assert!(!err.is_retryable());
+    assert!(
+        err.message().contains("circuit breaker is open after 2"),
+        "{err}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+    tokio::time::advance(Duration::from_secs(30)).await;
+    // The probe works: closed again, every call goes through.
+    assert_eq!(tool.handle(&ctx, "{}").await.unwrap(), "42");
+    assert_eq!(tool.handle(&ctx, "{}").await.unwrap(), "42");
+    assert_eq!(calls.load(Ordering::SeqCst), 7);
+}

@@ -2,17 +2,21 @@
 //! of a streamed answer, why it finished, the tools it is offered and how it must choose, and typed
 //! answers.
 
+mod breaker;
 pub(crate) mod error;
 mod events;
+mod fallback;
 pub(crate) mod request;
 pub(crate) mod response;
 mod response_builder;
 mod response_format;
 pub(crate) mod traits;
 
+pub use breaker::CircuitBreakerModel;
 pub(crate) use error::ModelError;
 pub use error::ModelErrorKind;
 pub use events::ModelEvent;
+pub use fallback::FallbackModel;
 pub(crate) use request::ModelRequest;
 pub use request::{ToolChoice, ToolDefinition};
 pub use response::FinishReason;

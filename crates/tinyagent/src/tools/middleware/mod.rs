@@ -13,6 +13,7 @@
 //! | [`CacheLayer`] | whole outputs (text, parts, structured content) of read-only or idempotent tools, cached by canonical input |
 //! | [`OutputLimitLayer`] | long outputs cut to a limit of characters, head and tail kept |
 //! | [`ApprovalLayer`] | a hook approves, denies or rewrites each call |
+//! | [`CircuitBreakerLayer`] | after repeated failures the tool is refused at once for a while, then probed |
 //!
 //! The functions [`with_logging`](crate::tools::with_logging),
 //! [`with_timeout`](crate::tools::with_timeout), [`with_retry`](crate::tools::with_retry) and
@@ -21,7 +22,7 @@
 //! tool.
 //!
 //! A sensible order, outermost first: logging, approval, validation, cache, rate and
-//! concurrency limits, retry, timeout, output limit. Logging outermost sees every call and
+//! concurrency limits, circuit breaker, retry, timeout, output limit. Logging outermost sees every call and
 //! its final outcome; validation before retry means bad arguments are never retried; the
 //! timeout inside retry bounds each attempt (put it outside to bound the whole call).
 //!
@@ -50,6 +51,7 @@ use crate::{Handler, Tool};
 
 mod approval;
 mod blocking;
+mod breaker;
 mod cache;
 pub(crate) mod canonical;
 mod limit;
@@ -66,6 +68,7 @@ pub use approval::{
     Approval, ApprovalFn, ApprovalHook, ApprovalLayer, ApprovalRequest, approval_fn,
 };
 pub use blocking::SpawnBlockingLayer;
+pub use breaker::CircuitBreakerLayer;
 pub use cache::CacheLayer;
 pub use limit::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use logging::LoggingLayer;
