@@ -466,6 +466,56 @@ async fn the_step_limit_ends_the_run_with_a_clear_error() {
 }
 
 #[tokio::test]
+async fn at_the_step_limit_the_last_call_can_be_told_to_answer() {
+    let calls = Arc::new(Calls::default());
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_call("c0", "t", "{}"),
+        reply::tool_call("c1", "t", "{}"),
+        reply::text("what the two calls found"),
+    ]));
+    let agent = LlmAgent::builder("looper")
+        .model(model.clone())
+        .tool(counted("t", calls.clone()))
+        .max_steps(3)
+        .answer_at_step_limit(true)
+        .build()
+        .unwrap();
+    let session = Session::new();
+    let answer = agent.ask(&session, "go").await.unwrap();
+    assert_eq!(answer, "what the two calls found");
+    let choices: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [None, None, Some(tinyagent::model::ToolChoice::None)],
+        "only the last call is told not to call tools"
+    );
+    assert_eq!(calls.get(), 2);
+    // The work is kept: both calls and their results are in the history with the answer.
+    assert_eq!(session.messages().len(), 6);
+
+    // A model that calls tools anyway still ends the run with the step-limit error.
+    let model = Arc::new(ScriptedModel::new(
+        (0..3).map(|i| reply::tool_call(format!("c{i}"), "t", "{}")),
+    ));
+    let agent = LlmAgent::builder("looper")
+        .model(model)
+        .tool(counted("t", calls.clone()))
+        .max_steps(3)
+        .answer_at_step_limit(true)
+        .build()
+        .unwrap();
+    let err = agent.ask(&Session::new(), "go").await.unwrap_err();
+    assert!(
+        matches!(err, AgentError::StepLimit { max_steps: 3, .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_model_error_ends_the_run() {
     let model = Arc::new(ScriptedModel::default());
     model.push_error(ModelError::new(ModelErrorKind::RateLimited, "429"));

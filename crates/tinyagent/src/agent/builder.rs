@@ -37,7 +37,9 @@ use crate::tools::middleware::ToolMiddleware;
 ///    offered in this invocation (never run; the message lists the offered names), a panic,
 ///    a timeout, a call over the per-step limit. Then back to 2.
 /// 5. After [`max_steps`](LlmAgentBuilder::max_steps) model calls without an answer the run
-///    fails with [`AgentError::StepLimit`]. A model error ends the run too.
+///    fails with [`AgentError::StepLimit`], unless
+///    [`answer_at_step_limit`](LlmAgentBuilder::answer_at_step_limit) has the last call answer
+///    without tools. A model error ends the run too.
 ///
 /// Every invocation tree (the run and the agents it calls as tools, at any depth) draws from
 /// one [`Budget`] of model calls, tool calls, tokens and wall time, set on the agent that
@@ -91,6 +93,7 @@ impl fmt::Debug for LlmAgent {
             )
             .field("resolvers", &c.resolvers.len())
             .field("max_steps", &c.max_steps)
+            .field("answer_at_step_limit", &c.answer_at_step_limit)
             .finish_non_exhaustive()
     }
 }
@@ -206,6 +209,44 @@ impl LlmAgentBuilder {
     /// [`DEFAULT_MAX_STEPS`]: crate::agent::DEFAULT_MAX_STEPS
     pub fn max_steps(mut self, max_steps: usize) -> Self {
         self.settings.max_steps = max_steps;
+        self
+    }
+
+    /// Whether the last allowed model call must answer (default `false`): with `true`, the
+    /// call at [`max_steps`](Self::max_steps) is made with [`ToolChoice::None`], so the model
+    /// answers from what the tools have given so far instead of the run failing with
+    /// [`AgentError::StepLimit`] and losing the work. A model that still calls tools then
+    /// gets the error as before.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{AgentExt, LlmAgent, Session, tools};
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    ///
+    /// let model = Arc::new(ScriptedModel::new([
+    ///     reply::tool_call("c1", "search", r#"{"q": "rust"}"#),
+    ///     reply::text("Rust is a language; that is what I found in one search."),
+    /// ]));
+    /// let search = tools::new_tool("search", "searches", serde_json::json!({"type": "object"}),
+    ///     |_ctx, _input: String| async move { Ok::<_, tinyagent::ToolError>("Rust: a language".to_owned()) });
+    /// let agent = LlmAgent::builder("researcher")
+    ///     .model(model.clone())
+    ///     .tool(search)
+    ///     .max_steps(2)
+    ///     .answer_at_step_limit(true)
+    ///     .build()
+    ///     .unwrap();
+    /// # tokio_test::block_on(async {
+    /// let answer = agent.ask(&Session::new(), "What is Rust?").await.unwrap();
+    /// assert!(answer.starts_with("Rust is a language"));
+    /// // The second (last) call was told not to call tools.
+    /// assert_eq!(model.requests()[1].tool_choice, Some(tinyagent::model::ToolChoice::None));
+    /// # });
+    /// ```
+    ///
+    /// [`ToolChoice::None`]: crate::model::ToolChoice::None
+    pub fn answer_at_step_limit(mut self, answer: bool) -> Self {
+        self.settings.answer_at_step_limit = answer;
         self
     }
 

@@ -20,7 +20,7 @@ use crate::error::ToolError;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
-    ToolDefinition, Usage,
+    ToolChoice, ToolDefinition, Usage,
 };
 use crate::redact;
 use crate::tools::output_limit::truncate_middle;
@@ -200,6 +200,10 @@ async fn drive(
 
     for step in 1..=config.max_steps {
         budget.charge_model_call().map_err(over)?;
+        if step == config.max_steps && config.answer_at_step_limit {
+            // The last call: answer from what the tools gave, call none.
+            req.tool_choice = Some(ToolChoice::None);
+        }
         let ModelResponse {
             mut message,
             usage,
