@@ -276,6 +276,6 @@ pub mod guides {
     pub struct Providers;
     #[doc = include_str!("../../../docs/mcp.md")]
     pub struct Mcp;
-    #[doc = include_str!("../../../docs/reliability.md")]
-    pub struct Reliability;
+    #[doc = include_str!("../../../docs/long-runs.md")]
+    pub struct LongRuns;
 }

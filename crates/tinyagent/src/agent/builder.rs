@@ -250,6 +250,19 @@ impl LlmAgentBuilder {
         self
     }
 
+    /// The prices each model call is costed at (default [`PriceTable::default`]: list prices
+    /// of common OpenAI, Anthropic and Google models). A call's cost is in its
+    /// [`Event::Usage`](crate::Event::Usage), the run's total in
+    /// [`Event::Finished`](crate::Event::Finished), and the tree's in the shared budget, which
+    /// [`Budget::max_cost`](crate::Budget::max_cost) can cap. A cost the provider reports
+    /// itself is kept.
+    ///
+    /// [`PriceTable::default`]: crate::model::PriceTable::default
+    pub fn prices(mut self, prices: crate::model::PriceTable) -> Self {
+        self.settings.prices = prices;
+        self
+    }
+
     /// The most tool calls run per model step (default [`DEFAULT_MAX_TOOL_CALLS_PER_STEP`]);
     /// calls beyond it are answered with an error result and not run.
     ///

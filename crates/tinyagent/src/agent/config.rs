@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::Tool;
 use crate::budget::Budget;
-use crate::model::{Model, ResponseFormat, ToolChoice, ToolDefinition};
+use crate::model::{Model, PriceTable, ResponseFormat, ToolChoice, ToolDefinition};
 use crate::tools::middleware::{SpawnBlockingLayer, ToolMiddleware, ValidationLayer};
 use crate::tools::{ToolResolver, with_timeout, wrap_tool};
 
@@ -107,6 +107,7 @@ pub(crate) struct Settings {
     pub(crate) response_format: Option<ResponseFormat>,
     pub(crate) budget: Budget,
     pub(crate) max_tool_output: Option<usize>,
+    pub(crate) prices: PriceTable,
 }
 
 impl Default for Settings {
@@ -128,6 +129,7 @@ impl Default for Settings {
             response_format: None,
             budget: Budget::default(),
             max_tool_output: Some(DEFAULT_MAX_TOOL_OUTPUT),
+            prices: PriceTable::default(),
         }
     }
 }

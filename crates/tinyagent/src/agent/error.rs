@@ -47,16 +47,17 @@ pub enum AgentError {
     /// The invocation tree's [`Budget`](crate::Budget) ran out: the agent, or an agent it
     /// called or that called it, used up what the whole tree may spend.
     #[error(
-        "agent {agent:?} stopped: the invocation's budget of {limit} {} is used up ({used} \
-         needed; the budget is shared by every agent of the invocation); raise it with `budget`",
-        resource_unit(*resource)
+        "agent {agent:?} stopped: the invocation's budget of {} is used up ({} needed; the \
+         budget is shared by every agent of the invocation); raise it with `budget`",
+        amount(*resource, *limit),
+        amount(*resource, *used)
     )]
     BudgetExhausted {
         /// The agent whose run ended.
         agent: String,
         /// What ran out.
         resource: BudgetResource,
-        /// The limit (milliseconds for wall time).
+        /// The limit (milliseconds for wall time, nano-dollars for cost).
         limit: u64,
         /// How much was used or asked for when it ran out.
         used: u64,
@@ -172,13 +173,16 @@ impl fmt::Display for ToolSource {
     }
 }
 
-fn resource_unit(resource: BudgetResource) -> &'static str {
-    match resource {
+/// An amount of a budget's resource, with its unit.
+fn amount(resource: BudgetResource, n: u64) -> String {
+    let unit = match resource {
         BudgetResource::ModelCalls => "model calls",
         BudgetResource::ToolCalls => "tool calls",
         BudgetResource::Tokens => "tokens",
+        BudgetResource::Cost => return crate::model::Cost::from_nano_usd(n).to_string(),
         _ => "ms of wall time",
-    }
+    };
+    format!("{n} {unit}")
 }
 
 impl AgentError {

@@ -206,12 +206,21 @@ async fn drive(
         }
         let ModelResponse {
             mut message,
-            usage,
+            mut usage,
             finish_reason,
+            model,
+            ..
         } = within(&budget, call_model(config.model.as_ref(), &req, &out))
             .await
             .map_err(over)??;
         budget.add_tokens(usage.total_tokens().unwrap_or(0));
+        if usage.cost.is_none() {
+            let model = model.as_deref().unwrap_or_else(|| config.model.name());
+            usage.cost = config.prices.cost(model, &usage);
+        }
+        if let Some(cost) = usage.cost {
+            budget.add_cost(cost);
+        }
         total += usage;
         let cut = finish_reason == FinishReason::Length;
         out.push(Event::Usage {

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::model::Cost;
+
 /// Default of [`Budget::max_model_calls`](Budget#structfield.max_model_calls): model calls per invocation tree.
 pub const DEFAULT_MAX_MODEL_CALLS: u64 = 64;
 /// Default of [`Budget::max_tool_calls`]: tool calls per invocation tree.
@@ -48,6 +50,10 @@ pub struct Budget {
     pub max_tokens: Option<u64>,
     /// The most wall time from the start of the top invocation.
     pub max_duration: Option<Duration>,
+    /// The most money the tree's model calls may cost, priced by each agent's
+    /// [`PriceTable`](crate::model::PriceTable) (calls of models without a price count as
+    /// free). No limit by default.
+    pub max_cost: Option<Cost>,
 }
 
 impl Default for Budget {
@@ -57,6 +63,7 @@ impl Default for Budget {
             max_tool_calls: Some(DEFAULT_MAX_TOOL_CALLS),
             max_tokens: Some(DEFAULT_MAX_TOKENS),
             max_duration: Some(DEFAULT_MAX_DURATION),
+            max_cost: None,
         }
     }
 }
@@ -68,6 +75,7 @@ impl Budget {
         max_tool_calls: None,
         max_tokens: None,
         max_duration: None,
+        max_cost: None,
     };
 
     /// Sets [`max_model_calls`](Self::max_model_calls).
@@ -93,6 +101,15 @@ impl Budget {
     /// calls.
     pub const fn max_duration(mut self, d: Duration) -> Self {
         self.max_duration = Some(d);
+        self
+    }
+
+    /// Sets [`max_cost`](Self::max_cost): the run stops with
+    /// [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted) before a model call
+    /// once the tree's calls have cost this much.
+    #[must_use]
+    pub const fn max_cost(mut self, cost: Cost) -> Self {
+        self.max_cost = Some(cost);
         self
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Budget;
+use crate::model::Cost;
 
 /// What ran out; see [`BudgetExceeded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +23,8 @@ pub enum BudgetResource {
     Tokens,
     /// Wall time, counted in milliseconds.
     WallTime,
+    /// Money, in nano-dollars (see [`Cost`]).
+    Cost,
 }
 
 impl BudgetResource {
@@ -32,6 +35,7 @@ impl BudgetResource {
             Self::ToolCalls => "tool_calls",
             Self::Tokens => "tokens",
             Self::WallTime => "wall_time",
+            Self::Cost => "cost",
         }
     }
 
@@ -41,6 +45,7 @@ impl BudgetResource {
             Self::ToolCalls => "tool calls",
             Self::Tokens => "tokens",
             Self::WallTime => "ms of wall time",
+            Self::Cost => "nano-USD",
         }
     }
 }
@@ -57,7 +62,8 @@ impl fmt::Display for BudgetResource {
 pub struct BudgetExceeded {
     /// What ran out.
     pub resource: BudgetResource,
-    /// The limit (milliseconds for [`BudgetResource::WallTime`]).
+    /// The limit (milliseconds for [`BudgetResource::WallTime`], nano-dollars for
+    /// [`BudgetResource::Cost`]).
     pub limit: u64,
     /// How much was used or asked for when it ran out.
     pub used: u64,
@@ -65,6 +71,14 @@ pub struct BudgetExceeded {
 
 impl fmt::Display for BudgetExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.resource == BudgetResource::Cost {
+            return write!(
+                f,
+                "the invocation's budget of {} is used up ({} spent)",
+                Cost::from_nano_usd(self.limit),
+                Cost::from_nano_usd(self.used)
+            );
+        }
         write!(
             f,
             "the invocation's budget of {} {} is used up ({} needed)",
@@ -89,6 +103,8 @@ pub struct BudgetUsage {
     pub tokens: u64,
     /// Time since the tree started.
     pub elapsed: Duration,
+    /// What the model calls cost, where their price is known.
+    pub cost: Cost,
 }
 
 struct Inner {
@@ -97,6 +113,7 @@ struct Inner {
     model_calls: AtomicU64,
     tool_calls: AtomicU64,
     tokens: AtomicU64,
+    cost: AtomicU64,
     exceeded: Mutex<Option<BudgetExceeded>>,
 }
 
@@ -139,6 +156,7 @@ impl SharedBudget {
             model_calls: AtomicU64::new(0),
             tool_calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
+            cost: AtomicU64::new(0),
             exceeded: Mutex::new(None),
         }))
     }
@@ -155,6 +173,7 @@ impl SharedBudget {
             tool_calls: self.0.tool_calls.load(Ordering::Relaxed),
             tokens: self.0.tokens.load(Ordering::Relaxed),
             elapsed: self.0.started.elapsed(),
+            cost: Cost::from_nano_usd(self.0.cost.load(Ordering::Relaxed)),
         }
     }
 
@@ -195,6 +214,16 @@ impl SharedBudget {
             let elapsed = self.0.started.elapsed();
             if elapsed >= max {
                 return Err(self.wall_time_exceeded());
+            }
+        }
+        if let Some(max) = self.0.limits.max_cost {
+            let used = self.0.cost.load(Ordering::Relaxed);
+            if used >= max.nano_usd() {
+                return Err(self.exceed(BudgetExceeded {
+                    resource: BudgetResource::Cost,
+                    limit: max.nano_usd(),
+                    used,
+                }));
             }
         }
         if let Some(max) = self.0.limits.max_tokens {
@@ -261,5 +290,12 @@ impl SharedBudget {
     /// [`check`](Self::check) or charge.
     pub fn add_tokens(&self, tokens: u64) {
         self.0.tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+
+    /// Adds what a model call cost. Like tokens, a cost is known only once the call is over:
+    /// the next [`charge_model_call`](Self::charge_model_call) (or [`check`](Self::check))
+    /// fails once the tree's costs reach [`Budget::max_cost`].
+    pub fn add_cost(&self, cost: Cost) {
+        self.0.cost.fetch_add(cost.nano_usd(), Ordering::Relaxed);
     }
 }

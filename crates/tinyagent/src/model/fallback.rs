@@ -126,7 +126,12 @@ impl Model for FallbackModel {
             let mut tried = Vec::new();
             for (i, model) in self.models.iter().enumerate() {
                 match model.generate(req).await {
-                    Ok(response) => return Ok(response),
+                    Ok(mut response) => {
+                        response
+                            .model
+                            .get_or_insert_with(|| model.name().to_owned());
+                        return Ok(response);
+                    }
                     Err(err) if i + 1 < self.models.len() && (self.fall_back_on)(&err) => {
                         tracing::warn!(
                             model = model.name(),
@@ -172,8 +177,10 @@ impl Model for FallbackModel {
             }
             loop {
                 match st.current.next().await {
-                    Some(Ok(event)) => {
-                        if matches!(event, ModelEvent::Done(_)) {
+                    Some(Ok(mut event)) => {
+                        if let ModelEvent::Done(response) = &mut event {
+                            let name = self.models[st.index].name();
+                            response.model.get_or_insert_with(|| name.to_owned());
                             st.done = true;
                         } else if !matches!(event, ModelEvent::Restart { .. }) {
                             st.produced = true;

@@ -5,6 +5,7 @@ use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 
+use super::Cost;
 use crate::message::Message;
 
 /// Tokens used, as the provider reports them.
@@ -44,6 +45,10 @@ pub struct Usage {
     /// Of the output tokens, those spent on reasoning the reply does not show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    /// What the call cost, from the agent's [`PriceTable`](super::PriceTable) (or the
+    /// provider); `None` when the model's price is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
 }
 
 impl Usage {
@@ -55,6 +60,7 @@ impl Usage {
             cached_input_tokens: None,
             cache_write_input_tokens: None,
             reasoning_tokens: None,
+            cost: None,
         }
     }
 
@@ -79,6 +85,13 @@ impl Usage {
         self
     }
 
+    /// Sets what the call cost.
+    #[must_use]
+    pub const fn cost(mut self, cost: Cost) -> Self {
+        self.cost = Some(cost);
+        self
+    }
+
     /// Input plus output tokens, as far as reported; `None` when neither was.
     pub const fn total_tokens(&self) -> Option<u64> {
         match (self.input_tokens, self.output_tokens) {
@@ -94,6 +107,7 @@ impl Usage {
             && self.cached_input_tokens.is_none()
             && self.cache_write_input_tokens.is_none()
             && self.reasoning_tokens.is_none()
+            && self.cost.is_none()
     }
 }
 
@@ -124,6 +138,10 @@ impl Add for Usage {
                 rhs.cache_write_input_tokens,
             ),
             reasoning_tokens: add_counts(self.reasoning_tokens, rhs.reasoning_tokens),
+            cost: match (self.cost, rhs.cost) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or_default() + b.unwrap_or_default()),
+            },
         }
     }
 }
@@ -203,6 +221,9 @@ impl From<FinishReason> for String {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ModelResponse {
+    /// The model that answered, when the provider or a [`FallbackModel`](super::FallbackModel)
+    /// says (else the agent's model is assumed): what the call is priced as.
+    pub model: Option<String>,
     /// The assistant message; its tool calls, if any, are what the agent runs next.
     pub message: Message,
     /// Tokens used by this step.
@@ -215,6 +236,7 @@ impl ModelResponse {
     /// A response.
     pub fn new(message: Message, usage: Usage, finish_reason: FinishReason) -> Self {
         Self {
+            model: None,
             message,
             usage,
             finish_reason,
