@@ -357,6 +357,12 @@ pub struct ModelArgs {
     /// The GGUF file of the embedded model [env: TINYAGENT_GGUF].
     #[arg(long, value_name = "PATH", conflicts_with_all = ["base_url", "api_key", "model"])]
     pub model_file: Option<PathBuf>,
+    /// A model to answer when the ones before it fail (rate limits, server errors, timeouts,
+    /// refused connections), as PROVIDER or PROVIDER:MODEL, such as anthropic:claude-haiku-4-5
+    /// or local; its key and URL come from the provider's variables. Repeat for more
+    /// [env: TINYAGENT_FALLBACK, comma-separated].
+    #[arg(long = "fallback", value_name = "PROVIDER[:MODEL]")]
+    pub fallback: Vec<String>,
 }
 
 /// A model provider the CLI can talk to.

@@ -526,17 +526,7 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
         ))
         .with_hint("offer it with --tools (such as --tools all) or --mcp"));
     }
-    let model = match &choice {
-        setup::ModelChoice::Local { .. } => {
-            let choice = choice.clone();
-            tokio::task::spawn_blocking(move || setup::make_model(&choice))
-                .await
-                .map_err(|e| {
-                    CliError::failure("model_file", format!("loading the model failed: {e}"))
-                })??
-        }
-        setup::ModelChoice::Server { .. } => setup::make_model(&choice)?,
-    };
+    let model = setup::load_model(&choice).await?;
     let instruction = args
         .instruction
         .as_deref()

@@ -21,7 +21,7 @@ pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 
 mod model_choice;
 
-pub use model_choice::{ModelChoice, choose_model, make_model};
+pub use model_choice::{ModelChoice, choose_fallbacks, choose_model, make_model};
 
 /// The names `--tools demo` stands for.
 pub const DEMO_TOOLS: [&str; 3] = ["get_weather", "calculator", "get_current_time"];
@@ -249,6 +249,26 @@ pub struct Assembled {
     pub tool_names: Vec<String>,
 }
 
+/// Makes the chosen model; loading a GGUF file blocks, so it runs on the blocking pool.
+pub async fn load_model(choice: &ModelChoice) -> Result<Arc<dyn tinyagent::Model>, CliError> {
+    match choice {
+        ModelChoice::Local { .. } => {
+            let choice = choice.clone();
+            tokio::task::spawn_blocking(move || make_model(&choice))
+                .await
+                .map_err(|e| {
+                    CliError::failure("model_file", format!("loading the model failed: {e}"))
+                })?
+        }
+        ModelChoice::Server { .. } => make_model(choice),
+    }
+}
+
+/// `model` behind a circuit breaker with the default thresholds.
+fn guarded(model: Arc<dyn tinyagent::Model>) -> Arc<dyn tinyagent::Model> {
+    Arc::new(tinyagent::model::CircuitBreakerModel::new(model))
+}
+
 /// Builds the agent: model, built-in tools, MCP toolsets as resolvers.
 pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
     assemble_named(args, AGENT_NAME).await
@@ -258,20 +278,18 @@ pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
 pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, CliError> {
     let tools = builtin_tools(&args.tools)?;
     let choice = choose_model(&args.model, |name| std::env::var(name).ok())?;
+    let fallbacks = choose_fallbacks(&args.model, |name| std::env::var(name).ok())?;
     // Tool servers first: a broken one fails before a model is loaded.
     let toolsets = connect_toolsets(&args.tools).await?;
-    let model = match &choice {
-        // Loading a GGUF file blocks; keep the runtime free meanwhile.
-        ModelChoice::Local { .. } => {
-            let choice = choice.clone();
-            tokio::task::spawn_blocking(move || make_model(&choice))
-                .await
-                .map_err(|e| {
-                    CliError::failure("model_file", format!("loading the model failed: {e}"))
-                })??
+    let mut model = load_model(&choice).await?;
+    if !fallbacks.is_empty() {
+        // Each model behind a breaker: one that keeps failing is skipped at once for a while.
+        let mut models = vec![guarded(model)];
+        for fallback in &fallbacks {
+            models.push(guarded(load_model(fallback).await?));
         }
-        ModelChoice::Server { .. } => make_model(&choice)?,
-    };
+        model = Arc::new(tinyagent::model::FallbackModel::new(models));
+    }
     let server = match &choice {
         ModelChoice::Server { base_url, .. } => Some(base_url.clone()),
         ModelChoice::Local { .. } => None,

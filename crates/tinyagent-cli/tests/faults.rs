@@ -336,3 +336,71 @@ fn a_model_name_without_a_server_is_a_usage_error() {
         Some(r#"error: --model "gpt-4o" names a model on a server, and no server is given"#)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_server_hands_over_to_the_fallback_model() {
+    let failing = MockServer::start().await;
+    let body = format!(
+        "{}data: {{\"error\":{{\"message\":\"The server had an error while processing your request. Sorry about that!\",\"type\":\"server_error\",\"param\":null,\"code\":null}}}}\n\n",
+        first_events("2_weather_answer.sse", 1)
+    );
+    mount(&failing, sse(body), None).await;
+    let backup = MockServer::start().await;
+    mount(&backup, sse(fixture("2_weather_answer.sse")), None).await;
+    // The fallback is an OpenAI-compatible server too, found through OPENAI_BASE_URL.
+    let mut cmd = run_on(
+        &failing.uri(),
+        &["--tools", "none", "--fallback", "openai:backup-model"],
+    );
+    cmd.env("OPENAI_BASE_URL", format!("{}/v1", backup.uri()))
+        .env("OPENAI_API_KEY", "sk-backup");
+    let out = output(cmd).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.ends_with(&format!("{WEATHER_ANSWER}\n")), "{stdout}");
+    // The failing server was tried (with its retries), then the backup answered.
+    assert_eq!(failing.received_requests().await.unwrap().len(), 3);
+    let asked = backup.received_requests().await.unwrap();
+    assert_eq!(asked.len(), 1);
+    let body: serde_json::Value = asked[0].body_json().unwrap();
+    assert_eq!(body["model"], "backup-model");
+
+    // The same from TINYAGENT_FALLBACK.
+    let mut cmd = run_on(&failing.uri(), &["--tools", "none"]);
+    cmd.env("TINYAGENT_FALLBACK", "openai:backup-model")
+        .env("OPENAI_BASE_URL", format!("{}/v1", backup.uri()))
+        .env("OPENAI_API_KEY", "sk-backup");
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(backup.received_requests().await.unwrap().len(), 2);
+}
+
+#[test]
+fn a_fallback_that_is_not_a_provider_or_has_no_key_is_a_usage_error() {
+    for (spec, expected) in [
+        (
+            "nope:x",
+            r#"error: --fallback "nope:x": "nope" is not a provider"#,
+        ),
+        (
+            "gemini",
+            r#"error: --fallback "gemini" needs an API key, and GEMINI_API_KEY is not set"#,
+        ),
+    ] {
+        let out = tinyagent()
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("GEMINI_BASE_URL")
+            .args([
+                "run",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--fallback",
+                spec,
+                "hi",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        assert_eq!(text(&out.stderr).lines().next(), Some(expected), "{spec}");
+    }
+}

@@ -18,6 +18,9 @@ pub const ENV_TIMEOUT: &str = "TINYAGENT_TIMEOUT";
 /// The environment variable giving `--provider`'s default.
 pub const ENV_PROVIDER: &str = "TINYAGENT_PROVIDER";
 
+/// The environment variable giving `--fallback`'s default, comma-separated.
+pub const ENV_FALLBACK: &str = "TINYAGENT_FALLBACK";
+
 /// The environment variable giving `--context-size`'s default (the embedded model's context
 /// window in tokens; `0` is the model's own trained context).
 pub const ENV_CONTEXT_SIZE: &str = "TINYAGENT_CONTEXT_SIZE";
@@ -201,6 +204,83 @@ pub fn choose_model(
             .unwrap_or_else(|| v.default_model.to_owned()),
         timeout,
     })
+}
+
+/// The models `--fallback` (or `TINYAGENT_FALLBACK`) names, in order: `PROVIDER` or
+/// `PROVIDER:MODEL`, each with its provider's key, URL and default model from the environment
+/// and the same `--timeout`. A name that is not a provider, or a provider with neither key nor
+/// URL, is a usage error naming the fallback.
+pub fn choose_fallbacks(
+    args: &ModelArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<ModelChoice>, CliError> {
+    let env = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let specs: Vec<String> = if args.fallback.is_empty() {
+        env(ENV_FALLBACK)
+            .map(|list| {
+                list.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        args.fallback.clone()
+    };
+    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
+        (Some(t), _) => Some(t),
+        (None, Some(text)) => crate::cli::parse_secs(&text).ok(),
+        (None, None) => None,
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            let (name, model) = match spec.split_once(':') {
+                Some((name, model)) => (name.trim(), Some(model.trim().to_owned())),
+                None => (spec.trim(), None),
+            };
+            let provider = <Provider as clap::ValueEnum>::from_str(name, true).map_err(|_| {
+                CliError::usage(format!("--fallback {spec:?}: {name:?} is not a provider"))
+                    .with_hint(
+                        "use openai, anthropic, gemini or local, with :MODEL to pick a model",
+                    )
+            })?;
+            if provider == Provider::Local {
+                return Ok(ModelChoice::Local {
+                    file: model.map(PathBuf::from),
+                    threads: args.threads,
+                    context_size: None,
+                });
+            }
+            let v = vendor(provider);
+            let base_url = env(v.base_url_env);
+            let api_key = env(v.api_key_env);
+            if base_url.is_none() && api_key.is_none() {
+                return Err(CliError::usage(format!(
+                    "--fallback {spec:?} needs an API key, and {} is not set",
+                    v.api_key_env
+                ))
+                .with_hint(format!(
+                    "set {} (or {} for a gateway)",
+                    v.api_key_env, v.base_url_env
+                )));
+            }
+            Ok(ModelChoice::Server {
+                provider,
+                base_url: base_url.unwrap_or_else(|| v.default_base_url.to_owned()),
+                api_key,
+                model: model
+                    .filter(|m| !m.is_empty())
+                    .or_else(|| env(v.model_env))
+                    .unwrap_or_else(|| v.default_model.to_owned()),
+                timeout,
+            })
+        })
+        .collect()
 }
 
 /// Makes the chosen model; loading the embedded one reads its file.
