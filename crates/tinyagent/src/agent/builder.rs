@@ -263,6 +263,16 @@ impl LlmAgentBuilder {
         self
     }
 
+    /// Keeps the history the model is sent within a token budget: older tool outputs trimmed
+    /// first, then the oldest turns summarised (see [`ContextPolicy`]). Off by default: the
+    /// whole history is sent. The session keeps every message either way.
+    ///
+    /// [`ContextPolicy`]: crate::agent::ContextPolicy
+    pub fn context_policy(mut self, policy: crate::agent::ContextPolicy) -> Self {
+        self.settings.context_policy = Some(policy);
+        self
+    }
+
     /// The most tool calls run per model step (default [`DEFAULT_MAX_TOOL_CALLS_PER_STEP`]);
     /// calls beyond it are answered with an error result and not run.
     ///

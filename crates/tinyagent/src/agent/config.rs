@@ -108,6 +108,7 @@ pub(crate) struct Settings {
     pub(crate) budget: Budget,
     pub(crate) max_tool_output: Option<usize>,
     pub(crate) prices: PriceTable,
+    pub(crate) context_policy: Option<super::ContextPolicy>,
 }
 
 impl Default for Settings {
@@ -130,6 +131,7 @@ impl Default for Settings {
             budget: Budget::default(),
             max_tool_output: Some(DEFAULT_MAX_TOOL_OUTPUT),
             prices: PriceTable::default(),
+            context_policy: None,
         }
     }
 }

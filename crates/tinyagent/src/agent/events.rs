@@ -65,6 +65,19 @@ pub enum Event {
         /// Why, for people.
         reason: String,
     },
+    /// The history was compacted to fit the agent's
+    /// [`ContextPolicy`](crate::agent::ContextPolicy) before a model call. The session keeps
+    /// every message; a summary of the oldest turns is kept in its state.
+    ContextCompacted {
+        /// The history's tokens before, estimated.
+        tokens_before: u64,
+        /// The history's tokens after, estimated.
+        tokens_after: u64,
+        /// How many older tool outputs were cut to their head.
+        trimmed_tool_outputs: usize,
+        /// How many of the oldest messages a summary replaced.
+        summarized_messages: usize,
+    },
     /// Tokens used by one model step.
     Usage {
         /// The step, counted from 1.
@@ -122,6 +135,12 @@ enum Repr {
     },
     ReplyRestarted {
         reason: String,
+    },
+    ContextCompacted {
+        tokens_before: u64,
+        tokens_after: u64,
+        trimmed_tool_outputs: usize,
+        summarized_messages: usize,
     },
     Usage {
         step: usize,
@@ -181,6 +200,17 @@ impl Serialize for Event {
         let repr = match self.clone() {
             Event::TextDelta(text) => Repr::TextDelta { text },
             Event::ReplyRestarted { reason } => Repr::ReplyRestarted { reason },
+            Event::ContextCompacted {
+                tokens_before,
+                tokens_after,
+                trimmed_tool_outputs,
+                summarized_messages,
+            } => Repr::ContextCompacted {
+                tokens_before,
+                tokens_after,
+                trimmed_tool_outputs,
+                summarized_messages,
+            },
             Event::Usage {
                 step,
                 usage,
@@ -238,6 +268,17 @@ impl<'de> Deserialize<'de> for Event {
         Ok(match Repr::deserialize(deserializer)? {
             Repr::TextDelta { text } => Event::TextDelta(text),
             Repr::ReplyRestarted { reason } => Event::ReplyRestarted { reason },
+            Repr::ContextCompacted {
+                tokens_before,
+                tokens_after,
+                trimmed_tool_outputs,
+                summarized_messages,
+            } => Event::ContextCompacted {
+                tokens_before,
+                tokens_after,
+                trimmed_tool_outputs,
+                summarized_messages,
+            },
             Repr::Usage {
                 step,
                 usage,
@@ -327,6 +368,16 @@ mod tests {
                 reason: "cut".into()
             }),
             json!({"type": "reply_restarted", "reason": "cut"})
+        );
+        assert_eq!(
+            round_trip(&Event::ContextCompacted {
+                tokens_before: 9000,
+                tokens_after: 3000,
+                trimmed_tool_outputs: 4,
+                summarized_messages: 12,
+            }),
+            json!({"type": "context_compacted", "tokens_before": 9000, "tokens_after": 3000,
+                   "trimmed_tool_outputs": 4, "summarized_messages": 12})
         );
         assert_eq!(
             round_trip(&Event::Usage {

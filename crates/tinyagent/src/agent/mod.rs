@@ -3,6 +3,7 @@
 
 pub(crate) mod agent_tool;
 pub(crate) mod builder;
+mod compaction;
 mod config;
 pub(crate) mod error;
 pub(crate) mod events;
@@ -14,6 +15,9 @@ mod typed;
 
 pub(crate) use builder::LlmAgent;
 pub use builder::LlmAgentBuilder;
+pub use compaction::{
+    COMPACTION_KEY, ContextPolicy, DEFAULT_KEEP_TOOL_OUTPUTS, DEFAULT_TRIMMED_OUTPUT_CHARS,
+};
 pub use config::{
     DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     DEFAULT_MAX_TOOL_OUTPUT,

@@ -11,6 +11,7 @@ use futures::stream::{self, BoxStream, Stream};
 use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
+use super::compaction;
 use super::config::{Config, ToolEntry};
 use super::{AgentError, Event, ToolSource, tool_host};
 use crate::budget::{BudgetExceeded, SharedBudget};
@@ -179,7 +180,14 @@ async fn drive(
     let session = inv.session().clone();
 
     let mut messages = session.messages();
-    let first_new = messages.len();
+    let mut compaction = None;
+    if let Some(policy) = &config.context_policy {
+        let stored = compaction::Stored::from_state(session.get(compaction::COMPACTION_KEY));
+        let (restored, base) = compaction::restore(messages, stored.as_ref());
+        messages = restored;
+        compaction = Some(compaction::RunCompaction { policy, base });
+    }
+    let mut first_new = messages.len();
     messages.push(inv.message().clone());
     let mut req = ModelRequest {
         instruction: config.instruction.clone(),
@@ -204,13 +212,37 @@ async fn drive(
             // The last call: answer from what the tools gave, call none.
             req.tool_choice = Some(ToolChoice::None);
         }
+        let compacted = match &mut compaction {
+            Some(compaction) => {
+                let summarizer = compaction
+                    .policy
+                    .summarizer_model()
+                    .unwrap_or(&config.model)
+                    .clone();
+                let summarize = |r: ModelRequest| summarize(summarizer, r, &budget, config);
+                let (sent, outcome) = compaction
+                    .request(&mut req, &mut first_new, &session, summarize)
+                    .await;
+                if let Some(o) = outcome {
+                    out.push(Event::ContextCompacted {
+                        tokens_before: o.before,
+                        tokens_after: o.after,
+                        trimmed_tool_outputs: o.trimmed,
+                        summarized_messages: o.summarized,
+                    });
+                }
+                Some(sent)
+            }
+            None => None,
+        };
+        let sent = compacted.as_ref().unwrap_or(&req);
         let ModelResponse {
             mut message,
             mut usage,
             finish_reason,
             model,
             ..
-        } = within(&budget, call_model(config.model.as_ref(), &req, &out))
+        } = within(&budget, call_model(config.model.as_ref(), sent, &out))
             .await
             .map_err(over)??;
         budget.add_tokens(usage.total_tokens().unwrap_or(0));
@@ -285,6 +317,29 @@ async fn drive(
         agent: config.name.to_string(),
         max_steps: config.max_steps,
     })
+}
+
+/// Writes a summary for compaction with `model`, charged to the budget like any model call.
+async fn summarize(
+    model: Arc<dyn Model>,
+    req: ModelRequest,
+    budget: &SharedBudget,
+    config: &Config,
+) -> Result<String, ModelError> {
+    budget
+        .charge_model_call()
+        .map_err(|e| ModelError::other(e.to_string()))?;
+    let response = model.generate(&req).await?;
+    budget.add_tokens(response.usage.total_tokens().unwrap_or(0));
+    let name = response.model.as_deref().unwrap_or_else(|| model.name());
+    if let Some(cost) = response
+        .usage
+        .cost
+        .or_else(|| config.prices.cost(name, &response.usage))
+    {
+        budget.add_cost(cost);
+    }
+    Ok(response.message.text())
 }
 
 /// Runs `fut` until the budget's wall time ends (when there is a runtime to keep time).

@@ -3,6 +3,7 @@
 //! answers.
 
 mod breaker;
+mod cost;
 pub(crate) mod error;
 mod events;
 mod fallback;
@@ -14,11 +15,12 @@ mod response_format;
 pub(crate) mod traits;
 
 pub use breaker::CircuitBreakerModel;
+pub use cost::Cost;
 pub(crate) use error::ModelError;
 pub use error::ModelErrorKind;
 pub use events::ModelEvent;
 pub use fallback::FallbackModel;
-pub use price::{Cost, PRICES_AS_OF, Price, PriceTable};
+pub use price::{PRICES_AS_OF, Price, PriceTable};
 pub(crate) use request::ModelRequest;
 pub use request::{ToolChoice, ToolDefinition};
 pub use response::FinishReason;
