@@ -505,3 +505,30 @@ async fn a_long_prompt_fits_the_default_window_and_a_small_one_says_how_to_raise
     );
     assert!(!reply.message.text().trim().is_empty());
 }
+
+/// The smart assistant with the demo's tools among 500 others, behind a tool search: the
+/// model is offered a few tools per question and still picks the right one.
+#[tokio::test]
+async fn among_500_more_tools_behind_a_search_the_demo_questions_get_their_tools() {
+    let mut tools = tinyagent::testing::many_tools(500);
+    tools.extend(tinyagent_demo::all_tools());
+    let agent = LlmAgent::builder("smart-assistant")
+        .model(model())
+        .instruction("你是一个全能助手。")
+        .tool_resolver(tinyagent::tools::ToolSearch::new(tools))
+        .build()
+        .unwrap();
+    let run = ask(&agent, "北京天气怎么样？").await;
+    assert_eq!(run.calls[0].name, "get_weather", "{:#?}", run.history);
+    assert_eq!(args_of(&run.calls[0])["city"], "北京", "{:#?}", run.history);
+    assert!(run.answer.contains("22.5"), "{:#?}", run.history);
+    let run = ask(&agent, "帮我算一下 7 乘以 8 等于多少。").await;
+    assert_eq!(run.calls[0].name, "calculator", "{:#?}", run.history);
+    let args = args_of(&run.calls[0]);
+    assert_eq!(
+        (args["a"].as_f64(), args["b"].as_f64()),
+        (Some(7.0), Some(8.0)),
+        "{args}"
+    );
+    assert!(run.answer.contains("56"), "{:#?}", run.history);
+}

@@ -169,3 +169,94 @@ pub mod reply {
         reply
     }
 }
+
+/// `n` plausible tools of a large toolset (up to 500 distinct ones; names repeat with a
+/// number beyond that), for tests and benchmarks of tool search and large requests: verbs
+/// over business objects, such as `create_invoice` ("Creates an invoice in the billing
+/// system") with an `id` and a `note` parameter. Each answers with its own name.
+///
+/// ```
+/// let tools = tinyagent::testing::many_tools(500);
+/// assert_eq!(tools.len(), 500);
+/// assert_eq!(tools[0].name(), "create_invoice");
+/// ```
+pub fn many_tools(n: usize) -> Vec<std::sync::Arc<dyn crate::Tool>> {
+    const VERBS: [(&str, &str); 20] = [
+        ("create", "Creates"),
+        ("update", "Updates"),
+        ("delete", "Deletes"),
+        ("get", "Looks up"),
+        ("list", "Lists"),
+        ("archive", "Archives"),
+        ("export", "Exports"),
+        ("import", "Imports"),
+        ("approve", "Approves"),
+        ("reject", "Rejects"),
+        ("assign", "Assigns"),
+        ("merge", "Merges"),
+        ("tag", "Tags"),
+        ("share", "Shares"),
+        ("restore", "Restores"),
+        ("validate", "Validates"),
+        ("schedule", "Schedules"),
+        ("cancel", "Cancels"),
+        ("count", "Counts"),
+        ("audit", "Audits"),
+    ];
+    const OBJECTS: [(&str, &str); 25] = [
+        ("invoice", "an invoice in the billing system"),
+        ("customer", "a customer record in the CRM"),
+        ("ticket", "a support ticket"),
+        ("order", "a sales order"),
+        ("shipment", "a shipment with the carrier"),
+        ("product", "a product in the catalogue"),
+        ("employee", "an employee record in HR"),
+        ("payroll_run", "a payroll run"),
+        ("expense", "an expense report"),
+        ("contract", "a contract in the legal archive"),
+        ("lead", "a sales lead"),
+        ("campaign", "a marketing campaign"),
+        ("repository", "a source code repository"),
+        ("pull_request", "a pull request"),
+        ("deployment", "a deployment to production"),
+        ("incident", "an on-call incident"),
+        ("dashboard", "an analytics dashboard"),
+        ("report", "a quarterly report"),
+        ("warehouse_bin", "a warehouse storage bin"),
+        ("purchase_order", "a purchase order to a supplier"),
+        ("meeting", "a calendar meeting"),
+        ("document", "a shared document"),
+        ("user_account", "a user account and its permissions"),
+        ("budget_line", "a line of the department budget"),
+        ("asset", "a company hardware asset"),
+    ];
+    (0..n)
+        .map(|i| {
+            let (verb, verb_text) = VERBS[i % VERBS.len()];
+            let (object, object_text) = OBJECTS[(i / VERBS.len()) % OBJECTS.len()];
+            let round = i / (VERBS.len() * OBJECTS.len());
+            let name = if round == 0 {
+                format!("{verb}_{object}")
+            } else {
+                format!("{verb}_{object}_{round}")
+            };
+            let answer = name.clone();
+            crate::tools::new_tool(
+                name,
+                format!("{verb_text} {object_text}"),
+                serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "description": format!("the {} id", object.replace('_', " "))},
+                        "note": {"type": "string", "description": "a free-text note"}
+                    },
+                    "required": ["id"]
+                }),
+                move |_ctx, _input: String| {
+                    let answer = answer.clone();
+                    async move { Ok::<_, crate::ToolError>(answer) }
+                },
+            )
+        })
+        .collect()
+}

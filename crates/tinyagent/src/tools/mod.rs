@@ -28,6 +28,7 @@ pub(crate) mod output_limit;
 mod panic;
 mod resolver;
 pub(crate) mod schema_gen;
+mod search;
 mod validate;
 
 pub use adapter::{
@@ -56,6 +57,9 @@ pub use output::{IntoToolError, IntoToolOutput, Json, Structured, ToolErrorKindH
 pub use panic::call_catching_panics;
 pub use resolver::{ResolverFn, ToolResolver, resolver_fn};
 pub use schema_gen::generate_schema;
+pub use search::{
+    CALL_TOOL, DEFAULT_OFFER_ALL_UP_TO, DEFAULT_SEARCH_RESULTS, SEARCH_TOOL, ToolSearch,
+};
 
 /// The schema pipeline beyond [`generate_schema`]: the strict form OpenAI's structured outputs
 /// take, the Anthropic and Gemini dialects of a schema, and the validator agents check
