@@ -10,8 +10,9 @@
 //! `scripts/conformance.sh` builds it, starts it and runs the suite. The tools: text, image,
 //! audio, embedded resource and mixed content; an error; logging and progress during a call;
 //! sampling and elicitation (asking the client); and a tool whose input schema uses JSON
-//! Schema 2020-12 (`$defs`, `$ref`). The server offers tools only: no prompts, resources or
-//! completions.
+//! Schema 2020-12 (`$defs`, `$ref`). Besides tools it offers the suite's prompts (plain, with
+//! arguments and their completion, with an embedded resource, with an image) and resources
+//! (text, binary, a template, one to subscribe to).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,10 @@ use tinyagent::{
     ContentPart, Tool, ToolContext, ToolError,
     host::{Elicitation, LogLevel, SamplingRequest},
 };
-use tinyagent_mcp::McpServer;
+use tinyagent_mcp::{
+    McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, McpServer, PromptRole,
+    ResourceBody,
+};
 
 /// A 1×1 red PNG.
 const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8AARAAA//8DAAX/Af8AAAAASUVORK5CYII=";
@@ -239,12 +243,90 @@ fn elicitation_tool(name: &'static str, description: &'static str, schema: Value
     ))
 }
 
+/// The suite's prompts and resources.
+fn with_prompts_and_resources(server: McpServer) -> McpServer {
+    let user = |content| McpPromptMessage::new(PromptRole::User, content);
+    server
+        .prompt(
+            McpPrompt::new("test_simple_prompt", |_| {
+                Ok(vec![McpPromptMessage::user("This is a simple prompt for testing.")])
+            })
+            .description("A prompt without arguments"),
+        )
+        .prompt(
+            McpPrompt::new("test_prompt_with_arguments", |args| {
+                Ok(vec![McpPromptMessage::user(format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    args["arg1"], args["arg2"]
+                ))])
+            })
+            .description("A prompt with two arguments")
+            .completed_argument("arg1", "First test argument", true, ["test", "testing", "other"])
+            .argument("arg2", "Second test argument", true),
+        )
+        .prompt(
+            McpPrompt::new("test_prompt_with_embedded_resource", move |args| {
+                let uri = args["resourceUri"].clone();
+                Ok(vec![
+                    user(ContentPart::resource_text(
+                        uri,
+                        Some("text/plain".to_owned()),
+                        "Embedded resource content for testing.",
+                    )),
+                    McpPromptMessage::user("Please process the embedded resource above."),
+                ])
+            })
+            .description("A prompt embedding a resource")
+            .argument("resourceUri", "URI of the resource to embed", true),
+        )
+        .prompt(
+            McpPrompt::new("test_prompt_with_image", move |_| {
+                Ok(vec![
+                    user(ContentPart::image(RED_PIXEL_PNG, "image/png")),
+                    McpPromptMessage::user("Please analyze the image above."),
+                ])
+            })
+            .description("A prompt with an image"),
+        )
+        .resource(
+            McpResource::text(
+                "test://static-text",
+                "static text",
+                "text/plain",
+                "This is the content of the static text resource.",
+            )
+            .description("A text resource"),
+        )
+        .resource(
+            McpResource::new("test://static-binary", "static binary", "image/png", || {
+                use base64::Engine as _;
+                let png = base64::engine::general_purpose::STANDARD
+                    .decode(RED_PIXEL_PNG)
+                    .map_err(|e| ToolError::failed(e.to_string()))?;
+                Ok(ResourceBody::Bytes(png))
+            })
+            .description("A binary resource"),
+        )
+        .resource(
+            McpResource::text("test://watched-resource", "watched", "text/plain", "unchanged")
+                .description("A resource to subscribe to"),
+        )
+        .resource_template(
+            McpResourceTemplate::new("test://template/{id}/data", "data by id", "application/json", |vars| {
+                let id = &vars["id"];
+                let data = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                Ok(ResourceBody::Text(data.to_string()))
+            })
+            .description("Data for an id"),
+        )
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:3001".to_owned());
-    let server = McpServer::new(conformance_tools()?)
+    let server = with_prompts_and_resources(McpServer::new(conformance_tools()?))
         .server_name("tinyagent-conformance")
         .serve_http(addr.as_str())
         .await?;

@@ -1,8 +1,8 @@
 //! MCP content and tinyagent's [`ContentPart`]s, both ways, and the text a model reads.
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, TextContent};
 use tinyagent::tools::ToolOutput;
-use tinyagent::{ContentPart, tools::content_text};
+use tinyagent::{ContentPart, ToolError, tools::content_text};
 
 /// An MCP content block as a content part: text, image, audio, embedded resource (text or
 /// blob) and resource link each become their own kind; a kind this client does not know
@@ -181,6 +181,27 @@ pub fn truncate_result(mut text: String, max_bytes: usize) -> String {
         total - end
     ));
     text
+}
+
+/// A tool's successful output as MCP content: its parts as content blocks when it has any
+/// (else its text), and its structured content.
+pub(crate) fn success_result(output: ToolOutput) -> CallToolResult {
+    let (text, parts, structured) = output.into_parts();
+    let content = if parts.is_empty() {
+        vec![ContentBlock::Text(TextContent::new(text))]
+    } else {
+        parts.iter().map(content_block).collect()
+    };
+    let mut result = CallToolResult::success(content);
+    result.structured_content = structured;
+    result
+}
+
+/// A tool's error as an MCP error result the client's model reads.
+pub(crate) fn error_result(error: &ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
+        error.message().to_owned(),
+    ))])
 }
 
 #[cfg(test)]

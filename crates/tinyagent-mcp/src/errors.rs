@@ -1,5 +1,7 @@
 //! rmcp's errors as text a person (or a model) can act on: no internal type names, the cause
-//! first, and what kind of failure it is.
+//! first, and what kind of failure it is; and why an MCP server stopped ([`McpServeError`]).
+
+use std::net::SocketAddr;
 
 use rmcp::model::ErrorCode;
 use rmcp::service::{ClientInitializeError, ServiceError};
@@ -198,4 +200,29 @@ mod tests {
         let e = std::io::Error::other("x");
         assert_eq!(auth_problem(&e), None);
     }
+}
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// Binding, accepting or reading and writing failed.
+    #[error("MCP server I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The MCP handshake with the client failed.
+    #[error("MCP handshake failed: {0}")]
+    Handshake(String),
+    /// The serving task ended abnormally.
+    #[error("the MCP server task failed: {0}")]
+    Task(String),
+    /// No bearer token, and an address that is not loopback.
+    #[error(
+        "refusing to serve MCP on {addr} without a bearer token: anyone who can reach it could \
+         call the tools; set a bearer token, listen on a loopback address (127.0.0.1), or allow \
+         unauthenticated access explicitly"
+    )]
+    Unauthenticated {
+        /// The address.
+        addr: SocketAddr,
+    },
 }

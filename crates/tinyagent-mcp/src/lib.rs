@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod catalog;
 mod client;
 mod command_line;
 mod content;
@@ -35,6 +36,7 @@ mod naming;
 mod oauth;
 mod remote_tool;
 mod server;
+mod server_catalog;
 mod server_host;
 mod stdio;
 
@@ -42,6 +44,9 @@ mod stdio;
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
+pub use catalog::{
+    McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, PromptRole, ResourceBody,
+};
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpToolset,
     elicitation_fn,

@@ -2,51 +2,27 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, TextContent, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::Value;
+use tinyagent::tools::ToolInput;
 use tinyagent::tools::schema::SchemaValidator;
-use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{Tool, ToolContext, ToolError};
 
-use crate::content::content_block;
+use crate::catalog::{Catalog, value_text};
+use crate::content::{error_result, success_result};
+pub use crate::errors::McpServeError;
 use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
 
 use tinyagent_http::serve::ConnLimits;
-
-/// Why serving stopped or could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpServeError {
-    /// Binding, accepting or reading and writing failed.
-    #[error("MCP server I/O failed: {0}")]
-    Io(#[from] std::io::Error),
-    /// The MCP handshake with the client failed.
-    #[error("MCP handshake failed: {0}")]
-    Handshake(String),
-    /// The serving task ended abnormally.
-    #[error("the MCP server task failed: {0}")]
-    Task(String),
-    /// No bearer token, and an address that is not loopback.
-    #[error(
-        "refusing to serve MCP on {addr} without a bearer token: anyone who can reach it could \
-         call the tools; set a bearer token, listen on a loopback address (127.0.0.1), or allow \
-         unauthenticated access explicitly"
-    )]
-    Unauthenticated {
-        /// The address.
-        addr: SocketAddr,
-    },
-}
 
 /// How long a client of [`McpServer::serve_http`] may take to send a request's headers by
 /// default (also how long a kept-alive connection may stay idle): 10 seconds.
@@ -122,6 +98,7 @@ pub(crate) struct ServerInner {
     pub(crate) http_limits: ConnLimits,
     pub(crate) tools: Vec<ServedTool>,
     pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) catalog: Catalog,
 }
 
 pub(crate) struct ServedTool {
@@ -227,6 +204,7 @@ impl McpServer {
                 ),
                 tools: served,
                 by_name,
+                catalog: Catalog::default(),
             }),
             log_level: SessionLogLevel::default(),
         }
@@ -360,6 +338,7 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
                 allowed_hosts: shared.allowed_hosts.clone(),
                 allow_unauthenticated: shared.allow_unauthenticated,
                 http_limits: shared.http_limits,
+                catalog: shared.catalog.clone(),
                 tools: shared
                     .tools
                     .iter()
@@ -431,20 +410,6 @@ fn custom_request_error(request: &CustomRequest) -> ErrorData {
     ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
 }
 
-/// A tool's successful output as MCP content: its parts as content blocks when it has any
-/// (else its text), and its structured content.
-fn success_result(output: ToolOutput) -> CallToolResult {
-    let (text, parts, structured) = output.into_parts();
-    let content = if parts.is_empty() {
-        vec![ContentBlock::Text(TextContent::new(text))]
-    } else {
-        parts.iter().map(content_block).collect()
-    };
-    let mut result = CallToolResult::success(content);
-    result.structured_content = structured;
-    result
-}
-
 impl McpServer {
     /// The server for a new session: the same tools, a log level of its own.
     pub(crate) fn new_session(&self) -> Self {
@@ -455,22 +420,25 @@ impl McpServer {
     }
 }
 
-fn error_result(error: &ToolError) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
-        error.message().to_owned(),
-    ))])
-}
-
 impl ServerHandler for McpServer {
     #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .build(),
-        )
-        .with_server_info(self.inner.implementation.clone());
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let catalog = &self.inner.catalog;
+        if !catalog.prompts.is_empty() {
+            capabilities.prompts = Some(Default::default());
+            capabilities.completions = Some(Default::default());
+        }
+        if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
+        }
+        let config =
+            ServerConfig::new(capabilities).with_server_info(self.inner.implementation.clone());
         match &self.inner.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
@@ -502,6 +470,75 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         self.log_level.set(log_level(request.level));
         Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        Ok(self.inner.catalog.list_prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default().into_iter();
+        let arguments = arguments.map(|(k, v)| (k, value_text(v))).collect();
+        self.inner
+            .catalog
+            .get_prompt(&request.name, arguments)
+            .map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        Ok(self.inner.catalog.complete(&request))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(self.inner.catalog.list_resources())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        Ok(self.inner.catalog.list_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.inner.catalog.read(&request.uri).map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.known_resource(&request.uri)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.known_resource(&request.uri)
     }
 
     async fn on_custom_request(
