@@ -18,11 +18,13 @@ use crate::remote_tool::{McpTool, McpToolInfo};
 use crate::stdio::ChildOutput;
 
 mod bridge;
+mod catalog;
 mod connection;
 mod endpoint;
 
 pub(crate) use bridge::Bridge;
 pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
+pub use catalog::{McpPromptInfo, McpResourceInfo};
 
 use endpoint::Endpoint;
 

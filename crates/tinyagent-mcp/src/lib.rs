@@ -48,8 +48,8 @@ pub use catalog::{
     McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, PromptRole, ResourceBody,
 };
 pub use client::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpToolset,
-    elicitation_fn,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler,
+    McpPromptInfo, McpResourceInfo, McpToolset, elicitation_fn,
 };
 pub use content::{
     DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, tool_output,

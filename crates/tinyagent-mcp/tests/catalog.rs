@@ -125,3 +125,107 @@ async fn the_python_sdk_lists_gets_completes_and_reads_them() {
     let unknown = report["unknown"].as_str().unwrap();
     assert!(unknown.contains("no resource has the URI"), "{unknown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolset_reads_prompts_and_resources_and_gives_an_agent_a_resource_tool() {
+    use tinyagent::testing::{ScriptedModel, reply};
+    use tinyagent::{AgentExt, ContentPart, LlmAgent, Role, Session};
+    use tinyagent_mcp::{McpToolset, PromptRole};
+
+    let handle = server().serve_http("127.0.0.1:0").await.unwrap();
+    let toolset = McpToolset::http(handle.url()).prefix("docs_");
+
+    let prompts = toolset.prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "code_review");
+    assert_eq!(
+        prompts[0].arguments[0],
+        (
+            "code".to_owned(),
+            Some("the code to review".to_owned()),
+            true
+        )
+    );
+    let messages = toolset
+        .prompt("code_review", [("code", "x = 1"), ("language", "python")])
+        .await
+        .unwrap();
+    assert_eq!(messages[0].role, PromptRole::User);
+    assert_eq!(
+        messages[0].to_message().text(),
+        "Review this python code for bugs:\nx = 1"
+    );
+    assert_eq!(messages[1].to_message().role, Role::Assistant);
+    let err = toolset
+        .prompt("code_review", [("language", "go")])
+        .await
+        .unwrap_err();
+    assert!(
+        err.message().contains("needs the argument \"code\""),
+        "{err}"
+    );
+
+    let resources = toolset.resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "file:///README.md",
+            "file:///logo.png",
+            "orders://{id}/summary"
+        ]
+    );
+    assert_eq!(
+        toolset.read_resource("file:///logo.png").await.unwrap(),
+        [ContentPart::resource_blob(
+            "file:///logo.png",
+            Some("image/png".to_owned()),
+            "iVBORw=="
+        )]
+    );
+    let order = toolset.read_resource("orders://7/summary").await.unwrap();
+    assert_eq!(order[0].as_text(), None);
+    assert!(format!("{order:?}").contains("order 7 is on its way"));
+    let err = toolset
+        .read_resource("orders://0/summary")
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("no order 0"), "{err}");
+
+    // An agent reads a resource through the generated tool.
+    let tool = toolset.resource_tool().await.unwrap();
+    assert_eq!(tool.name(), "docs_read_resource");
+    assert!(
+        tool.description().contains("file:///README.md"),
+        "{}",
+        tool.description()
+    );
+    let model = std::sync::Arc::new(ScriptedModel::new([
+        reply::tool_call(
+            "c1",
+            "docs_read_resource",
+            r#"{"uri": "file:///README.md"}"#,
+        ),
+        reply::text("The README says hello."),
+    ]));
+    let agent = LlmAgent::builder("reader")
+        .model(model.clone())
+        .tool(tool)
+        .build()
+        .unwrap();
+    let answer = agent
+        .ask(&Session::new(), "What does the README say?")
+        .await
+        .unwrap();
+    assert_eq!(answer, "The README says hello.");
+    let result = model.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .tool_results()
+        .next()
+        .cloned()
+        .unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert!(result.content.contains("# Hello"), "{}", result.content);
+    handle.shutdown().await;
+}

@@ -1,0 +1,276 @@
+//! A server's prompts and resources, read through an [`McpToolset`]: for Rust code, and for
+//! agents through a tool that reads resources.
+
+use std::sync::Arc;
+
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, Role};
+use rmcp::{Peer, RoleClient};
+use serde_json::{Map, Value, json};
+use tinyagent::tools::{ToolInput, ToolOutput};
+use tinyagent::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolHints};
+
+use super::McpToolset;
+use crate::catalog::{McpPromptMessage, PromptRole};
+use crate::content::content_part;
+use crate::errors::service_error;
+
+/// A prompt a server offers: its name, what it is for and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpPromptInfo {
+    /// The prompt's name.
+    pub name: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Its arguments: name, description, whether required.
+    pub arguments: Vec<(String, Option<String>, bool)>,
+}
+
+/// A resource a server offers (or a template of resources, its URI then an RFC 6570
+/// template).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpResourceInfo {
+    /// The resource's URI, or the template's.
+    pub uri: String,
+    /// Its name.
+    pub name: String,
+    /// What it is.
+    pub description: Option<String>,
+    /// Its MIME type.
+    pub mime_type: Option<String>,
+}
+
+impl McpToolset {
+    /// The connected server's peer (connecting first if needed).
+    async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
+        self.tools().await?;
+        let state = self.inner.state.lock().await;
+        state
+            .as_ref()
+            .map(|c| c.service.peer().clone())
+            .ok_or_else(|| {
+                ToolError::unavailable(format!("MCP server `{}` is not connected", self.name()))
+            })
+    }
+
+    /// The prompts the server offers (none when it offers no prompts).
+    pub async fn prompts(&self) -> Result<Vec<McpPromptInfo>, ToolError> {
+        let peer = self.peer().await?;
+        if peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_none())
+        {
+            return Ok(Vec::new());
+        }
+        let listed = peer
+            .list_all_prompts()
+            .await
+            .map_err(|e| service_error(self.name(), e, "listing its prompts"))?;
+        Ok(listed
+            .into_iter()
+            .map(|p| McpPromptInfo {
+                name: p.name,
+                description: p.description,
+                arguments: p
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| (a.name, a.description, a.required.unwrap_or(false)))
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// The prompt `name` rendered with `arguments`: its messages, for an agent's history or
+    /// instruction ([`McpPromptMessage::content`] says what each holds).
+    pub async fn prompt(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
+    ) -> Result<Vec<McpPromptMessage>, ToolError> {
+        let peer = self.peer().await?;
+        let arguments: Map<String, Value> = arguments
+            .into_iter()
+            .map(|(k, v)| (k.into(), Value::String(v.into())))
+            .collect();
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        let response = peer.get_prompt(params).await.map_err(|e| {
+            service_error(self.name(), e, &format!("rendering its prompt {name:?}"))
+        })?;
+        let result = response;
+        Ok(result
+            .messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    Role::User => PromptRole::User,
+                    Role::Assistant => PromptRole::Assistant,
+                };
+                McpPromptMessage::new(role, content_part(&m.content))
+            })
+            .collect())
+    }
+
+    /// The resources the server lists, then its resource templates.
+    pub async fn resources(&self) -> Result<Vec<McpResourceInfo>, ToolError> {
+        let peer = self.peer().await?;
+        if peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_none())
+        {
+            return Ok(Vec::new());
+        }
+        let failed = |e| service_error(self.name(), e, "listing its resources");
+        let mut out: Vec<McpResourceInfo> = peer
+            .list_all_resources()
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .map(|r| McpResourceInfo {
+                uri: r.uri.clone(),
+                name: r.name.clone(),
+                description: r.description.clone(),
+                mime_type: r.mime_type.clone(),
+            })
+            .collect();
+        let templates = peer
+            .list_all_resource_templates()
+            .await
+            .map_err(|e| service_error(self.name(), e, "listing its resource templates"))?;
+        out.extend(templates.into_iter().map(|t| McpResourceInfo {
+            uri: t.uri_template.clone(),
+            name: t.name.clone(),
+            description: t.description.clone(),
+            mime_type: t.mime_type.clone(),
+        }));
+        Ok(out)
+    }
+
+    /// Reads the resource at `uri`: its contents as content parts (text or base64 bytes,
+    /// each with its URI and MIME type).
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ContentPart>, ToolError> {
+        let peer = self.peer().await?;
+        let response = peer
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .map_err(|e| service_error(self.name(), e, &format!("reading {uri:?}")))?;
+        let result = response;
+        Ok(result
+            .contents
+            .into_iter()
+            .map(|c| match c {
+                ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text,
+                    ..
+                } => ContentPart::resource_text(uri, mime_type, text),
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => ContentPart::resource_blob(uri, mime_type, blob),
+                other => ContentPart::text(format!(
+                    "[resource contents of a kind this client does not know: {}]",
+                    serde_json::to_string(&other).unwrap_or_default()
+                )),
+            })
+            .collect())
+    }
+
+    /// A tool that reads the server's resources, for an agent: `{"uri"}` → the contents. Its
+    /// description lists the resources the server offers (when it lists any), so the model
+    /// knows what it may read. Offer it with the agent's other tools.
+    pub async fn resource_tool(&self) -> Result<Arc<dyn Tool>, ToolError> {
+        let listed = self.resources().await?;
+        let mut description = format!(
+            "Reads a resource of the MCP server `{}` by its URI and returns its contents",
+            self.name()
+        );
+        if !listed.is_empty() {
+            description.push_str(". Resources: ");
+            let shown: Vec<String> = listed
+                .iter()
+                .take(50)
+                .map(|r| match &r.description {
+                    Some(d) => format!("{} ({d})", r.uri),
+                    None => r.uri.clone(),
+                })
+                .collect();
+            description.push_str(&shown.join("; "));
+        }
+        Ok(Arc::new(ResourceTool {
+            toolset: self.clone(),
+            name: format!("{}read_resource", self.inner.prefix),
+            description,
+            schema: json!({
+                "type": "object",
+                "properties": {"uri": {"type": "string", "description": "the resource's URI"}},
+                "required": ["uri"]
+            }),
+        }))
+    }
+}
+
+impl McpPromptMessage {
+    /// The message as a [`tinyagent::Message`]: text as it is, other content said in words
+    /// (an embedded resource's text is kept whole).
+    pub fn to_message(&self) -> tinyagent::Message {
+        let text = match &self.content {
+            ContentPart::Resource {
+                text: Some(text), ..
+            } => text.clone(),
+            other => other
+                .as_text()
+                .map_or_else(|| other.describe(), str::to_owned),
+        };
+        match self.role {
+            PromptRole::User => tinyagent::Message::user(text),
+            PromptRole::Assistant => tinyagent::Message::assistant(text),
+        }
+    }
+}
+
+/// `read_resource`: reads one of a toolset's resources.
+struct ResourceTool {
+    toolset: McpToolset,
+    name: String,
+    description: String,
+    schema: Value,
+}
+
+impl Tool for ResourceTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn hints(&self) -> ToolHints {
+        ToolHints::READ_ONLY
+    }
+
+    fn call<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let value = input.into_value()?;
+            let uri = value
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ToolError::invalid_input("missing field `uri` (a string)"))?;
+            Ok(ToolOutput::parts(self.toolset.read_resource(uri).await?))
+        })
+    }
+}
