@@ -248,13 +248,13 @@ fn with_prompts_and_resources(server: McpServer) -> McpServer {
     let user = |content| McpPromptMessage::new(PromptRole::User, content);
     server
         .prompt(
-            McpPrompt::new("test_simple_prompt", |_| {
+            McpPrompt::new("test_simple_prompt", |_| async move {
                 Ok(vec![McpPromptMessage::user("This is a simple prompt for testing.")])
             })
             .description("A prompt without arguments"),
         )
         .prompt(
-            McpPrompt::new("test_prompt_with_arguments", |args| {
+            McpPrompt::new("test_prompt_with_arguments", |args| async move {
                 Ok(vec![McpPromptMessage::user(format!(
                     "Prompt with arguments: arg1='{}', arg2='{}'",
                     args["arg1"], args["arg2"]
@@ -265,7 +265,7 @@ fn with_prompts_and_resources(server: McpServer) -> McpServer {
             .argument("arg2", "Second test argument", true),
         )
         .prompt(
-            McpPrompt::new("test_prompt_with_embedded_resource", move |args| {
+            McpPrompt::new("test_prompt_with_embedded_resource", move |args| async move {
                 let uri = args["resourceUri"].clone();
                 Ok(vec![
                     user(ContentPart::resource_text(
@@ -280,7 +280,7 @@ fn with_prompts_and_resources(server: McpServer) -> McpServer {
             .argument("resourceUri", "URI of the resource to embed", true),
         )
         .prompt(
-            McpPrompt::new("test_prompt_with_image", move |_| {
+            McpPrompt::new("test_prompt_with_image", move |_| async move {
                 Ok(vec![
                     user(ContentPart::image(RED_PIXEL_PNG, "image/png")),
                     McpPromptMessage::user("Please analyze the image above."),
@@ -298,7 +298,7 @@ fn with_prompts_and_resources(server: McpServer) -> McpServer {
             .description("A text resource"),
         )
         .resource(
-            McpResource::new("test://static-binary", "static binary", "image/png", || {
+            McpResource::new("test://static-binary", "static binary", "image/png", || async {
                 use base64::Engine as _;
                 let png = base64::engine::general_purpose::STANDARD
                     .decode(RED_PIXEL_PNG)
@@ -312,7 +312,7 @@ fn with_prompts_and_resources(server: McpServer) -> McpServer {
                 .description("A resource to subscribe to"),
         )
         .resource_template(
-            McpResourceTemplate::new("test://template/{id}/data", "data by id", "application/json", |vars| {
+            McpResourceTemplate::new("test://template/{id}/data", "data by id", "application/json", |vars| async move {
                 let id = &vars["id"];
                 let data = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
                 Ok(ResourceBody::Text(data.to_string()))

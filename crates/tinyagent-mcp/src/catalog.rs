@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -15,7 +16,7 @@ use rmcp::model::{
     Role,
 };
 use serde_json::Value;
-use tinyagent::{ContentPart, ToolError};
+use tinyagent::{BoxFuture, ContentPart, ToolError};
 
 use crate::content::content_block;
 
@@ -61,17 +62,21 @@ impl McpPromptMessage {
     }
 }
 
-type Render =
-    Arc<dyn Fn(&HashMap<String, String>) -> Result<Vec<McpPromptMessage>, ToolError> + Send + Sync>;
+type Render = Arc<
+    dyn Fn(HashMap<String, String>) -> BoxFuture<'static, Result<Vec<McpPromptMessage>, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// A prompt an [`McpServer`](crate::McpServer) offers: a name, arguments (each with the
-/// values a client may complete it with), and a function that renders its messages from the
-/// arguments given. A required argument that is missing is an error before the function runs.
+/// values a client may complete it with), and an async function that renders its messages
+/// from the arguments given. A required argument that is missing is an error before the
+/// function runs.
 ///
 /// ```
 /// use tinyagent_mcp::{McpPrompt, McpPromptMessage};
 ///
-/// let review = McpPrompt::new("code_review", |args| {
+/// let review = McpPrompt::new("code_review", |args| async move {
 ///     Ok(vec![McpPromptMessage::user(format!(
 ///         "Review this {} code for bugs:\n{}",
 ///         args.get("language").map_or("", String::as_str),
@@ -102,18 +107,16 @@ impl fmt::Debug for McpPrompt {
 
 impl McpPrompt {
     /// A prompt named `name`, rendered by `render` from its arguments.
-    pub fn new(
-        name: impl Into<String>,
-        render: impl Fn(&HashMap<String, String>) -> Result<Vec<McpPromptMessage>, ToolError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    pub fn new<F, Fut>(name: impl Into<String>, render: F) -> Self
+    where
+        F: Fn(HashMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<McpPromptMessage>, ToolError>> + Send + 'static,
+    {
         Self {
             name: name.into(),
             description: None,
             arguments: Vec::new(),
-            render: Arc::new(render),
+            render: Arc::new(move |args| Box::pin(render(args))),
         }
     }
 
@@ -163,7 +166,11 @@ pub enum ResourceBody {
     Bytes(Vec<u8>),
 }
 
-type Read = Arc<dyn Fn(&HashMap<String, String>) -> Result<ResourceBody, ToolError> + Send + Sync>;
+type Read = Arc<
+    dyn Fn(HashMap<String, String>) -> BoxFuture<'static, Result<ResourceBody, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// A resource an [`McpServer`](crate::McpServer) offers at a fixed URI.
 ///
@@ -193,19 +200,24 @@ impl fmt::Debug for McpResource {
 }
 
 impl McpResource {
-    /// A resource whose content is read by `read` each time a client reads it.
-    pub fn new(
+    /// A resource whose content is read by the async function `read` each time a client
+    /// reads it.
+    pub fn new<F, Fut>(
         uri: impl Into<String>,
         name: impl Into<String>,
         mime_type: impl Into<String>,
-        read: impl Fn() -> Result<ResourceBody, ToolError> + Send + Sync + 'static,
-    ) -> Self {
+        read: F,
+    ) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ResourceBody, ToolError>> + Send + 'static,
+    {
         Self {
             uri: uri.into(),
             name: name.into(),
             description: None,
             mime_type: mime_type.into(),
-            read: Arc::new(move |_| read()),
+            read: Arc::new(move |_| Box::pin(read())),
         }
     }
 
@@ -218,7 +230,7 @@ impl McpResource {
     ) -> Self {
         let text = text.into();
         Self::new(uri, name, mime_type, move || {
-            Ok(ResourceBody::Text(text.clone()))
+            std::future::ready(Ok(ResourceBody::Text(text.clone())))
         })
     }
 
@@ -230,7 +242,7 @@ impl McpResource {
         bytes: Vec<u8>,
     ) -> Self {
         Self::new(uri, name, mime_type, move || {
-            Ok(ResourceBody::Bytes(bytes.clone()))
+            std::future::ready(Ok(ResourceBody::Bytes(bytes.clone())))
         })
     }
 
@@ -248,12 +260,13 @@ impl McpResource {
 }
 
 /// Resources an [`McpServer`](crate::McpServer) offers under a URI template (RFC 6570 level
-/// 1: `{name}` stands for one path segment), read by a function of the template's values.
+/// 1: `{name}` stands for one path segment), read by an async function of the template's
+/// values.
 ///
 /// ```
 /// use tinyagent_mcp::{McpResourceTemplate, ResourceBody};
 ///
-/// let orders = McpResourceTemplate::new("orders://{id}/summary", "order summary", "text/plain", |vars| {
+/// let orders = McpResourceTemplate::new("orders://{id}/summary", "order summary", "text/plain", |vars| async move {
 ///     Ok(ResourceBody::Text(format!("order {} is on its way", vars["id"])))
 /// });
 /// # let _ = orders;
@@ -277,21 +290,22 @@ impl fmt::Debug for McpResourceTemplate {
 
 impl McpResourceTemplate {
     /// Resources under `template`, read by `read` from the template's values.
-    pub fn new(
+    pub fn new<F, Fut>(
         template: impl Into<String>,
         name: impl Into<String>,
         mime_type: impl Into<String>,
-        read: impl Fn(&HashMap<String, String>) -> Result<ResourceBody, ToolError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+        read: F,
+    ) -> Self
+    where
+        F: Fn(HashMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ResourceBody, ToolError>> + Send + 'static,
+    {
         Self {
             template: template.into(),
             name: name.into(),
             description: None,
             mime_type: mime_type.into(),
-            read: Arc::new(read),
+            read: Arc::new(move |vars| Box::pin(read(vars))),
         }
     }
 
@@ -359,7 +373,7 @@ impl Catalog {
         )
     }
 
-    pub(crate) fn get_prompt(
+    pub(crate) async fn get_prompt(
         &self,
         name: &str,
         arguments: HashMap<String, String>,
@@ -381,7 +395,7 @@ impl Catalog {
                 None,
             ));
         }
-        let messages = (prompt.render)(&arguments).map_err(|e| failed(&e))?;
+        let messages = (prompt.render)(arguments).await.map_err(|e| failed(&e))?;
         let messages = messages
             .iter()
             .map(|m| {
@@ -431,19 +445,19 @@ impl Catalog {
             || self.templates.iter().any(|t| t.matches(uri).is_some())
     }
 
-    pub(crate) fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    pub(crate) async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let (body, mime_type) = if let Some(r) = self.resources.iter().find(|r| r.uri == uri) {
-            ((r.read)(&HashMap::new()), &r.mime_type)
+            ((r.read)(HashMap::new()), &r.mime_type)
         } else if let Some((t, vars)) = self
             .templates
             .iter()
             .find_map(|t| t.matches(uri).map(|vars| (t, vars)))
         {
-            ((t.read)(&vars), &t.mime_type)
+            ((t.read)(vars), &t.mime_type)
         } else {
             return Err(not_found(&format!("no resource has the URI {uri:?}")));
         };
-        let contents = match body.map_err(|e| failed(&e))? {
+        let contents = match body.await.map_err(|e| failed(&e))? {
             ResourceBody::Text(text) => ResourceContents::TextResourceContents {
                 uri: uri.to_owned(),
                 mime_type: Some(mime_type.clone()),
@@ -504,14 +518,14 @@ mod tests {
     #[test]
     fn templates_match_one_segment_per_variable() {
         let t = McpResourceTemplate::new("test://template/{id}/data", "t", "text/plain", |_| {
-            Ok(ResourceBody::Text(String::new()))
+            std::future::ready(Ok(ResourceBody::Text(String::new())))
         });
         assert_eq!(t.matches("test://template/123/data").unwrap()["id"], "123");
         assert!(t.matches("test://template/1/2/data").is_none());
         assert!(t.matches("test://template//data").is_none());
         assert!(t.matches("test://template/123/other").is_none());
         let t = McpResourceTemplate::new("orders://{id}", "o", "text/plain", |_| {
-            Ok(ResourceBody::Text(String::new()))
+            std::future::ready(Ok(ResourceBody::Text(String::new())))
         });
         assert_eq!(t.matches("orders://42").unwrap()["id"], "42");
         assert!(t.matches("orders://42/x").is_none());

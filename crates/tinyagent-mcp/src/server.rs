@@ -490,6 +490,7 @@ impl ServerHandler for McpServer {
         self.inner
             .catalog
             .get_prompt(&request.name, arguments)
+            .await
             .map(Into::into)
     }
 
@@ -522,7 +523,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.inner.catalog.read(&request.uri).map(Into::into)
+        self.inner.catalog.read(&request.uri).await.map(Into::into)
     }
 
     async fn subscribe(

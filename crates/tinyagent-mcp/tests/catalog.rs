@@ -13,7 +13,7 @@ use tinyagent_mcp::{
 fn server() -> McpServer {
     McpServer::new(tinyagent_demo::all_tools())
         .prompt(
-            McpPrompt::new("code_review", |args| {
+            McpPrompt::new("code_review", |args| async move {
                 Ok(vec![
                     McpPromptMessage::user(format!(
                         "Review this {} code for bugs:\n{}",
@@ -48,7 +48,7 @@ fn server() -> McpServer {
             "orders://{id}/summary",
             "order summary",
             "text/plain",
-            |vars| {
+            |vars| async move {
                 if vars["id"] == "0" {
                     return Err(ToolError::not_found("no order 0"));
                 }
