@@ -375,12 +375,12 @@ pub async fn serve_mcp(
 ) -> Result<(), CliError> {
     let default_tools = args.tools.is_empty() && args.mcp.is_empty() && args.mcp_url.is_empty();
     // The MCP servers' connections live as long as the server serves their tools.
-    let mut _toolsets = Vec::new();
+    let mut toolsets = Vec::new();
     let tools: Vec<Arc<dyn Tool>> = if default_tools {
         tinyagent_demo::all_tools()
     } else {
         let list = setup::all_tools(args).await?;
-        _toolsets = list.toolsets;
+        toolsets = list.toolsets;
         for skipped in &list.not_offered {
             tracing::warn!(server = %skipped.source, tool = %skipped.info.remote_name,
                 reason = skipped.info.not_offered.as_deref().unwrap_or_default(),
@@ -409,7 +409,9 @@ pub async fn serve_mcp(
     } else {
         format!("Tools served by tinyagent: {}.", names.join(", "))
     };
-    let mut server = McpServer::new(tools)
+    // A gateway also passes the prompts and resources of the servers it fronts.
+    let server = crate::gateway::pass_through(McpServer::new(tools), &toolsets).await;
+    let mut server = server
         .server_name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(description);

@@ -15,6 +15,7 @@ mod cli;
 mod commands;
 mod error;
 mod eval;
+mod gateway;
 mod render;
 mod serve;
 mod setup;

@@ -1358,3 +1358,93 @@ fn eval_refuses_a_bad_file_and_a_tool_not_offered() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_mcp_passes_the_prompts_and_resources_of_the_servers_it_fronts() {
+    use tinyagent_mcp::{
+        McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, McpServer, ResourceBody,
+    };
+    let upstream = McpServer::new(tinyagent_demo::all_tools())
+        .prompt(
+            McpPrompt::new("greet", |args| async move {
+                Ok(vec![McpPromptMessage::user(format!(
+                    "Say hello to {}",
+                    args["name"]
+                ))])
+            })
+            .description("A greeting")
+            .argument("name", "who to greet", true),
+        )
+        .resource(McpResource::text(
+            "file:///notes.txt",
+            "notes",
+            "text/plain",
+            "remember the milk",
+        ))
+        .resource(McpResource::bytes(
+            "file:///icon.png",
+            "icon",
+            "image/png",
+            vec![1, 2, 3],
+        ))
+        .resource_template(McpResourceTemplate::new(
+            "orders://{id}",
+            "order",
+            "text/plain",
+            |vars| async move { Ok(ResourceBody::Text(format!("order {}", vars["id"]))) },
+        ))
+        .serve_http("127.0.0.1:0")
+        .await
+        .unwrap();
+    let url = upstream.url().to_owned();
+    let gateway = tokio::task::spawn_blocking(move || {
+        HttpServe::start_with(&["--tools", "none", "--mcp-url", &url])
+    })
+    .await
+    .unwrap();
+    let toolset = tinyagent_mcp::McpToolset::http(&gateway.1);
+    let prompts = toolset.prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "greet");
+    let messages = toolset.prompt("greet", [("name", "Ada")]).await.unwrap();
+    assert_eq!(messages[0].to_message().text(), "Say hello to Ada");
+    let err = toolset
+        .prompt("greet", Vec::<(String, String)>::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.message().contains("needs the argument \"name\""),
+        "{err}"
+    );
+    let uris: Vec<String> = toolset
+        .resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    assert_eq!(
+        uris,
+        ["file:///notes.txt", "file:///icon.png", "orders://{id}"]
+    );
+    let notes = toolset.read_resource("file:///notes.txt").await.unwrap();
+    assert_eq!(
+        notes,
+        [tinyagent::ContentPart::resource_text(
+            "file:///notes.txt",
+            Some("text/plain".to_owned()),
+            "remember the milk"
+        )]
+    );
+    let icon = toolset.read_resource("file:///icon.png").await.unwrap();
+    assert_eq!(
+        icon,
+        [tinyagent::ContentPart::resource_blob(
+            "file:///icon.png",
+            Some("image/png".to_owned()),
+            "AQID"
+        )]
+    );
+    let order = toolset.read_resource("orders://9").await.unwrap();
+    assert!(format!("{order:?}").contains("order 9"), "{order:?}");
+    upstream.shutdown().await;
+}

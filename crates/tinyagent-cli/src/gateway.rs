@@ -1,0 +1,113 @@
+//! `serve-mcp` as a gateway: the prompts and resources of the servers it fronts, served as its
+//! own, each read from its server when a client asks.
+
+use base64::Engine as _;
+use tinyagent::{ContentPart, ToolError};
+use tinyagent_mcp::{
+    McpPrompt, McpResource, McpResourceInfo, McpResourceTemplate, McpServer, McpToolset,
+    ResourceBody,
+};
+
+/// `server` with the prompts, resources and resource templates of `toolsets` passed through.
+/// A server that cannot list them is skipped (with a warning), as is a prompt or resource
+/// whose name or URI another server already gave.
+pub async fn pass_through(mut server: McpServer, toolsets: &[McpToolset]) -> McpServer {
+    let mut prompts = std::collections::HashSet::new();
+    let mut uris = std::collections::HashSet::new();
+    for toolset in toolsets {
+        match toolset.prompts().await {
+            Ok(listed) => {
+                for info in listed {
+                    if !prompts.insert(info.name.clone()) {
+                        tracing::warn!(server = %toolset.name(), prompt = %info.name,
+                            "prompt offered by another server first; not served");
+                        continue;
+                    }
+                    let (upstream, name) = (toolset.clone(), info.name.clone());
+                    let mut prompt = McpPrompt::new(info.name.clone(), move |args| {
+                        let (upstream, name) = (upstream.clone(), name.clone());
+                        async move { upstream.prompt(&name, args).await }
+                    });
+                    if let Some(description) = info.description {
+                        prompt = prompt.description(description);
+                    }
+                    for (name, description, required) in info.arguments {
+                        prompt =
+                            prompt.argument(name, description.as_deref().unwrap_or(""), required);
+                    }
+                    server = server.prompt(prompt);
+                }
+            }
+            Err(err) => {
+                tracing::warn!(server = %toolset.name(), %err, "prompts not passed through")
+            }
+        }
+        match toolset.resources().await {
+            Ok(listed) => {
+                for info in listed {
+                    if !uris.insert(info.uri.clone()) {
+                        continue;
+                    }
+                    server = if info.uri.contains('{') {
+                        server.resource_template(template(toolset, info))
+                    } else {
+                        server.resource(resource(toolset, info))
+                    };
+                }
+            }
+            Err(err) => {
+                tracing::warn!(server = %toolset.name(), %err, "resources not passed through")
+            }
+        }
+    }
+    server
+}
+
+fn resource(toolset: &McpToolset, info: McpResourceInfo) -> McpResource {
+    let (upstream, uri) = (toolset.clone(), info.uri.clone());
+    let mime = info.mime_type.unwrap_or_else(|| "text/plain".to_owned());
+    let resource = McpResource::new(info.uri, info.name, mime, move || {
+        let (upstream, uri) = (upstream.clone(), uri.clone());
+        async move { body(upstream.read_resource(&uri).await?) }
+    });
+    match info.description {
+        Some(description) => resource.description(description),
+        None => resource,
+    }
+}
+
+fn template(toolset: &McpToolset, info: McpResourceInfo) -> McpResourceTemplate {
+    let (upstream, pattern) = (toolset.clone(), info.uri.clone());
+    let mime = info.mime_type.unwrap_or_else(|| "text/plain".to_owned());
+    let template = McpResourceTemplate::new(info.uri, info.name, mime, move |vars| {
+        let upstream = upstream.clone();
+        let mut uri = pattern.clone();
+        for (name, value) in &vars {
+            uri = uri.replace(&format!("{{{name}}}"), value);
+        }
+        async move { body(upstream.read_resource(&uri).await?) }
+    });
+    match info.description {
+        Some(description) => template.description(description),
+        None => template,
+    }
+}
+
+/// The first contents a server read, as a body to serve again.
+fn body(parts: Vec<ContentPart>) -> Result<ResourceBody, ToolError> {
+    match parts.into_iter().next() {
+        Some(ContentPart::Resource {
+            blob: Some(blob), ..
+        }) => base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .map(ResourceBody::Bytes)
+            .map_err(|e| ToolError::failed(format!("the server sent bad base64: {e}"))),
+        Some(ContentPart::Resource {
+            text: Some(text), ..
+        }) => Ok(ResourceBody::Text(text)),
+        Some(other) => Ok(ResourceBody::Text(
+            other.as_text().unwrap_or_default().to_owned(),
+        )),
+        None => Ok(ResourceBody::Text(String::new())),
+    }
+}
