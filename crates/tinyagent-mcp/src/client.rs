@@ -219,6 +219,7 @@ impl McpToolset {
                 oauth: None,
                 bridge: Arc::new(Bridge::default()),
                 state: Mutex::new(None),
+                outage: Default::default(),
             }),
         }
     }
@@ -242,6 +243,7 @@ impl McpToolset {
                     shared.bridge.elicitation.clone(),
                 )),
                 state: Mutex::new(None),
+                outage: Default::default(),
             },
         };
         f(&mut inner);
@@ -415,14 +417,17 @@ impl McpToolset {
                 tracing::info!(server = %inner.label, "MCP server connection lost; reconnecting");
             }
             *state = None;
+            inner.check_outage()?;
             let connection = tokio::time::timeout(inner.connect_timeout, inner.connect())
                 .await
-                .map_err(|_| {
-                    ToolError::timed_out(format!(
+                .unwrap_or_else(|_| {
+                    Err(ToolError::timed_out(format!(
                         "MCP server `{}` did not finish connecting within {:?}",
                         inner.label, inner.connect_timeout
-                    ))
-                })??;
+                    )))
+                })
+                .inspect_err(|e| inner.connect_failed(e))?;
+            inner.connected();
             *state = Some(connection);
         }
         let Some(connection) = state.as_mut() else {

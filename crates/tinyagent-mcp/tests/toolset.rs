@@ -239,14 +239,26 @@ async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocat
     drop(server);
 
     let err = toolset.tools().await.unwrap_err();
+    let failed_at = tokio::time::Instant::now();
     assert_eq!(
         err.kind(),
         ToolErrorKind::Unavailable,
         "nothing listens now: {err}"
     );
+    // Until the back-off (1 s after one failure) has passed, invocations fail at once instead
+    // of each waiting on the dead server.
+    let err = toolset.tools().await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable);
+    assert!(
+        err.message()
+            .contains("(1 attempts in a row failed); the next attempt is in"),
+        "{err}"
+    );
 
-    // The server comes back at the same address: the next invocation reconnects.
+    // The server comes back at the same address: the next invocation after the back-off
+    // reconnects.
     let _server = PythonHttpServer::start_on(port);
+    tokio::time::sleep_until(failed_at + Duration::from_secs(1)).await;
     let tools = toolset.tools().await.expect("reconnect");
     let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
         .await

@@ -38,6 +38,22 @@ pub(super) struct Inner {
     pub(super) oauth: Option<crate::oauth::McpOAuth>,
     pub(super) bridge: Arc<Bridge>,
     pub(super) state: Mutex<Option<Connection>>,
+    /// Failed connection attempts in a row, and when the next may start.
+    pub(super) outage: std::sync::Mutex<Outage>,
+}
+
+/// A server that could not be reached: how many attempts failed in a row, and when the next
+/// one may start.
+#[derive(Debug, Default)]
+pub(super) struct Outage {
+    failures: u32,
+    retry_at: Option<tokio::time::Instant>,
+}
+
+/// How long a toolset waits before trying again after `failures` failed attempts in a row:
+/// 1 s, doubling, at most 64 s.
+pub(super) fn reconnect_delay(failures: u32) -> Duration {
+    Duration::from_secs(1 << failures.saturating_sub(1).min(6))
 }
 
 /// A header value or token: kept out of `Debug` output and logs.
@@ -60,6 +76,47 @@ pub(super) struct Connection {
 }
 
 impl Inner {
+    fn outage(&self) -> std::sync::MutexGuard<'_, Outage> {
+        self.outage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Fails at once while a server that could not be reached is waited out, saying when
+    /// the next attempt will be.
+    pub(super) fn check_outage(&self) -> Result<(), ToolError> {
+        let outage = self.outage();
+        match outage.retry_at {
+            Some(at) if tokio::time::Instant::now() < at => Err(ToolError::unavailable(format!(
+                "MCP server `{}` could not be reached ({} attempts in a row failed); the next \
+                 attempt is in {:.1?}",
+                self.label,
+                outage.failures,
+                at - tokio::time::Instant::now()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Notes a failed attempt: the next waits longer.
+    pub(super) fn connect_failed(&self, err: &ToolError) {
+        let mut outage = self.outage();
+        outage.failures += 1;
+        let delay = reconnect_delay(outage.failures);
+        outage.retry_at = Some(tokio::time::Instant::now() + delay);
+        tracing::warn!(server = %self.label, failures = outage.failures, retry_in = ?delay,
+            error = %err, "MCP server unreachable");
+    }
+
+    /// Notes a connection made: the server is back, if it was away.
+    pub(super) fn connected(&self) {
+        let mut outage = self.outage();
+        if outage.failures > 0 {
+            tracing::info!(server = %self.label, failures = outage.failures, "MCP server is back");
+        }
+        *outage = Outage::default();
+    }
+
     pub(super) async fn connect(&self) -> Result<Connection, ToolError> {
         let stale = Arc::new(AtomicBool::new(false));
         let client = ToolsetClient {
