@@ -81,16 +81,33 @@ fn template(toolset: &McpToolset, info: McpResourceInfo) -> McpResourceTemplate 
     let mime = info.mime_type.unwrap_or_else(|| "text/plain".to_owned());
     let template = McpResourceTemplate::new(info.uri, info.name, mime, move |vars| {
         let upstream = upstream.clone();
-        let mut uri = pattern.clone();
-        for (name, value) in &vars {
-            uri = uri.replace(&format!("{{{name}}}"), value);
-        }
+        let uri = fill(&pattern, &vars);
         async move { body(upstream.read_resource(&uri).await?) }
     });
     match info.description {
         Some(description) => template.description(description),
         None => template,
     }
+}
+
+/// `pattern` with each `{name}` replaced by its value, in one pass from the left (a value
+/// that itself holds `{…}` is not replaced again).
+fn fill(pattern: &str, vars: &std::collections::HashMap<String, String>) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut rest = pattern;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|i| open + i) else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        match vars.get(&rest[open + 1..close]) {
+            Some(value) => out.push_str(value),
+            None => out.push_str(&rest[open..=close]),
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The first contents a server read, as a body to serve again.
@@ -109,5 +126,22 @@ fn body(parts: Vec<ContentPart>) -> Result<ResourceBody, ToolError> {
             other.as_text().unwrap_or_default().to_owned(),
         )),
         None => Ok(ResourceBody::Text(String::new())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill;
+
+    #[test]
+    fn a_template_is_filled_once_from_the_left() {
+        let vars = [("id", "{name}"), ("name", "x")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        assert_eq!(
+            fill("orders://{id}/{name}/{missing}", &vars),
+            "orders://{name}/x/{missing}"
+        );
     }
 }

@@ -132,7 +132,13 @@ impl Breaker {
 }
 
 impl Permit<'_> {
-    /// The call worked (or failed in a way that says nothing about the dependency's health).
+    /// The call failed in a way that says nothing about the dependency's health (bad
+    /// arguments, a refused request): the count stays; a probe lets the next call probe.
+    pub(crate) fn neutral(self) {
+        drop(self);
+    }
+
+    /// The call worked.
     pub(crate) fn succeeded(mut self) {
         self.done = true;
         self.breaker.finish(self.probe, Some(true));
@@ -183,5 +189,23 @@ mod tests {
             b.admit().is_ok(),
             "closed again: one failure does not open it"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_that_say_nothing_neither_count_nor_reset() {
+        let b = Breaker::new(2, Duration::from_secs(10));
+        b.admit().unwrap().failed();
+        b.admit().unwrap().neutral();
+        b.admit().unwrap().failed();
+        assert!(
+            b.admit().is_err(),
+            "two failures in a row, a bad request between them"
+        );
+        tokio::time::advance(Duration::from_secs(10)).await;
+        b.admit().unwrap().neutral(); // a probe that says nothing: the next call probes
+        let probe = b.admit().unwrap();
+        assert!(b.admit().is_err());
+        probe.succeeded();
+        assert!(b.admit().is_ok());
     }
 }

@@ -102,8 +102,14 @@ async fn a_200_turn_session_stays_within_its_budget_and_keeps_every_message() {
             _ => None,
         }));
     }
-    // The session keeps the whole conversation: question, call, result, answer per turn.
-    assert_eq!(session.messages().len(), 800);
+    // The session keeps the whole conversation as it was: question, call, result, answer per
+    // turn, no summary written into any of them.
+    let stored = session.messages();
+    assert_eq!(stored.len(), 800);
+    for (turn, question) in stored.iter().step_by(4).enumerate() {
+        assert_eq!(question.text(), format!("Question {turn}?"));
+    }
+    assert!(stored.iter().all(|m| !m.text().contains("[Summary")));
     let requests = model.requests.lock().unwrap();
     assert_eq!(requests.len(), 400);
     let first = rough_tokens(&requests[0].messages);

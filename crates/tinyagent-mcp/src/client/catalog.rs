@@ -135,10 +135,14 @@ impl McpToolset {
                 mime_type: r.mime_type.clone(),
             })
             .collect();
-        let templates = peer
-            .list_all_resource_templates()
-            .await
-            .map_err(|e| service_error(self.name(), e, "listing its resource templates"))?;
+        // Templates are optional: a server that has none may not answer the method at all.
+        let templates = match peer.list_all_resource_templates().await {
+            Ok(templates) => templates,
+            Err(err) => {
+                tracing::debug!(server = %self.name(), error = %err, "no resource templates");
+                Vec::new()
+            }
+        };
         out.extend(templates.into_iter().map(|t| McpResourceInfo {
             uri: t.uri_template.clone(),
             name: t.name.clone(),

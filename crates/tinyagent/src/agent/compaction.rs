@@ -131,6 +131,10 @@ impl ContextPolicy {
 pub(crate) struct Stored {
     /// How many of the session's messages the summary stands for.
     pub(crate) upto: usize,
+    /// The id of the session's message at `upto`, the first one the summary does not cover:
+    /// a history that no longer has it there (cleared, replaced) is not this summary's.
+    #[serde(default)]
+    pub(crate) next_id: String,
     pub(crate) summary: String,
 }
 
@@ -170,17 +174,23 @@ pub(crate) fn history_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(message_tokens).sum()
 }
 
-/// The history as the next turn starts it: the summary (merged into the first message it
-/// does not cover) and the messages after it. Returns the session index of the first message
-/// kept whole (`0` without a summary).
-pub(crate) fn restore(messages: Vec<Message>, stored: Option<&Stored>) -> (Vec<Message>, usize) {
+/// The history as the next turn starts it: the messages the stored summary does not cover,
+/// the session index of the first of them (`0` without a summary), and the summary. A summary
+/// whose history is gone (the session's messages were cleared or replaced) is ignored.
+pub(crate) fn restore(
+    messages: Vec<Message>,
+    stored: Option<Stored>,
+) -> (Vec<Message>, usize, Option<String>) {
     match stored {
-        Some(s) if s.upto > 0 && s.upto < messages.len() => {
-            let mut kept: Vec<Message> = messages.into_iter().skip(s.upto).collect();
-            with_summary(&mut kept, &s.summary);
-            (kept, s.upto)
+        Some(s)
+            if s.upto > 0
+                && s.upto < messages.len()
+                && (s.next_id.is_empty() || messages[s.upto].id == s.next_id) =>
+        {
+            let kept: Vec<Message> = messages.into_iter().skip(s.upto).collect();
+            (kept, s.upto, Some(s.summary))
         }
-        _ => (messages, 0),
+        _ => (messages, 0, None),
     }
 }
 
@@ -358,12 +368,15 @@ pub(crate) struct RunCompaction<'a> {
     pub(crate) policy: &'a ContextPolicy,
     /// The session index of the run's first history message (after a stored summary).
     pub(crate) base: usize,
+    /// The summary of the session's messages before `base`.
+    pub(crate) summary: Option<String>,
 }
 
 impl RunCompaction<'_> {
-    /// The request to send for this step: `req` compacted. When old turns were summarised,
-    /// `req` itself loses them too (they are replaced by the summary, stored in the session's
-    /// state), and `first_new` moves with the current turn.
+    /// The request to send for this step: `req` with the summary first, compacted. When old
+    /// turns were summarised, `req` itself loses them too (the summary, stored in the
+    /// session's state, stands for them), and `first_new` moves with the current turn. The
+    /// messages of `req` are never changed, so the session stores them as they are.
     pub(crate) async fn request<F, Fut>(
         &mut self,
         req: &mut ModelRequest,
@@ -376,18 +389,34 @@ impl RunCompaction<'_> {
         Fut: std::future::Future<Output = Result<String, ModelError>>,
     {
         let mut sent = req.clone();
-        let (outcome, summary) =
-            compact(self.policy, &mut sent.messages, *first_new, summarize).await;
+        if let Some(summary) = &self.summary {
+            with_summary(&mut sent.messages, summary);
+        }
+        // The summary merged into the first message adds none; on its own, one.
+        let offset = sent.messages.len() - req.messages.len();
+        let (outcome, summary) = compact(
+            self.policy,
+            &mut sent.messages,
+            *first_new + offset,
+            summarize,
+        )
+        .await;
         if let Some((text, cut)) = summary {
-            req.messages.drain(..cut);
-            let before = req.messages.len();
-            with_summary(&mut req.messages, &text);
-            *first_new = *first_new - cut + (req.messages.len() - before);
-            self.base += cut;
+            // `sent[..cut]` is the old summary and `req.messages[..cut - offset]`.
+            let covered = cut - offset;
+            req.messages.drain(..covered);
+            *first_new -= covered;
+            self.base += covered;
             let stored = Stored {
                 upto: self.base,
-                summary: text,
+                next_id: req
+                    .messages
+                    .first()
+                    .map(|m| m.id.clone())
+                    .unwrap_or_default(),
+                summary: text.clone(),
             };
+            self.summary = Some(text);
             session.set(
                 COMPACTION_KEY,
                 serde_json::to_value(stored).unwrap_or(Value::Null),
@@ -488,15 +517,20 @@ mod tests {
         let messages: Vec<Message> = (0..3).flat_map(|i| turn(i, "z")).collect();
         let stored = Stored {
             upto: 8,
+            next_id: messages[8].id.clone(),
             summary: "two turns".to_owned(),
         };
-        let (restored, base) = restore(messages.clone(), Some(&stored));
+        let (restored, base, summary) = restore(messages.clone(), Some(stored.clone()));
         assert_eq!(base, 8);
-        assert_eq!(restored.len(), 4);
-        assert!(restored[0].text().contains("two turns"));
-        assert!(restored[0].text().contains("question 2"));
-        let (unchanged, base) = restore(messages.clone(), None);
-        assert_eq!((unchanged, base), (messages, 0));
+        assert_eq!(restored, messages[8..]);
+        assert_eq!(summary.as_deref(), Some("two turns"));
+        let (unchanged, base, summary) = restore(messages.clone(), None);
+        assert_eq!((unchanged, base, summary), (messages.clone(), 0, None));
+        // A history that is not the one summarised (cleared and written anew) keeps its
+        // messages.
+        let other: Vec<Message> = (0..3).flat_map(|i| turn(i, "w")).collect();
+        let (kept, base, summary) = restore(other.clone(), Some(stored));
+        assert_eq!((kept, base, summary), (other, 0, None));
     }
 
     #[test]

@@ -183,9 +183,13 @@ async fn drive(
     let mut compaction = None;
     if let Some(policy) = &config.context_policy {
         let stored = compaction::Stored::from_state(session.get(compaction::COMPACTION_KEY));
-        let (restored, base) = compaction::restore(messages, stored.as_ref());
+        let (restored, base, summary) = compaction::restore(messages, stored);
         messages = restored;
-        compaction = Some(compaction::RunCompaction { policy, base });
+        compaction = Some(compaction::RunCompaction {
+            policy,
+            base,
+            summary,
+        });
     }
     let mut first_new = messages.len();
     messages.push(inv.message().clone());

@@ -112,8 +112,9 @@ impl<M: Model> Model for CircuitBreakerModel<M> {
             let permit = self.breaker.admit().map_err(|r| self.refused(r))?;
             let result = self.model.generate(req).await;
             match &result {
+                Ok(_) => permit.succeeded(),
                 Err(err) if counts(err) => permit.failed(),
-                _ => permit.succeeded(),
+                Err(_) => permit.neutral(),
             }
             result
         })
@@ -144,11 +145,7 @@ impl<M: Model> Model for CircuitBreakerModel<M> {
                     }
                     Some(Err(err)) => {
                         if let Some(p) = permit.take() {
-                            if counts(err) {
-                                p.failed()
-                            } else {
-                                p.succeeded()
-                            }
+                            if counts(err) { p.failed() } else { p.neutral() }
                         }
                     }
                     // A stream that ends without Done is a provider fault; the agent reports it.

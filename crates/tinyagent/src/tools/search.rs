@@ -31,6 +31,11 @@ pub const CALL_TOOL: &str = "call_tool";
 /// the tool itself). With [`offer_all_up_to`](Self::offer_all_up_to) tools or fewer, all are
 /// offered and nothing is searched.
 ///
+/// The agent's middleware wraps `call_tool` as one tool, so a rule keyed on a tool's name (an
+/// approval policy, a limit) does not see the tool `call_tool` calls: give the tools their own
+/// middleware before indexing them ([`wrap_tool`](super::wrap_tool)). A name indexed twice is
+/// indexed once (the first); a tool the agent also offers statically should not be indexed.
+///
 /// The text searched is the current message and the user's two messages before it. Words are
 /// split on case, digits and punctuation; Chinese, Japanese and Korean text is matched by
 /// characters and pairs of characters, so "北京天气怎么样？" finds a tool described as "获取指定城
@@ -175,7 +180,19 @@ struct Index {
 }
 
 impl Index {
-    fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+    fn new(mut tools: Vec<Arc<dyn Tool>>) -> Self {
+        // One tool per name: a name offered twice would fail the run that finds both.
+        let mut seen = std::collections::HashSet::new();
+        tools.retain(|tool| {
+            let first = seen.insert(tool.name().to_owned());
+            if !first {
+                tracing::warn!(
+                    tool = tool.name(),
+                    "ToolSearch: a second tool of this name is left out"
+                );
+            }
+            first
+        });
         let mut docs = Vec::with_capacity(tools.len());
         let mut document_frequency: HashMap<String, u32> = HashMap::new();
         for tool in &tools {

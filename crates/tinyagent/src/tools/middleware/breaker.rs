@@ -113,8 +113,9 @@ impl Handler for BreakerHandler {
             })?;
             let result = self.next.call(ctx, input).await;
             match &result {
+                Ok(_) => permit.succeeded(),
                 Err(err) if err.is_retryable() => permit.failed(),
-                _ => permit.succeeded(),
+                Err(_) => permit.neutral(),
             }
             result
         })
