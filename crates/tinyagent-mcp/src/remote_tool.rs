@@ -15,6 +15,10 @@ use tinyagent::{
 use crate::content::{bound_parts, result_text, tool_output, truncate_result};
 use crate::errors::service_error;
 
+/// How long a call that had progress waits for the server to answer a ping before its
+/// answer is passed on.
+const PROGRESS_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
 /// [`McpToolset::tool_infos`](crate::McpToolset::tool_infos).
 ///
@@ -113,9 +117,24 @@ impl Tool for McpTool {
             let timeout = self.call_timeout;
             let answer = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
             // Notifications the server sent before its answer are handled on tasks of their
-            // own: give them a turn while the call still routes to this context.
+            // own (rmcp spawns one per notification): give them a turn while the call still
+            // routes to this context. A call that had progress may have more on its way: a
+            // ping, answered after everything the server sent before it, lets those handlers
+            // run before the answer is passed on (a gateway must not answer before it has
+            // relayed the call's progress).
             for _ in 0..8 {
                 tokio::task::yield_now().await;
+            }
+            if call.had_progress() {
+                let _ = tokio::time::timeout(
+                    PROGRESS_SETTLE,
+                    self.peer
+                        .send_request(rmcp::model::ClientRequest::PingRequest(Default::default())),
+                )
+                .await;
+                for _ in 0..8 {
+                    tokio::task::yield_now().await;
+                }
             }
             drop(call);
             let result = match answer {

@@ -69,6 +69,8 @@ pub(crate) struct Bridge {
     /// The host of the call that ended last: a notification handled after its call's
     /// answer still reaches it when no other call runs.
     last: Mutex<Option<Arc<dyn ToolHost>>>,
+    /// The tokens of calls in flight that have had progress.
+    progressed: Mutex<std::collections::HashSet<String>>,
     next: AtomicU64,
     pub(crate) sampling: Option<Arc<dyn Model>>,
     pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
@@ -80,8 +82,24 @@ pub(crate) struct CallGuard<'a> {
     pub(crate) token: String,
 }
 
+impl CallGuard<'_> {
+    /// Whether the server reported progress for this call (more may be on its way).
+    pub(crate) fn had_progress(&self) -> bool {
+        self.bridge
+            .progressed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&self.token)
+    }
+}
+
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
+        self.bridge
+            .progressed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.token);
         let host = self.bridge.lock().remove(&self.token).flatten();
         *self
             .bridge
@@ -146,6 +164,12 @@ impl Bridge {
             Ok(other) => other.to_string(),
             Err(_) => return,
         };
+        if self.lock().contains_key(&token) {
+            self.progressed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(token.clone());
+        }
         // rmcp may send its own token (the request's) instead of the call's: then the one
         // call in flight is the one.
         if let Some(host) = self.by_token(&token).or_else(|| self.only_call()) {
