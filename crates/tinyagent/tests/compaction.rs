@@ -84,6 +84,7 @@ async fn a_200_turn_session_stays_within_its_budget_and_keeps_every_message() {
         .unwrap();
     let session = Session::new();
     let mut compactions = Vec::new();
+    let mut input_tokens = 0;
     for turn in 0..200 {
         let events: Vec<Event> = agent
             .run(Invocation::new(
@@ -93,6 +94,11 @@ async fn a_200_turn_session_stays_within_its_budget_and_keeps_every_message() {
             .map(|e| e.unwrap())
             .collect()
             .await;
+        for event in &events {
+            if let Event::Finished { usage, .. } = event {
+                input_tokens += usage.input_tokens.unwrap_or(0);
+            }
+        }
         compactions.extend(events.into_iter().filter_map(|e| match e {
             Event::ContextCompacted {
                 tokens_before,
@@ -151,6 +157,9 @@ async fn a_200_turn_session_stays_within_its_budget_and_keeps_every_message() {
     );
     let summaries = *model.summaries.lock().unwrap();
     assert!(summaries > 1 && summaries < 200, "{summaries} summaries");
+    // The runs' totals count the summaries' tokens too (100 per answering call, 500 per
+    // summary).
+    assert_eq!(input_tokens, 100 * 400 + 500 * summaries as u64);
     // The summary and what it covers are in the session's state, for the next process.
     let stored = session.get(COMPACTION_KEY).expect("a stored summary");
     assert!(stored["upto"].as_u64().unwrap() > 0);

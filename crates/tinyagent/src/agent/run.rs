@@ -223,10 +223,13 @@ async fn drive(
                     .summarizer_model()
                     .unwrap_or(&config.model)
                     .clone();
-                let summarize = |r: ModelRequest| summarize(summarizer, r, &budget, config);
+                let spent = Mutex::new(Usage::default());
+                let summarize = |r: ModelRequest| summarize(summarizer, r, &budget, config, &spent);
                 let (sent, outcome) = compaction
                     .request(&mut req, &mut first_new, &session, summarize)
                     .await;
+                // What the summary cost is part of the run's total.
+                total += *spent.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(o) = outcome {
                     out.push(Event::ContextCompacted {
                         tokens_before: o.before,
@@ -329,6 +332,7 @@ async fn summarize(
     req: ModelRequest,
     budget: &SharedBudget,
     config: &Config,
+    spent: &Mutex<Usage>,
 ) -> Result<String, ModelError> {
     budget
         .charge_model_call()
@@ -336,13 +340,12 @@ async fn summarize(
     let response = model.generate(&req).await?;
     budget.add_tokens(response.usage.total_tokens().unwrap_or(0));
     let name = response.model.as_deref().unwrap_or_else(|| model.name());
-    if let Some(cost) = response
-        .usage
-        .cost
-        .or_else(|| config.prices.cost(name, &response.usage))
-    {
+    let mut usage = response.usage;
+    usage.cost = usage.cost.or_else(|| config.prices.cost(name, &usage));
+    if let Some(cost) = usage.cost {
         budget.add_cost(cost);
     }
+    *spent.lock().unwrap_or_else(PoisonError::into_inner) += usage;
     Ok(response.message.text())
 }
 
