@@ -106,7 +106,7 @@ pub(super) fn run_with_format(
         invocation.id = %inv.id(),
     );
     let out = queue.clone();
-    let driver = Box::pin(async move { drive(&config, inv, format, out).await }.instrument(span));
+    let driver = Box::pin(drive(config, inv, format, out).instrument(span));
     Box::pin(RunStream {
         queue,
         driver: Some(driver),
@@ -161,11 +161,12 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
 }
 
 async fn drive(
-    config: &Config,
+    config: Arc<Config>,
     mut inv: Invocation,
     response_format: Option<ResponseFormat>,
     out: Queue,
 ) -> Result<(), AgentError> {
+    let config = &*config;
     inv.set_agent(config.name.clone());
     let budget = match inv.budget() {
         Some(budget) => budget.clone(),
@@ -225,9 +226,11 @@ async fn drive(
                     .clone();
                 let spent = Mutex::new(Usage::default());
                 let summarize = |r: ModelRequest| summarize(summarizer, r, &budget, config, &spent);
-                let (sent, outcome) = compaction
-                    .request(&mut req, &mut first_new, &session, summarize)
-                    .await;
+                // Boxed, as is the tool step below: a run waits on its model call most of the
+                // time, and its future is only as large as its largest inline step.
+                let (sent, outcome) =
+                    Box::pin(compaction.request(&mut req, &mut first_new, &session, summarize))
+                        .await;
                 // What the summary cost is part of the run's total.
                 total += *spent.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(o) = outcome {
@@ -310,7 +313,7 @@ async fn drive(
         let calls: Vec<&ToolCall> = message.tool_calls().collect();
         let results = within(
             &budget,
-            execute(config, &tools.entries, &ctx, &budget, &calls, &out),
+            Box::pin(execute(config, &tools.entries, &ctx, &budget, &calls, &out)),
         )
         .await
         .map_err(over)?;
