@@ -280,6 +280,19 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    /// `tinyagent serve` options as the command line gives them.
+    fn serve_args(flags: &[&str]) -> ServeArgs {
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+            .expect("valid flags")
+            .serve
+    }
 
     #[test]
     fn stores_are_named_like_urls() {
@@ -319,32 +332,7 @@ mod tests {
 
     #[test]
     fn keys_come_from_flags_and_the_environment() {
-        let args = ServeArgs {
-            listen: "127.0.0.1:0".into(),
-            store: "memory".into(),
-            server_keys: vec!["a".into(), " ".into()],
-            admin_key: None,
-            session_ttl: None,
-            max_sessions_per_key: None,
-            max_history: None,
-            rate_limit: None,
-            allow_unauthenticated: false,
-            agent_name: "x".into(),
-            max_body_bytes: 1,
-            request_timeout: Duration::from_secs(1),
-            body_timeout: Duration::from_secs(1),
-            max_concurrent_per_key: 1,
-            session_lease: Duration::from_secs(1),
-            session_wait: 1.0,
-            drain_timeout: Duration::from_secs(1),
-            allowed_hosts: Vec::new(),
-            allowed_origins: Vec::new(),
-            header_timeout: Duration::from_secs(1),
-            write_timeout: Duration::from_secs(1),
-            max_connections: 1,
-            client_instructions: Default::default(),
-            allow_client_tool_results: false,
-        };
+        let args = serve_args(&["--server-key", "a", "--server-key", " "]);
         let pair = |n: &str, k: &str| (n.to_owned(), k.to_owned());
         assert_eq!(
             keys(&args, Some("b, c,,".into())),
@@ -355,32 +343,7 @@ mod tests {
 
     #[test]
     fn keys_may_be_named() {
-        let mut args = ServeArgs {
-            listen: "127.0.0.1:0".into(),
-            store: "memory".into(),
-            server_keys: vec!["alice=sk-a".into(), "sk-plain".into()],
-            admin_key: None,
-            session_ttl: None,
-            max_sessions_per_key: None,
-            max_history: None,
-            rate_limit: None,
-            allow_unauthenticated: false,
-            agent_name: "x".into(),
-            max_body_bytes: 1,
-            request_timeout: Duration::from_secs(1),
-            body_timeout: Duration::from_secs(1),
-            max_concurrent_per_key: 1,
-            session_lease: Duration::from_secs(1),
-            session_wait: 1.0,
-            drain_timeout: Duration::from_secs(1),
-            allowed_hosts: Vec::new(),
-            allowed_origins: Vec::new(),
-            header_timeout: Duration::from_secs(1),
-            write_timeout: Duration::from_secs(1),
-            max_connections: 1,
-            client_instructions: Default::default(),
-            allow_client_tool_results: false,
-        };
+        let mut args = serve_args(&["--server-key", "alice=sk-a", "--server-key", "sk-plain"]);
         let pair = |n: &str, k: &str| (n.to_owned(), k.to_owned());
         assert_eq!(
             keys(&args, Some("bob=sk-b,c2VjcmV0==,=x,a b=c".into())),
