@@ -76,6 +76,17 @@ async fn a_lease_whose_replica_died_expires() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_in_one_process_is_resumed_in_another_and_pays_once() {
+    let one = store!();
+    let two = try_store().await.unwrap();
+    conformance::pause_in_one_process_resume_in_another(
+        std::sync::Arc::new(one),
+        std::sync::Arc::new(two),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_answer_turns_of_one_conversation() {
     let one = store!();
     let two = try_store().await.unwrap();

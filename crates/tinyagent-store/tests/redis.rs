@@ -88,6 +88,17 @@ async fn keys_of_different_prefixes_do_not_meet() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_in_one_process_is_resumed_in_another_and_pays_once() {
+    let one = store!();
+    let two = try_store().await.unwrap();
+    conformance::pause_in_one_process_resume_in_another(
+        std::sync::Arc::new(one),
+        std::sync::Arc::new(two),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_answer_turns_of_one_conversation() {
     let one = store!();
     let two = try_store().await.unwrap();

@@ -137,6 +137,19 @@ async fn two_processes_answer_turns_of_one_conversation() {
     conformance::runners_on_two_stores(std::sync::Arc::new(one), std::sync::Arc::new(two)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_in_one_process_is_resumed_in_another_and_pays_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let one = SqliteStore::open(&path).await.unwrap();
+    let two = SqliteStore::open(&path).await.unwrap();
+    conformance::pause_in_one_process_resume_in_another(
+        std::sync::Arc::new(one),
+        std::sync::Arc::new(two),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_lease_whose_process_died_expires() {
     let dir = tempfile::tempdir().unwrap();

@@ -29,6 +29,13 @@ pub enum ToolErrorKind {
     Unavailable,
     /// A rate or concurrency limit refused the call.
     RateLimited,
+    /// The call waits for a decision from outside the run (a person's approval, an event):
+    /// the agent's run [pauses](crate::agent::PausedRun) instead of showing the model an error,
+    /// and is resumed later, in any process, with [`SessionRunner::resume`] (or
+    /// [`Invocation::resume`](crate::Invocation::resume)).
+    ///
+    /// [`SessionRunner::resume`]: crate::agent::SessionRunner::resume
+    Deferred,
 }
 
 impl ToolErrorKind {
@@ -43,6 +50,7 @@ impl ToolErrorKind {
             Self::Cancelled => "cancelled",
             Self::Unavailable => "unavailable",
             Self::RateLimited => "rate_limited",
+            Self::Deferred => "deferred",
         }
     }
 
@@ -234,6 +242,12 @@ impl ToolError {
     /// A limit refused the call; see [`ToolErrorKind::RateLimited`].
     pub fn rate_limited(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(ToolErrorKind::RateLimited, message)
+    }
+
+    /// The call waits for a decision from outside the run; see [`ToolErrorKind::Deferred`].
+    /// The message says what it waits for, for the person or program that decides.
+    pub fn deferred(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ToolErrorKind::Deferred, message)
     }
 
     /// Converts any error (or string) into a `ToolError`.

@@ -541,6 +541,177 @@ pub async fn runners_on_two_stores(one: Arc<dyn SessionStore>, two: Arc<dyn Sess
     }
 }
 
+/// A store whose `nth` commit from now (counted from 1) fails as if the process died there:
+/// the commit is not made.
+pub struct FailingCommit {
+    pub inner: Arc<dyn SessionStore>,
+    pub countdown: std::sync::atomic::AtomicUsize,
+}
+
+impl SessionStore for FailingCommit {
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> tinyagent::BoxFuture<'a, Result<Option<tinyagent::store::StoredSession>, StoreError>> {
+        self.inner.load(id)
+    }
+    fn create<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::store::SessionInfo, StoreError>> {
+        self.inner.create(id)
+    }
+    fn commit<'a>(
+        &'a self,
+        id: &'a str,
+        expected: Option<u64>,
+        changes: &'a Changes,
+    ) -> tinyagent::BoxFuture<'a, Result<u64, StoreError>> {
+        use std::sync::atomic::Ordering;
+        if self.countdown.fetch_sub(1, Ordering::SeqCst) == 1 {
+            return Box::pin(async { Err(StoreError::backend("test", "the process died")) });
+        }
+        self.inner.commit(id, expected, changes)
+    }
+    fn list<'a>(
+        &'a self,
+        options: &'a ListOptions,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::store::SessionPage, StoreError>> {
+        self.inner.list(options)
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> tinyagent::BoxFuture<'a, Result<bool, StoreError>> {
+        self.inner.delete(id)
+    }
+    fn set_ttl<'a>(
+        &'a self,
+        id: &'a str,
+        ttl: Option<Duration>,
+    ) -> tinyagent::BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.set_ttl(id, ttl)
+    }
+    fn lock<'a>(
+        &'a self,
+        id: &'a str,
+        wait: Option<Duration>,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::store::SessionLock, StoreError>> {
+        self.inner.lock(id, wait)
+    }
+}
+
+/// A run that pauses for approval in one process (store `one`) is resumed in another (store
+/// `two`, the same data); the approved call runs exactly once even when the first resume dies
+/// after running it and before recording its result, and the resume is retried.
+pub async fn pause_in_one_process_resume_in_another(
+    one: Arc<dyn SessionStore>,
+    two: Arc<dyn SessionStore>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tinyagent::agent::{Decisions, SessionRunner};
+    use tinyagent::testing::{ScriptedModel, reply};
+    use tinyagent::tools::middleware::{Approval, ApprovalLayer, approval_fn};
+    use tinyagent::{AgentError, LlmAgent, ToolError, tools};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Payment {
+        cents: u64,
+    }
+    let paid = Arc::new(AtomicUsize::new(0));
+    let agent = |model: Arc<ScriptedModel>| {
+        let paid = paid.clone();
+        let pay = tools::new_func("pay", "Pays an amount", move |p: Payment| {
+            let paid = paid.clone();
+            async move {
+                paid.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>(format!("paid {} cents", p.cents))
+            }
+        });
+        LlmAgent::builder("cashier")
+            .model(model)
+            .tool(pay)
+            .middleware([ApprovalLayer::new(approval_fn(|_| async {
+                Approval::defer("payments need a person's approval")
+            }))
+            .into()])
+            .build()
+            .unwrap()
+    };
+
+    // Pay twice, in two sessions: one resumed cleanly, one whose first resume dies.
+    for dies in [false, true] {
+        let id = fresh("pay");
+        let model = Arc::new(ScriptedModel::new([
+            reply::tool_call("call_1", "pay", r#"{"cents": 500}"#),
+            reply::text("Done: paid."),
+        ]));
+        let first = SessionRunner::new(agent(model.clone()), one.clone());
+        let err = first.ask(&id, "Pay 5 dollars").await.unwrap_err();
+        assert!(
+            matches!(&err, AgentError::Paused { pending, .. } if pending.len() == 1 && pending[0].call.name == "pay"),
+            "{err}"
+        );
+        let before = paid.load(Ordering::SeqCst);
+
+        // Another process sees the waiting call.
+        let second = SessionRunner::new(agent(model.clone()), two.clone());
+        let paused = second.paused(&id).await.unwrap().expect("a paused run");
+        assert_eq!(paused.pending()[0].call.arguments, r#"{"cents": 500}"#);
+        assert_eq!(
+            paused.pending()[0].reason,
+            "payments need a person's approval"
+        );
+        // A new message waits for the decision.
+        let err = second.ask(&id, "and 3 more").await.unwrap_err();
+        assert!(matches!(err, AgentError::Paused { .. }), "{err}");
+
+        let approve = Decisions::new().approve("call_1");
+        if dies {
+            // The first resume dies after running the call, before recording its result
+            // (its second commit: the first records that the call starts).
+            let dying = FailingCommit {
+                inner: two.clone(),
+                countdown: AtomicUsize::new(2),
+            };
+            let err = SessionRunner::new(agent(model.clone()), dying)
+                .resume_answer(&id, approve.clone())
+                .await
+                .unwrap_err();
+            assert!(matches!(err, AgentError::Store(_)), "{err}");
+            assert_eq!(paid.load(Ordering::SeqCst), before + 1, "the call ran");
+        }
+        let answer = second.resume_answer(&id, approve.clone()).await.unwrap();
+        assert_eq!(answer, "Done: paid.");
+        assert_eq!(
+            paid.load(Ordering::SeqCst),
+            before + 1,
+            "the payment ran once"
+        );
+        // The model read the result, or that the call may have run.
+        let results = model.requests()[1].messages.last().unwrap().clone();
+        let result = results.tool_results().next().unwrap();
+        if dies {
+            assert!(
+                result.is_error && result.content.contains("may have run"),
+                "{result:?}"
+            );
+        } else {
+            assert_eq!(result.content, "paid 500 cents");
+        }
+        // A retried resume finds nothing to resume and runs nothing.
+        let err = first.resume_answer(&id, approve).await.unwrap_err();
+        assert!(matches!(err, AgentError::Resume { .. }), "{err}");
+        assert_eq!(paid.load(Ordering::SeqCst), before + 1);
+
+        // The whole turn is stored once, every call paired with its result.
+        let stored = one.load(&id).await.unwrap().unwrap();
+        let roles: Vec<Role> = stored.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+        );
+        assert!(!stored.state.contains_key(tinyagent::agent::PAUSED_KEY));
+    }
+}
+
 pub async fn bad_ids(store: &dyn SessionStore) {
     for id in ["", "a\u{0}b", &"x".repeat(300)] {
         let err = store.load(id).await.unwrap_err();

@@ -334,6 +334,17 @@ impl<A: Agent> Tool for AgentTool<A> {
                 match event {
                     Ok(Event::Message(m)) if m.role == Role::Assistant => text.push_str(&m.text()),
                     Ok(Event::Finished { answer: a, .. }) => answer = Some(a),
+                    Ok(Event::Paused { pending, .. }) => {
+                        let err = AgentError::Paused {
+                            agent: self.agent.name().to_owned(),
+                            pending,
+                        };
+                        return Err(ToolError::failed(format!(
+                            "{err} (a run inside an agent called as a tool cannot pause: give \
+                             the tools that wait for approval to the outer agent)"
+                        ))
+                        .retryable(false));
+                    }
                     Ok(_) => {}
                     Err(err) => return Err(sub_agent_error(name, err)),
                 }

@@ -128,6 +128,41 @@ pub enum AgentError {
     /// [`SessionRunner`](super::SessionRunner)).
     #[error("session store: {0}")]
     Store(#[from] StoreError),
+    /// The run is paused: tool calls wait for a decision (see
+    /// [`PausedRun`](super::PausedRun)). [`AgentExt::ask`](crate::AgentExt::ask) reports a run
+    /// that paused this way, and a new message on a session whose run is paused is refused
+    /// with it: resume the run first.
+    #[error(
+        "agent {agent:?} is paused: {} tool call(s) wait for a decision ({}); resume the run \
+         with a decision for each (SessionRunner::resume, or POST /v1/sessions/{{id}}/resume)",
+        pending.len(),
+        pending.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")
+    )]
+    Paused {
+        /// The agent's name.
+        agent: String,
+        /// The calls that wait.
+        pending: Vec<super::PendingCall>,
+    },
+    /// A paused run could not be resumed as asked: the session has no paused run, or the
+    /// decisions do not match its waiting calls. Nothing ran.
+    #[error("agent {agent:?} cannot resume: {problem}")]
+    Resume {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl AgentError {
+    /// [`AgentError::Resume`] for `agent`.
+    pub(crate) fn resume(agent: &str, problem: impl Into<String>) -> Self {
+        Self::Resume {
+            agent: agent.to_owned(),
+            problem: problem.into(),
+        }
+    }
 }
 
 /// What is wrong with an agent's configuration; see [`AgentError::Config`].

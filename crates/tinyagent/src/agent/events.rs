@@ -115,6 +115,17 @@ pub enum Event {
         /// The kind of failure, when it failed.
         error_kind: Option<ToolErrorKind>,
     },
+    /// The run is paused and over for now: tool calls wait for a decision from outside the
+    /// run (see [`PausedRun`](crate::agent::PausedRun)); the calls of the step that did not
+    /// wait have run. Resume it with the decisions.
+    Paused {
+        /// The calls that wait, in the model's order.
+        pending: Vec<crate::agent::PendingCall>,
+        /// Tokens used by the run so far.
+        usage: Usage,
+        /// Model steps taken so far.
+        steps: usize,
+    },
     /// The run is over: the model answered without asking for tools.
     Finished {
         /// The text of the model's last reply.
@@ -171,6 +182,12 @@ enum Repr {
         content: String,
         duration_ms: f64,
         error_kind: Option<ToolErrorKind>,
+    },
+    Paused {
+        pending: Vec<crate::agent::PendingCall>,
+        steps: usize,
+        #[serde(flatten)]
+        usage: Usage,
     },
     Finished {
         answer: String,
@@ -248,6 +265,15 @@ impl Serialize for Event {
                 content: result.content,
                 duration_ms: duration.as_secs_f64() * 1000.0,
                 error_kind,
+            },
+            Event::Paused {
+                pending,
+                usage,
+                steps,
+            } => Repr::Paused {
+                pending,
+                steps,
+                usage,
             },
             Event::Finished {
                 answer,
@@ -331,6 +357,15 @@ impl<'de> Deserialize<'de> for Event {
                     error_kind,
                 }
             }
+            Repr::Paused {
+                pending,
+                steps,
+                usage,
+            } => Event::Paused {
+                pending,
+                usage,
+                steps,
+            },
             Repr::Finished {
                 answer,
                 steps,

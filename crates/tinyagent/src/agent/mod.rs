@@ -1,5 +1,6 @@
 //! Agents beyond the [`Agent`] trait: the [`LlmAgent`]'s builder and limits, the
-//! [`SessionRunner`] that runs an agent on stored sessions, and what configuration errors name.
+//! [`SessionRunner`] that runs an agent on stored sessions, runs that pause for a decision
+//! ([`PausedRun`], [`Decisions`]), and what configuration errors name.
 
 pub(crate) mod agent_tool;
 pub(crate) mod builder;
@@ -7,7 +8,10 @@ mod compaction;
 mod config;
 pub(crate) mod error;
 pub(crate) mod events;
+mod pause;
+mod queue;
 mod run;
+mod step;
 mod stored;
 mod tool_host;
 pub(crate) mod traits;
@@ -25,5 +29,6 @@ pub use config::{
 pub(crate) use error::AgentError;
 pub use error::{ConfigProblem, ToolSource};
 pub(crate) use events::Event;
+pub use pause::{CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
 pub use stored::{DEFAULT_SESSION_WAIT, INTERRUPTED_PREFIX, OnBusy, SessionRunner};
 pub(crate) use traits::Agent;

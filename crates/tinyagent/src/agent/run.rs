@@ -1,56 +1,32 @@
 //! The loop of an [`LlmAgent`](super::LlmAgent): resolve tools, ask the model, run the calls,
 //! feed the results back, until the model answers.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures::stream::{self, BoxStream, Stream};
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
+use futures::stream::{BoxStream, Stream};
 use tracing::Instrument;
 
 use super::compaction;
 use super::config::{Config, ToolEntry};
-use super::{AgentError, Event, ToolSource, tool_host};
+use super::pause::{self, CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
+use super::queue::Queue;
+use super::step::{self, execute, run_call};
+use super::{AgentError, Event, ToolSource};
 use crate::budget::{BudgetExceeded, SharedBudget};
 use crate::context::Invocation;
 use crate::context::ToolContext;
-use crate::error::ToolError;
+use crate::error::{ToolError, ToolErrorKind};
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
     ToolChoice, ToolDefinition, Usage,
 };
-use crate::redact;
-use crate::tools::output_limit::truncate_middle;
-use crate::tools::{ToolInput, ToolOutput, call_catching_panics};
+use crate::tools::middleware::{Approval, Decided};
 use crate::util::BoxFuture;
-
-/// Events produced by the driver and not yet taken by the consumer.
-///
-/// The driver only runs while the consumer polls the stream, and the stream looks at the queue
-/// right after polling the driver, so no waker is needed and the queue never grows beyond what
-/// one poll of the driver produces.
-#[derive(Clone, Default)]
-struct Queue(Arc<Mutex<VecDeque<Event>>>);
-
-impl Queue {
-    fn push(&self, event: Event) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_back(event);
-    }
-
-    fn pop(&self) -> Option<Event> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front()
-    }
-}
 
 /// The event stream of a run: drains the queue, polling the driver when it is empty.
 struct RunStream {
@@ -193,7 +169,30 @@ async fn drive(
         });
     }
     let mut first_new = messages.len();
-    messages.push(inv.message().clone());
+    let mut first_step = 1;
+    let mut total = Usage::default();
+    // A resumed run: its turn so far, what it spent, and the decisions for its waiting calls.
+    let resumed = match inv.decisions() {
+        Some(decisions) => {
+            let paused = pause::open(&session, decisions)
+                .map_err(|problem| AgentError::resume(&config.name, problem))?;
+            messages.extend(paused.turn[..paused.turn.len() - 1].iter().cloned());
+            first_step = paused.steps + 1;
+            total = paused.usage;
+            budget.restore(paused.steps, paused.usage);
+            Some((paused, decisions.clone()))
+        }
+        None => {
+            if let Some(paused) = PausedRun::from_session(&session).and_then(Result::ok) {
+                return Err(AgentError::Paused {
+                    agent: config.name.to_string(),
+                    pending: paused.pending(),
+                });
+            }
+            messages.push(inv.message().clone());
+            None
+        }
+    };
     let mut req = ModelRequest {
         instruction: config.instruction.clone(),
         messages,
@@ -209,9 +208,31 @@ async fn drive(
         Some(host) => ctx.with_host(host),
         None => ctx,
     };
-    let mut total = Usage::default();
+    if let Some((paused, decisions)) = resumed {
+        let resume = Resume {
+            config,
+            tools: &tools.entries,
+            ctx: &ctx,
+            budget: &budget,
+            out: &out,
+        };
+        match resume.finish_step(paused, &decisions).await? {
+            Ok((message, results)) => {
+                req.messages.push(message);
+                req.messages.push(Message::from_tool_results(results));
+            }
+            Err(pending) => {
+                out.push(Event::Paused {
+                    pending,
+                    usage: total,
+                    steps: first_step - 1,
+                });
+                return Ok(());
+            }
+        }
+    }
 
-    for step in 1..=config.max_steps {
+    for step in first_step..=config.max_steps {
         budget.charge_model_call().map_err(over)?;
         if step == config.max_steps && config.answer_at_step_limit {
             // The last call: answer from what the tools gave, call none.
@@ -317,11 +338,28 @@ async fn drive(
         )
         .await
         .map_err(over)?;
+        if results
+            .iter()
+            .any(|(_, kind)| *kind == Some(ToolErrorKind::Deferred))
+        {
+            // Calls wait for a decision: the run pauses with its turn kept in the session.
+            let turn = req.messages.drain(first_new..).chain([message]).collect();
+            let paused = PausedRun::new(&config.name, turn, results, step, total);
+            paused.store_in(&session);
+            out.push(Event::Paused {
+                pending: paused.pending(),
+                usage: total,
+                steps: step,
+            });
+            return Ok(());
+        }
         // A budget spent during the step (here or in an agent called as a tool) ends the run:
         // the next model call could not be paid for.
         budget.check().map_err(over)?;
         req.messages.push(message);
-        req.messages.push(Message::from_tool_results(results));
+        req.messages.push(Message::from_tool_results(
+            results.into_iter().map(|(result, _)| result),
+        ));
     }
     Err(AgentError::StepLimit {
         agent: config.name.to_string(),
@@ -382,198 +420,114 @@ async fn call_model(
     Err(ModelError::invalid_response("the model's stream ended without a final response").into())
 }
 
-/// Runs the calls of one step and returns their results in the order of the calls.
-async fn execute(
-    config: &Config,
-    entries: &[Arc<ToolEntry>],
-    ctx: &ToolContext,
-    budget: &SharedBudget,
-    calls: &[&ToolCall],
-    out: &Queue,
-) -> Vec<ToolResult> {
-    let n = calls.len();
-    let lookup: Vec<Option<&ToolEntry>> = calls
-        .iter()
-        .map(|call| {
-            entries
-                .iter()
-                .find(|e| e.tool.name() == call.name)
-                .map(|e| &**e)
-        })
-        .collect();
-    let runs = |k: usize| k < config.max_tool_calls_per_step && lookup[k].is_some();
-    let exclusive = |k: usize| {
-        runs(k) && (!config.parallel_tool_calls || lookup[k].is_some_and(|e| e.exclusive))
-    };
-    let one = |k: usize| {
-        let refusal = if k >= config.max_tool_calls_per_step {
-            Some(ToolError::rate_limited(format!(
-                "tool call not run: the model asked for {n} tool calls in one step and at most {} \
-                 run per step; ask again for the rest",
-                config.max_tool_calls_per_step
-            )))
-        } else if lookup[k].is_none() {
-            Some(unknown_tool(&calls[k].name, entries))
-        } else {
-            None
-        };
-        run_call(
-            lookup[k],
-            refusal,
-            ctx,
-            budget,
-            config.max_tool_output,
-            calls[k],
-            out,
-        )
-    };
-
-    let mut results: Vec<Option<ToolResult>> = vec![None; n];
-    let mut i = 0;
-    while i < n {
-        let mut j = i + 1;
-        if !exclusive(i) {
-            while j < n && !exclusive(j) {
-                j += 1;
-            }
-        }
-        if j - i == 1 {
-            results[i] = Some(one(i).await);
-        } else {
-            let mut running = stream::iter(i..j)
-                .map(|k| one(k).map(move |r| (k, r)))
-                .buffer_unordered(config.max_concurrent_tool_calls);
-            while let Some((k, result)) = running.next().await {
-                results[k] = Some(result);
-            }
-        }
-        i = j;
-    }
-    results
-        .into_iter()
-        .zip(calls)
-        .map(|(r, call)| {
-            r.unwrap_or_else(|| ToolResult::error(&call.id, &call.name, "tool call not run"))
-        })
-        .collect()
+/// What resuming a paused step needs from the run.
+struct Resume<'a> {
+    config: &'a Config,
+    tools: &'a [Arc<ToolEntry>],
+    ctx: &'a ToolContext,
+    budget: &'a SharedBudget,
+    out: &'a Queue,
 }
 
-fn unknown_tool(name: &str, entries: &[Arc<ToolEntry>]) -> ToolError {
-    if entries.is_empty() {
-        return ToolError::not_found(format!(
-            "unknown tool {name:?}: no tools are offered here; answer without calling tools"
-        ));
-    }
-    let offered: Vec<&str> = entries.iter().map(|e| e.tool.name()).collect();
-    ToolError::not_found(format!(
-        "unknown tool {name:?}: it is not offered here; the offered tools are: {}",
-        offered.join(", ")
-    ))
-}
-
-async fn run_call(
-    entry: Option<&ToolEntry>,
-    refusal: Option<ToolError>,
-    ctx: &ToolContext,
-    budget: &SharedBudget,
-    max_output: Option<usize>,
-    call: &ToolCall,
-    out: &Queue,
-) -> ToolResult {
-    out.push(Event::ToolCallStarted { call: call.clone() });
-    let started = tokio::time::Instant::now();
-    let refusal = refusal.or_else(|| {
-        budget.charge_tool_call().err().map(|exceeded| {
-            ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
-        })
-    });
-    let outcome = match (refusal, entry) {
-        (Some(err), _) => Err(err),
-        (None, Some(entry)) => {
-            // The call's one span: logging middleware records into it rather than nesting
-            // another, so it declares the fields that middleware fills in.
-            let span = tracing::info_span!(
-                "execute_tool",
-                otel.name = format!("execute_tool {}", call.name),
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = %call.name,
-                gen_ai.tool.call.id = %call.id,
-                gen_ai.tool.call.arguments = tracing::field::Empty,
-                gen_ai.tool.call.result = tracing::field::Empty,
-                duration_ms = tracing::field::Empty,
-                output_len = tracing::field::Empty,
-                error.type = tracing::field::Empty,
-                otel.status_code = tracing::field::Empty,
-            );
-            invoke(entry, ctx, call, out).instrument(span).await
-        }
-        (None, None) => Err(ToolError::not_found(format!(
-            "unknown tool {:?}",
-            call.name
-        ))),
-    };
-    let duration = started.elapsed();
-    let bounded = |output: ToolOutput| match max_output {
-        Some(max) => output.limited(max),
-        None => output,
-    };
-    let outcome = outcome.and_then(|output| {
-        if output.is_error() {
-            Err(ToolError::failed(output.into_text()).retryable(false))
-        } else {
-            Ok(output)
-        }
-    });
-    let (result, error_kind) = match outcome {
-        Ok(output) => (
-            ToolResult::from_output(&call.id, &call.name, bounded(output)),
-            None,
-        ),
-        Err(err) => {
-            tracing::debug!(
-                gen_ai.tool.name = %call.name,
-                error.type = %err.kind(),
-                "tool call failed: {}",
-                redact::text(&truncate_middle(err.message(), 2048))
-            );
-            let text = bounded(ToolOutput::text(err.message())).into_text();
-            (
-                ToolResult::error(&call.id, &call.name, text),
-                Some(err.kind()),
+impl Resume<'_> {
+    /// Runs the paused step's waiting calls as decided, one at a time, recording each in the
+    /// session (and, under a [`SessionRunner`](super::SessionRunner), in its store) before and
+    /// after it runs. Gives the step's message and results, or the calls that still wait.
+    async fn finish_step(
+        &self,
+        mut paused: PausedRun,
+        decisions: &Decisions,
+    ) -> Result<Result<(Message, Vec<ToolResult>), Vec<PendingCall>>, AgentError> {
+        let session = self
+            .ctx
+            .session()
+            .expect("the run's context has its invocation");
+        let inv = self
+            .ctx
+            .invocation()
+            .expect("the run's context has its invocation");
+        let message = paused
+            .message()
+            .cloned()
+            .unwrap_or_else(|| Message::assistant(""));
+        for k in 0..paused.calls.len() {
+            let (id, state) = &paused.calls[k];
+            match state {
+                CallState::Done { .. } => continue,
+                CallState::Running => {
+                    // Started by a resume that never recorded its result: never again.
+                    let name = message
+                        .tool_calls()
+                        .find(|c| &c.id == id)
+                        .map(|c| c.name.clone());
+                    let result = pause::interrupted(id, name.as_deref().unwrap_or_default());
+                    paused.calls[k].1 = CallState::Done { result };
+                    continue;
+                }
+                CallState::Waiting { .. } => {}
+            }
+            let Some(mut call) = message.tool_calls().find(|c| &c.id == id).cloned() else {
+                continue;
+            };
+            let decision = decisions.get(id).cloned().unwrap_or(Approval::Approve);
+            let refusal = match &decision {
+                Approval::Defer(reason) => {
+                    paused.calls[k].1 = CallState::Waiting {
+                        reason: reason.clone(),
+                    };
+                    continue;
+                }
+                Approval::Deny(reason) => Some(ToolError::denied(denial(&call.name, reason))),
+                Approval::Rewrite(arguments) => {
+                    call.arguments = arguments.clone();
+                    None
+                }
+                Approval::Approve => None,
+            };
+            paused.calls[k].1 = CallState::Running;
+            paused.store_in(session);
+            inv.checkpoint().await?;
+            let entry = self.tools.iter().find(|e| e.tool.name() == call.name);
+            let refusal = refusal.or_else(|| {
+                entry
+                    .is_none()
+                    .then(|| step::unknown_tool(&call.name, self.tools))
+            });
+            // The tool's approval layer applies this decision instead of asking again.
+            let ctx = self.ctx.clone().with_extension(Decided(Approval::Approve));
+            let (result, kind) = run_call(
+                entry.map(|e| &**e),
+                refusal,
+                &ctx,
+                self.budget,
+                self.config.max_tool_output,
+                &call,
+                self.out,
             )
+            .await;
+            paused.calls[k].1 = match kind {
+                Some(ToolErrorKind::Deferred) => CallState::Waiting {
+                    reason: result.content,
+                },
+                _ => CallState::Done { result },
+            };
+            paused.store_in(session);
+            inv.checkpoint().await?;
         }
-    };
-    out.push(Event::ToolCallFinished {
-        result: result.clone(),
-        duration,
-        error_kind,
-    });
-    result
+        if paused.waits() {
+            paused.store_in(session);
+            return Ok(Err(paused.pending()));
+        }
+        let results = paused.results();
+        session.remove(PAUSED_KEY);
+        Ok(Ok((message, results)))
+    }
 }
 
-async fn invoke(
-    entry: &ToolEntry,
-    ctx: &ToolContext,
-    call: &ToolCall,
-    out: &Queue,
-) -> Result<ToolOutput, ToolError> {
-    let host = tool_host::AgentHost {
-        call_id: call.id.clone(),
-        emit: Arc::new({
-            let out = out.clone();
-            move |event| out.push(event)
-        }),
-        outer: ctx.host().cloned(),
-    };
-    let ctx = ctx
-        .clone()
-        .with_call_id(call.id.as_str())
-        .with_host(Arc::new(host))
-        .in_tool_span();
-    call_catching_panics(
-        entry.tool.as_ref(),
-        &ctx,
-        ToolInput::from_text(call.arguments.as_str()),
-    )
-    .await
+/// What the model reads when a person denied a call.
+fn denial(tool: &str, reason: &str) -> String {
+    match reason.trim() {
+        "" => format!("the call to {tool} was denied"),
+        reason => format!("the call to {tool} was denied: {reason}"),
+    }
 }

@@ -1,15 +1,18 @@
 //! [`SessionRunner`]: runs an agent on a session kept in a [`SessionStore`].
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
+use super::pause::{Checkpoint, Decisions, PausedRun};
 use super::{Agent, AgentError, Event};
 use crate::context::Invocation;
-use crate::context::{Changes, Session, SessionLock, SessionStore, StoreError, StoredSession};
+use crate::context::{
+    Changes, Session, SessionLock, SessionStore, State, StoreError, StoredSession,
+};
 use crate::message::{Message, ToolResult, new_id};
 
 /// The prefix of the id of the message that closes an interrupted turn (see
@@ -161,16 +164,94 @@ impl SessionRunner {
 
     /// Runs the agent on a user message in session `session_id` (created if it does not
     /// exist), reporting the run's events. Store failures end the stream with
-    /// [`AgentError::Store`].
+    /// [`AgentError::Store`]. A session whose run is [paused](super::PausedRun) takes no new
+    /// message: the stream ends with [`AgentError::Paused`] until it is
+    /// [resumed](Self::resume).
     pub fn run(
         &self,
         session_id: impl Into<String>,
         message: impl Into<Message>,
     ) -> BoxStream<'static, Result<Event, AgentError>> {
-        let id: String = session_id.into();
-        let message = message.into();
+        self.start(session_id.into(), Start::Message(message.into()))
+    }
+
+    /// Resumes the run paused in session `session_id` with a decision for each waiting call
+    /// (by call id), in this process or any other, reporting the run's events from there.
+    ///
+    /// Each decided call is recorded in the store before it runs and again with its result,
+    /// so a resume that fails or is retried never runs a call twice: a call a failed attempt
+    /// started without recording its result is not run again, and the model reads that it
+    /// may have run. The run then goes on where it stopped; the whole turn (the user's message,
+    /// every step, every result) is stored when it finishes, as for any run. Fails with
+    /// [`AgentError::Resume`] (nothing runs) when the session has no paused run or the
+    /// decisions do not name exactly its waiting calls.
+    ///
+    /// ```
+    /// use tinyagent::LlmAgent;
+    /// use tinyagent::agent::{Decisions, SessionRunner};
+    /// use tinyagent::store::MemoryStore;
+    /// use tinyagent::testing::{ScriptedModel, reply};
+    /// use tinyagent::tools::middleware::{Approval, ApprovalLayer, approval_fn};
+    ///
+    /// let model = ScriptedModel::new([
+    ///     reply::tool_call("call_1", "get_weather", r#"{"city":"Beijing"}"#),
+    ///     reply::text("Sunny, 22.5°C."),
+    /// ]);
+    /// let agent = LlmAgent::builder("assistant")
+    ///     .model(model)
+    ///     .tool(tinyagent_demo::weather_tool())
+    ///     .middleware([ApprovalLayer::new(approval_fn(|_| async { Approval::defer("a person approves lookups") })).into()])
+    ///     .build()
+    ///     .unwrap();
+    /// let runner = SessionRunner::new(agent, MemoryStore::new());
+    /// # tokio_test::block_on(async {
+    /// // The run pauses; the call waits in the store.
+    /// let err = runner.ask("ses_1", "Weather in Beijing?").await.unwrap_err();
+    /// assert!(err.to_string().contains("wait for a decision"), "{err}");
+    /// let paused = runner.paused("ses_1").await.unwrap().unwrap();
+    /// assert_eq!(paused.pending()[0].call.id, "call_1");
+    /// // Later, anywhere: approve it, and the run goes on.
+    /// let answer = runner
+    ///     .resume_answer("ses_1", Decisions::new().approve("call_1"))
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(answer, "Sunny, 22.5°C.");
+    /// # });
+    /// ```
+    pub fn resume(
+        &self,
+        session_id: impl Into<String>,
+        decisions: Decisions,
+    ) -> BoxStream<'static, Result<Event, AgentError>> {
+        self.start(session_id.into(), Start::Resume(decisions))
+    }
+
+    /// [`resume`](Self::resume), returning the answer once stored ([`AgentError::Paused`]
+    /// when the run paused again).
+    pub async fn resume_answer(
+        &self,
+        session_id: impl Into<String>,
+        decisions: Decisions,
+    ) -> Result<String, AgentError> {
+        super::traits::answer(self.agent.name(), self.resume(session_id, decisions)).await
+    }
+
+    /// The run paused in session `session_id`, if one is: its waiting calls
+    /// ([`PausedRun::pending`]) are what a person decides about.
+    pub async fn paused(&self, session_id: &str) -> Result<Option<PausedRun>, AgentError> {
+        let Some(loaded) = self.store.load(session_id).await? else {
+            return Ok(None);
+        };
+        match PausedRun::from_session(&loaded.to_session()) {
+            None => Ok(None),
+            Some(Ok(paused)) => Ok(Some(paused)),
+            Some(Err(problem)) => Err(AgentError::resume(self.agent.name(), problem)),
+        }
+    }
+
+    fn start(&self, id: String, start: Start) -> BoxStream<'static, Result<Event, AgentError>> {
         let this = self.clone();
-        let start = async move {
+        let started = async move {
             let wait = match this.on_busy {
                 OnBusy::Wait(d) => Some(d),
                 OnBusy::Fail => None,
@@ -181,20 +262,42 @@ impl SessionRunner {
                 None => StoredSession::empty(id.as_str()),
             };
             let session = loaded.to_session();
-            let partial = this.keep_interrupted.then(|| Partial::new(message.clone()));
-            let events = this.agent.run(Invocation::new(session.clone(), message));
+            let mut base = None;
+            let (inv, partial) = match start {
+                Start::Message(message) => {
+                    let partial = this.keep_interrupted.then(|| Partial::new(message.clone()));
+                    (Invocation::new(session.clone(), message), partial)
+                }
+                Start::Resume(decisions) => {
+                    let mut inv = Invocation::resume(session.clone(), decisions);
+                    let shared = Arc::new(Mutex::new(Base {
+                        version: loaded.version,
+                        state: loaded.state.clone(),
+                    }));
+                    inv.set_checkpoint(checkpoint(
+                        this.store.clone(),
+                        loaded.id.clone(),
+                        shared.clone(),
+                        this.owner.clone(),
+                    ));
+                    base = Some(shared);
+                    (inv, None)
+                }
+            };
+            let events = this.agent.run(inv);
             Ok::<_, AgentError>(Run {
                 owner: this.owner,
                 store: this.store,
                 lock: Some(lock),
                 loaded,
+                base,
                 session,
                 events,
                 partial,
                 done: false,
             })
         };
-        stream::once(start)
+        stream::once(started)
             .flat_map(|started| match started {
                 Err(err) => stream::once(async move { Err(err) }).boxed(),
                 Ok(run) => stream::unfold(Some(run), next).boxed(),
@@ -209,16 +312,48 @@ impl SessionRunner {
         session_id: impl Into<String>,
         message: impl Into<Message>,
     ) -> Result<String, AgentError> {
-        let mut events = self.run(session_id, message);
-        while let Some(event) = events.next().await {
-            if let Event::Finished { answer, .. } = event? {
-                return Ok(answer);
-            }
-        }
-        Err(AgentError::NoAnswer {
-            agent: self.agent.name().to_owned(),
-        })
+        super::traits::answer(self.agent.name(), self.run(session_id, message)).await
     }
+}
+
+/// How a run starts: with a new message, or by resuming a paused run.
+enum Start {
+    Message(Message),
+    Resume(Decisions),
+}
+
+/// The version and state a resumed run's checkpoints have stored: what its final commit
+/// builds on.
+struct Base {
+    version: u64,
+    state: State,
+}
+
+/// Commits a resumed run's session state as it is now (its record of the calls it runs), so
+/// that it outlives the process.
+fn checkpoint(
+    store: Arc<dyn SessionStore>,
+    id: String,
+    base: Arc<Mutex<Base>>,
+    owner: Option<Arc<str>>,
+) -> Checkpoint {
+    Arc::new(move |session: Session| {
+        let (store, id, base, owner) = (store.clone(), id.clone(), base.clone(), owner.clone());
+        Box::pin(async move {
+            let state = session.state().clone();
+            let (version, mut changes) = {
+                let base = base.lock().unwrap_or_else(PoisonError::into_inner);
+                (base.version, Changes::state_diff(&base.state, &state))
+            };
+            if changes.is_empty() {
+                return Ok(());
+            }
+            changes.owner = owner.as_deref().map(str::to_owned);
+            let version = store.commit(&id, Some(version), &changes).await?;
+            *base.lock().unwrap_or_else(PoisonError::into_inner) = Base { version, state };
+            Ok(())
+        })
+    })
 }
 
 /// A run in flight.
@@ -227,6 +362,8 @@ struct Run {
     store: Arc<dyn SessionStore>,
     lock: Option<SessionLock>,
     loaded: StoredSession,
+    /// For a resumed run: the version and state its checkpoints stored since `loaded`.
+    base: Option<Arc<Mutex<Base>>>,
     session: Session,
     events: BoxStream<'static, Result<Event, AgentError>>,
     /// What the run did so far, kept when it is cancelled (see
@@ -333,9 +470,23 @@ type Item = Result<Event, AgentError>;
 async fn next(run: Option<Run>) -> Option<(Item, Option<Run>)> {
     let mut run = run?;
     match run.events.next().await? {
-        Ok(finished @ Event::Finished { .. }) => {
+        Ok(finished @ (Event::Finished { .. } | Event::Paused { .. })) => {
             run.done = true;
             drop(std::mem::replace(&mut run.events, stream::empty().boxed()));
+            if let Some(base) = run.base.take() {
+                // A resumed run: build on what its checkpoints stored.
+                let base = Arc::try_unwrap(base)
+                    .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+                    .unwrap_or_else(|shared| {
+                        let base = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        Base {
+                            version: base.version,
+                            state: base.state.clone(),
+                        }
+                    });
+                run.loaded.version = base.version;
+                run.loaded.state = base.state;
+            }
             let stored = save(
                 run.store.as_ref(),
                 &run.loaded,

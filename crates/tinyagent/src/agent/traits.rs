@@ -152,18 +152,31 @@ pub trait AgentExt: Agent {
         message: impl Into<Message>,
     ) -> BoxFuture<'a, Result<String, AgentError>> {
         let inv = Invocation::new(session.clone(), message);
-        Box::pin(async move {
-            let mut events = self.run(inv);
-            while let Some(event) = events.next().await {
-                if let Event::Finished { answer, .. } = event? {
-                    return Ok(answer);
-                }
-            }
-            Err(AgentError::NoAnswer {
-                agent: self.name().to_owned(),
-            })
-        })
+        Box::pin(answer(self.name(), self.run(inv)))
     }
+}
+
+/// The answer at the end of a run's `events`: [`AgentError::Paused`] when the run paused,
+/// [`AgentError::NoAnswer`] when it ended without one.
+pub(crate) async fn answer(
+    agent: &str,
+    mut events: BoxStream<'static, Result<Event, AgentError>>,
+) -> Result<String, AgentError> {
+    while let Some(event) = events.next().await {
+        match event? {
+            Event::Finished { answer, .. } => return Ok(answer),
+            Event::Paused { pending, .. } => {
+                return Err(AgentError::Paused {
+                    agent: agent.to_owned(),
+                    pending,
+                });
+            }
+            _ => {}
+        }
+    }
+    Err(AgentError::NoAnswer {
+        agent: agent.to_owned(),
+    })
 }
 
 impl<A: Agent + ?Sized> AgentExt for A {}

@@ -1,11 +1,10 @@
 //! Typed answers: [`LlmAgent::ask_as`] asks the final answer as JSON of a type's shape and
 //! decodes it.
 
-use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::{AgentError, Event, LlmAgent};
+use super::{AgentError, LlmAgent};
 use crate::context::{Invocation, Session};
 use crate::message::Message;
 use crate::model::ResponseFormat;
@@ -77,16 +76,8 @@ impl LlmAgent {
         format: &ResponseFormat,
     ) -> Result<String, AgentError> {
         let inv = Invocation::new(session.clone(), message);
-        let mut events =
-            super::run::run_with_format(self.config.clone(), inv, Some(format.clone()));
-        while let Some(event) = events.next().await {
-            if let Event::Finished { answer, .. } = event? {
-                return Ok(answer);
-            }
-        }
-        Err(AgentError::NoAnswer {
-            agent: self.config.name.to_string(),
-        })
+        let events = super::run::run_with_format(self.config.clone(), inv, Some(format.clone()));
+        super::traits::answer(&self.config.name, events).await
     }
 }
 

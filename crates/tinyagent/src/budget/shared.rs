@@ -292,6 +292,18 @@ impl SharedBudget {
         self.0.tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
+    /// Counts what a paused run had spent before it was resumed: its model calls, tokens and
+    /// cost (limits are enforced by the next charge).
+    pub(crate) fn restore(&self, model_calls: usize, usage: crate::model::Usage) {
+        self.0
+            .model_calls
+            .fetch_add(model_calls as u64, Ordering::Relaxed);
+        self.add_tokens(usage.total_tokens().unwrap_or(0));
+        if let Some(cost) = usage.cost {
+            self.add_cost(cost);
+        }
+    }
+
     /// Adds what a model call cost. Like tokens, a cost is known only once the call is over:
     /// the next [`charge_model_call`](Self::charge_model_call) (or [`check`](Self::check))
     /// fails once the tree's costs reach [`Budget::max_cost`].

@@ -32,6 +32,9 @@ pub struct Invocation {
     agent: Option<Arc<str>>,
     budget: Option<SharedBudget>,
     host: Option<super::host::Host>,
+    /// What resuming a paused run needs, when the invocation resumes one (see
+    /// [`Invocation::resume`]).
+    resume: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Invocation {
@@ -46,7 +49,18 @@ impl Invocation {
             agent: None,
             budget: None,
             host: None,
+            resume: None,
         }
+    }
+
+    /// Makes the invocation resume a paused run (the agent module keeps what that needs).
+    pub(crate) fn set_resume(&mut self, resume: Arc<dyn std::any::Any + Send + Sync>) {
+        self.resume = Some(resume);
+    }
+
+    /// What [`set_resume`](Self::set_resume) set.
+    pub(crate) fn resume_state(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        self.resume.as_deref()
     }
 
     /// Returns the invocation with a [`ToolHost`](crate::host::ToolHost) for its tool calls: what

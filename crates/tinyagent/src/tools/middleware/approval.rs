@@ -13,8 +13,13 @@ use crate::{
     tools::{ToolInput, ToolOutput},
 };
 
-/// What an [`ApprovalHook`] decides about one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an [`ApprovalHook`] decides about one call, and what a person decides about a paused
+/// one ([`Decisions`](crate::agent::Decisions)).
+///
+/// In JSON (the server's resume API): `"approve"`, `{"deny": "reason"}`,
+/// `{"rewrite": "{\"city\":\"Beijing\"}"}`, `{"defer": "reason"}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Approval {
     /// Run the call as the model asked.
     Approve,
@@ -24,6 +29,12 @@ pub enum Approval {
     /// Run the call with these arguments instead (a JSON text), e.g. with a path confined to a
     /// sandbox or a limit lowered.
     Rewrite(String),
+    /// Decide later: the call fails with a [`Deferred`](crate::ToolErrorKind::Deferred) error
+    /// carrying the reason, so an agent's run [pauses](crate::agent::PausedRun) with the call
+    /// pending, to be resumed with a decision in this process or another (see
+    /// [`SessionRunner::resume`](crate::agent::SessionRunner::resume)). When the run resumes,
+    /// the hook is not asked again about that call: the decision given applies.
+    Defer(String),
 }
 
 impl Approval {
@@ -35,6 +46,25 @@ impl Approval {
     /// Runs the call with other arguments.
     pub fn rewrite(arguments: impl Into<String>) -> Self {
         Self::Rewrite(arguments.into())
+    }
+
+    /// Leaves the decision to someone outside the run, saying what is to be decided.
+    pub fn defer(reason: impl Into<String>) -> Self {
+        Self::Defer(reason.into())
+    }
+}
+
+/// The decision a resumed run carries for the call it runs again, in the call's context (see
+/// [`ToolContext::decision`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Decided(pub(crate) Approval);
+
+impl ToolContext {
+    /// The decision taken outside the run about this call, when it is the resumption of a
+    /// call that was [deferred](crate::ToolErrorKind::Deferred): a tool that deferred itself
+    /// reads it here; [`ApprovalLayer`] applies it instead of asking its hook again.
+    pub fn decision(&self) -> Option<&Approval> {
+        self.extension::<Decided>().map(|d| &d.0)
     }
 }
 
@@ -175,14 +205,21 @@ impl Handler for ApprovalHandler {
         input: ToolInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let request = ApprovalRequest {
-                tool: self.tool_name.clone(),
-                hints: self.hints,
-                arguments: input.text().to_owned(),
-                call_id: ctx.call_id().map(str::to_owned),
-                context: ctx.clone(),
+            let approval = match ctx.decision() {
+                // Decided outside the run, which is now resumed: the hook was asked already.
+                Some(decided) => decided.clone(),
+                None => {
+                    let request = ApprovalRequest {
+                        tool: self.tool_name.clone(),
+                        hints: self.hints,
+                        arguments: input.text().to_owned(),
+                        call_id: ctx.call_id().map(str::to_owned),
+                        context: ctx.clone(),
+                    };
+                    self.hook.review(request).await
+                }
             };
-            match self.hook.review(request).await {
+            match approval {
                 Approval::Approve => self.next.call(ctx, input).await,
                 Approval::Rewrite(arguments) => {
                     tracing::info!(
@@ -190,6 +227,15 @@ impl Handler for ApprovalHandler {
                         "tool call arguments rewritten on review"
                     );
                     self.next.call(ctx, ToolInput::from_text(arguments)).await
+                }
+                Approval::Defer(reason) => {
+                    tracing::info!(gen_ai.tool.name = &*self.tool_name, reason = %reason, "tool call deferred on review");
+                    let reason = reason.trim();
+                    Err(ToolError::deferred(if reason.is_empty() {
+                        format!("the call to {} waits for approval", self.tool_name)
+                    } else {
+                        reason.to_owned()
+                    }))
                 }
                 Approval::Deny(reason) => {
                     tracing::info!(gen_ai.tool.name = &*self.tool_name, reason = %reason, "tool call denied on review");

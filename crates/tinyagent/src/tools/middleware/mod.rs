@@ -64,6 +64,7 @@ mod tower;
 pub(crate) mod validation;
 pub(crate) mod wrap;
 
+pub(crate) use approval::Decided;
 pub use approval::{
     Approval, ApprovalFn, ApprovalHook, ApprovalLayer, ApprovalRequest, approval_fn,
 };

@@ -152,7 +152,10 @@ impl RetryLayer {
 
     fn should_retry(&self, err: &ToolError, repeatable: bool) -> bool {
         match err.kind() {
-            ToolErrorKind::InvalidInput | ToolErrorKind::Denied | ToolErrorKind::Cancelled => false,
+            ToolErrorKind::InvalidInput
+            | ToolErrorKind::Denied
+            | ToolErrorKind::Cancelled
+            | ToolErrorKind::Deferred => false,
             ToolErrorKind::RateLimited => err.is_retryable(),
             _ => err.is_retryable() && repeatable,
         }
