@@ -314,6 +314,10 @@ pub struct AgentArgs {
     /// The most model calls in one answer.
     #[arg(long, value_name = "N", default_value_t = 8, help_heading = "Agent", value_parser = clap::value_parser!(u16).range(1..))]
     pub max_steps: u16,
+    /// Ask before running this tool (repeatable; `all`: every tool not marked read-only): the
+    /// run pauses at each call, which you approve or deny.
+    #[arg(long = "confirm", value_name = "TOOL", help_heading = "Agent")]
+    pub confirm: Vec<String>,
 }
 
 /// Which model answers.

@@ -9,7 +9,9 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tinyagent::{Agent, Invocation, Session, Tool, tools};
+use tinyagent::agent::{Decisions, PendingCall};
+use tinyagent::tools::middleware::Approval;
+use tinyagent::{Agent, Event, Invocation, Session, Tool, tools};
 use tinyagent_mcp::McpServer;
 use tokio::runtime::Runtime;
 
@@ -42,8 +44,23 @@ pub fn run(runtime: &Runtime, question: Vec<String>, args: &AgentArgs) -> Result
             _ = tokio::signal::ctrl_c() => return Err(CliError::interrupted()),
         };
         let session = Session::new();
+        let mut decide = |call: &PendingCall| {
+            if io::stdin().is_terminal() {
+                ask_on_terminal(call, &mut || {
+                    let mut line = String::new();
+                    io::stdin().read_line(&mut line).map_err(|e| {
+                        CliError::failure("input", format!("cannot read an answer: {e}"))
+                    })?;
+                    Ok(Some(line))
+                })
+            } else {
+                Ok(Approval::deny(
+                    "the call needs approval and there was no terminal to ask on",
+                ))
+            }
+        };
         tokio::select! {
-            result = turn(&assembled, &session, &question, &mut renderer) => result,
+            result = turn(&assembled, &session, &question, &mut renderer, &mut decide) => result,
             _ = tokio::signal::ctrl_c() => Err(CliError::interrupted()),
         }
     });
@@ -53,28 +70,71 @@ pub fn run(runtime: &Runtime, question: Vec<String>, args: &AgentArgs) -> Result
     result
 }
 
-/// One user message through the agent, every event shown.
+/// One user message through the agent, every event shown. A run that pauses for approval
+/// (`--confirm`) asks `decide` about each waiting call, then goes on.
 async fn turn(
     assembled: &Assembled,
     session: &Session,
     message: &str,
     renderer: &mut Renderer,
+    decide: &mut dyn FnMut(&PendingCall) -> Result<Approval, CliError>,
 ) -> Result<(), CliError> {
     renderer.thinking("thinking");
     let mut events = assembled
         .agent
         .run(Invocation::new(session.clone(), message));
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => renderer.event(&event)?,
-            Err(err) => {
-                renderer.stop();
-                return Err(CliError::from_agent(err, assembled.server.as_deref()));
+    loop {
+        let mut pending = None;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(Event::Paused { pending: calls, .. }) => pending = Some(calls),
+                Ok(event) => renderer.event(&event)?,
+                Err(err) => {
+                    renderer.stop();
+                    return Err(CliError::from_agent(err, assembled.server.as_deref()));
+                }
             }
         }
+        renderer.stop();
+        let Some(pending) = pending else {
+            return Ok(());
+        };
+        let mut decisions = Decisions::new();
+        for call in &pending {
+            decisions = decisions.decide(call.call.id.clone(), decide(call)?);
+        }
+        renderer.thinking("thinking");
+        events = assembled
+            .agent
+            .run(Invocation::resume(session.clone(), decisions));
     }
-    renderer.stop();
-    Ok(())
+}
+
+/// Asks on the terminal whether a waiting call may run: `y` approves, anything else denies.
+/// Without a terminal to ask on (`interactive` false and no line), the call is denied.
+fn ask_on_terminal(
+    call: &PendingCall,
+    read_line: &mut dyn FnMut() -> Result<Option<String>, CliError>,
+) -> Result<Approval, CliError> {
+    {
+        let mut err = anstream::stderr().lock();
+        let bold = Style::new().bold();
+        let _ = write!(
+            err,
+            "{bold}?{bold:#} run {bold}{}{bold:#} {} — {} [y/N] ",
+            call.call.name, call.call.arguments, call.reason
+        );
+        let _ = err.flush();
+    }
+    let answer = read_line()?.unwrap_or_default();
+    if !io::stdin().is_terminal() {
+        // A terminal echoes the answer and its newline; piped input does not.
+        eprintln!("{}", answer.trim());
+    }
+    Ok(match answer.trim().to_lowercase().as_str() {
+        "y" | "yes" | "是" | "好" => Approval::Approve,
+        _ => Approval::deny("the user declined this call"),
+    })
 }
 
 const CHAT_HELP: &str = "\
@@ -144,9 +204,10 @@ pub fn chat(runtime: &Runtime, args: &AgentArgs) -> Result<(), CliError> {
             }
             _ => {}
         }
+        let mut decide = |call: &PendingCall| ask_on_terminal(call, &mut || input.read_line());
         let result = runtime.block_on(async {
             tokio::select! {
-                result = turn(&assembled, &session, line, &mut renderer) => result,
+                result = turn(&assembled, &session, line, &mut renderer, &mut decide) => result,
                 _ = tokio::signal::ctrl_c() => Err(CliError::interrupted()),
             }
         });

@@ -168,12 +168,21 @@ impl Renderer {
                 }
             }
             Event::ToolCallFinished {
-                result, duration, ..
+                result,
+                duration,
+                error_kind,
             } => {
                 self.stop();
                 let mut err = anstream::stderr().lock();
                 let took = format_duration(*duration);
-                if result.is_error {
+                if *error_kind == Some(tinyagent::ToolErrorKind::Deferred) {
+                    writeln!(
+                        err,
+                        "{DIM}⏸{DIM:#} {NAME}{}{NAME:#} {DIM}waits for approval{DIM:#}",
+                        result.name
+                    )?;
+                    return Ok(());
+                } else if result.is_error {
                     writeln!(
                         err,
                         "{FAILED}✗{FAILED:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {FAILED}error:{FAILED:#} {}",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tinyagent::ToolErrorKind;
+use tinyagent::tools::middleware::{Approval, ApprovalLayer, ApprovalRequest, approval_fn};
 use tinyagent::{LlmAgent, Tool};
 use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
 use tinyagent_openai::DEFAULT_MAX_TOKENS;
@@ -318,12 +319,37 @@ pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, C
     for toolset in toolsets {
         builder = builder.tool_resolver(toolset);
     }
+    if let Some(layer) = confirmation(&args.confirm) {
+        builder = builder.middleware([layer.into()]);
+    }
     let agent = builder.build().map_err(|e| CliError::failure("agent", e))?;
     Ok(Assembled {
         agent,
         server,
         tool_names,
     })
+}
+
+/// The approval layer that `--confirm` asks for: the named tools' calls (with `all`, every
+/// call of a tool not marked read-only) wait for a person's decision.
+pub fn confirmation(tools: &[String]) -> Option<ApprovalLayer> {
+    if tools.is_empty() {
+        return None;
+    }
+    let all = tools.iter().any(|t| t == "all");
+    let named: Arc<[String]> = tools.iter().filter(|t| *t != "all").cloned().collect();
+    Some(ApprovalLayer::new(approval_fn(
+        move |req: ApprovalRequest| {
+            let asks = (all && !req.hints.read_only) || named.iter().any(|t| **t == *req.tool);
+            async move {
+                if asks {
+                    Approval::defer(format!("{} runs only once you approve it", req.tool))
+                } else {
+                    Approval::Approve
+                }
+            }
+        },
+    )))
 }
 
 /// The names of a schema's arguments, required ones marked with `*`.

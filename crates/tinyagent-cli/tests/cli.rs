@@ -418,6 +418,57 @@ async fn chat_keeps_the_session_between_turns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_asks_before_a_confirmed_tool_runs() {
+    // Twice the weather question: the first call is declined, the second approved.
+    let server = model_server(&[
+        "1_weather_call.sse",
+        "2_weather_answer.sse",
+        "1_weather_call.sse",
+        "2_weather_answer.sse",
+    ])
+    .await;
+    let mut cmd = tinyagent();
+    cmd.args(["chat", "--confirm", "get_weather"])
+        .args(on(&server))
+        .write_stdin("北京天气怎么样？\nn\n北京天气怎么样？\ny\n/exit\n");
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert_eq!(stderr.matches("[y/N]").count(), 2, "{stderr}");
+    assert!(
+        stderr.contains("get_weather waits for approval"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"run get_weather {"city":"北京"}"#)
+            || stderr.contains("run get_weather {\"city\": \"北京\"}"),
+        "{stderr}"
+    );
+    let bodies: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json().unwrap())
+        .collect();
+    assert_eq!(bodies.len(), 4);
+    // The model read the denial, then the weather.
+    let results: Vec<&str> = [&bodies[1], &bodies[3]]
+        .iter()
+        .map(|b| {
+            b["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        results[0],
+        "Error: the call to get_weather was denied: the user declined this call"
+    );
+    assert!(results[1].contains("22.5"), "{}", results[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_stops_with_an_error_when_not_interactive() {
     let closed = closed_port();
     let mut cmd = tinyagent();

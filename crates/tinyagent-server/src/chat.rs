@@ -429,11 +429,29 @@ async fn answer(
                 });
                 return Ok(axum::Json(body).into_response());
             }
+            Event::Paused { pending, .. } => return Err(paused(pending.clone())),
             other if is_reported(other) => reported.push(event_json(other)),
             _ => {}
         }
     }
     Err(ApiError::internal("the agent's run ended without an answer").code("no_answer"))
+}
+
+/// A run that paused under Chat Completions, which has no way to resume it: an error that
+/// says where approvals are given.
+fn paused(pending: Vec<tinyagent::agent::PendingCall>) -> ApiError {
+    let names: Vec<&str> = pending.iter().map(|p| p.call.name.as_str()).collect();
+    ApiError::new(
+        axum::http::StatusCode::CONFLICT,
+        "invalid_request_error",
+        format!(
+            "the agent's call to {} waits for approval, which Chat Completions cannot give; \
+             use the session API (POST /v1/sessions/{{id}}/messages, then \
+             POST /v1/sessions/{{id}}/resume)",
+            names.join(", ")
+        ),
+    )
+    .code("approval_required")
 }
 
 fn event_json(event: &Event) -> Value {
@@ -501,6 +519,9 @@ fn stream_chunks(
                     }
                     frames.push(sse::frame(None, "[DONE]"));
                 }
+                Event::Paused { pending, .. } => frames.push(data(
+                    &in_request(request_id, || paused(pending.clone())).body(),
+                )),
                 other if is_reported(other) => {
                     let mut chunk = with_usage(meta.chunk(json!({}), None));
                     chunk["tinyagent"] = json!({"event": event_json(other)});

@@ -213,6 +213,23 @@ impl From<AgentError> for ApiError {
                 Self::internal("the agent ran out of its budget before answering")
                     .code("budget_exhausted")
             }
+            AgentError::Paused { pending, .. } => Self::new(
+                StatusCode::CONFLICT,
+                "invalid_request_error",
+                format!(
+                    "the run is paused: {} tool call(s) wait for a decision; the session's \
+                     `paused` field lists them, and POST /v1/sessions/{{id}}/resume with a \
+                     decision for each resumes the run",
+                    pending.len()
+                ),
+            )
+            .code("run_paused"),
+            AgentError::Resume { problem, .. } => Self::new(
+                StatusCode::CONFLICT,
+                "invalid_request_error",
+                format!("the run cannot be resumed: {problem}"),
+            )
+            .code("cannot_resume"),
             _ => Self::internal(
                 "the agent's run failed; the server's log has the details under this request id",
             )

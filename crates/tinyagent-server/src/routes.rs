@@ -32,6 +32,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             get(sessions::show).delete(sessions::delete),
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
+        .route("/v1/sessions/{id}/resume", post(sessions::resume))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()

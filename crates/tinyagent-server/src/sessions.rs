@@ -5,7 +5,12 @@
 //!   events, one per [`Event`] of the run, `event: <type>` and `data: <the event's JSON>` (its
 //!   serde shape); a failure ends the stream with `event: error`. The run's messages are
 //!   stored before the `finished` event is sent.
-//! - `GET /v1/sessions/{id}`: the history and state; `DELETE` removes the session.
+//! - `POST /v1/sessions/{id}/resume` with `{"agent": "name", "decisions": {"call_1":
+//!   "approve", "call_2": {"deny": "why"}}}`: resumes a run that paused for approval (its
+//!   `paused` event), as the same stream of events. Each decided call is recorded before and
+//!   after it runs, so a retried resume never runs a call twice.
+//! - `GET /v1/sessions/{id}`: the history and state, and `paused` (the waiting calls) when
+//!   its run is paused; `DELETE` removes the session.
 //! - `GET /v1/sessions?limit=&cursor=`: the sessions, most recently written first, paged.
 //!
 //! Every session belongs to the key that created it (see [`crate::tenancy`]): the routes see
@@ -29,6 +34,7 @@ use futures::StreamExt;
 use futures::stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tinyagent::agent::{Decisions, PAUSED_KEY, PausedRun};
 use tinyagent::store::{ListOptions, SessionInfo, SessionStore, StoreError, check_session_id};
 use tinyagent::{AgentError, Event};
 use tokio::time::Instant;
@@ -54,6 +60,23 @@ pub(crate) struct PostMessage {
     agent: Option<String>,
     /// The user's message.
     input: String,
+}
+
+/// Decisions that resume a session's paused run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Resume {
+    /// The agent that paused; may be left out when the server has one agent.
+    #[serde(default)]
+    agent: Option<String>,
+    /// A decision for each waiting call, by call id.
+    decisions: Decisions,
+}
+
+/// How a post starts its run.
+enum Start {
+    Message(String),
+    Resume(Decisions),
 }
 
 fn seconds(t: SystemTime) -> u64 {
@@ -106,8 +129,12 @@ pub(crate) async fn show(
     };
     let mut body = info_json(&stored.info());
     let mut shown = stored.state.clone();
-    shown.retain(|key, _| !key.starts_with(IDEMPOTENCY_PREFIX));
+    shown.retain(|key, _| !key.starts_with(IDEMPOTENCY_PREFIX) && key != PAUSED_KEY);
     body["state"] = Value::Object(shown);
+    if let Some(Ok(paused)) = PausedRun::from_session(&stored.to_session()) {
+        body["paused"] =
+            json!({"agent": paused.agent, "steps": paused.steps, "pending": paused.pending()});
+    }
     body["messages"] = serde_json::to_value(&stored.messages).map_err(|err| {
         ApiError::internal(format!("the history cannot be written as JSON: {err}"))
     })?;
@@ -171,10 +198,55 @@ pub(crate) async fn post_message(
     headers: HeaderMap,
     ApiJson(body): ApiJson<PostMessage>,
 ) -> Result<Response, ApiError> {
+    let idempotency_key = idempotency_key(&headers)?;
+    answer(
+        state,
+        caller,
+        id,
+        body.agent,
+        idempotency_key,
+        Start::Message(body.input),
+    )
+    .await
+}
+
+pub(crate) async fn resume(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<Resume>,
+) -> Result<Response, ApiError> {
+    if headers.contains_key("idempotency-key") {
+        return Err(ApiError::bad_request(
+            "a resume needs no Idempotency-Key: retrying it never runs a call twice",
+        )
+        .param("Idempotency-Key"));
+    }
+    answer(
+        state,
+        caller,
+        id,
+        body.agent,
+        None,
+        Start::Resume(body.decisions),
+    )
+    .await
+}
+
+/// Runs an agent on session `id`, from a new message or by resuming its paused run, and
+/// streams the run's events.
+async fn answer(
+    state: Arc<AppState>,
+    caller: Caller,
+    id: String,
+    agent: Option<String>,
+    idempotency_key: Option<String>,
+    start: Start,
+) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
     checked(&id)?;
-    let idempotency_key = idempotency_key(&headers)?;
-    let name = match body.agent {
+    let name = match agent {
         Some(name) => name,
         None if state.agents.len() == 1 => state.agents[0].name().to_owned(),
         None => {
@@ -196,10 +268,13 @@ pub(crate) async fn post_message(
     let checks = Arc::new(PostChecks {
         max_history: state.tenancy.max_history,
         max_sessions: state.tenancy.max_sessions_per_key,
-        idempotency: idempotency_key.map(|key| Idempotency {
-            fingerprint: fingerprint(&name, &body.input),
-            key,
-        }),
+        idempotency: match (&start, idempotency_key) {
+            (Start::Message(input), Some(key)) => Some(Idempotency {
+                fingerprint: fingerprint(&name, input),
+                key,
+            }),
+            _ => None,
+        },
         stop: Mutex::new(None),
         run: Mutex::new(RunSoFar::default()),
     });
@@ -210,7 +285,11 @@ pub(crate) async fn post_message(
         .with_store(Arc::new(store))
         .owner(caller.owner.clone())
         .keep_interrupted(true);
-    let mut steps = sse::until(runner.run(id.clone(), body.input), deadline);
+    let events = match start {
+        Start::Message(input) => runner.run(id.clone(), input),
+        Start::Resume(decisions) => runner.resume(id.clone(), decisions),
+    };
+    let mut steps = sse::until(events, deadline);
     // The first step comes once the session is held and loaded and the model has answered:
     // an error found within the grace (a busy session that is not waited for, an unreachable
     // store, a limit) is an HTTP error; past it, the headers go out and a later error is an

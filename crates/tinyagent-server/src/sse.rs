@@ -177,7 +177,7 @@ impl Stream for Until {
                 self.finish();
                 None
             }
-            Some(Ok(event @ Event::Finished { .. })) => {
+            Some(Ok(event @ (Event::Finished { .. } | Event::Paused { .. }))) => {
                 self.finish();
                 Some(Step::Event(Ok(event)))
             }
