@@ -16,6 +16,7 @@ mod commands;
 mod error;
 mod eval;
 mod gateway;
+mod input;
 mod render;
 mod serve;
 mod setup;

@@ -512,18 +512,7 @@ fn native_format(model: &RawModel) -> Format {
     let template = model
         .meta_val_str("tokenizer.chat_template")
         .unwrap_or_default();
-    format_of_template(&template)
-}
-
-fn format_of_template(template: &str) -> Format {
-    let calls = template.contains("<tool_call>");
-    if calls && template.contains("<tool_response>") && !template.contains("<tool_call>[") {
-        Format::Hermes
-    } else if calls || template.contains("<tools>") {
-        Format::Tagged
-    } else {
-        Format::Json
-    }
+    Format::of_template(&template)
 }
 
 /// The model's own chat template if llama.cpp can apply it, else ChatML.
@@ -549,6 +538,12 @@ fn chat_template(model: &RawModel) -> (LlamaChatTemplate, bool) {
 impl Model for LlamaModel {
     fn name(&self) -> &str {
         &self.weights.name
+    }
+
+    /// By the model's own vocabulary (special-token text counted as plain text).
+    fn count_tokens(&self, text: &str) -> Option<u64> {
+        let vocab = self.weights.model.vocab();
+        Some(vocab.tokenize(text.as_bytes(), false, false).len() as u64)
     }
 
     fn generate<'a>(

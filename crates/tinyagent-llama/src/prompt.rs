@@ -104,6 +104,22 @@ pub(crate) enum Format {
 }
 
 impl Format {
+    /// The syntax a chat template teaches: Hermes when it has `<tool_call>` and
+    /// `<tool_response>` sections (not a `<tool_call>[` list), tagged for other `<tool_call>` or
+    /// `<tools>` templates, else JSON.
+    pub(crate) fn of_template(template: &str) -> Self {
+        let calls = template.contains("<tool_call>");
+        if calls && template.contains("<tool_response>") && !template.contains("<tool_call>[") {
+            Self::Hermes
+        } else if calls || template.contains("<tools>") {
+            Self::Tagged
+        } else {
+            Self::Json
+        }
+    }
+}
+
+impl Format {
     /// The text of a call to `name` up to where its arguments begin.
     pub fn call_prefix(self, name: &str) -> String {
         let name = Value::String(name.to_owned());

@@ -165,3 +165,62 @@ async fn a_200_turn_session_stays_within_its_budget_and_keeps_every_message() {
     assert!(stored["upto"].as_u64().unwrap() > 0);
     assert!(stored["summary"].as_str().unwrap().starts_with("Summary #"));
 }
+
+/// The [`Researcher`], with a tokenizer of its own: a token per byte (four times the estimate).
+struct ByteTokens(Researcher);
+
+impl Model for ByteTokens {
+    fn generate<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        self.0.generate(req)
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<u64> {
+        Some(text.len() as u64)
+    }
+}
+
+#[tokio::test]
+async fn a_model_with_a_tokenizer_is_counted_by_it() {
+    // Five turns of 2,000-byte outputs: about 2,600 estimated tokens, about 10,000 by bytes.
+    let runs = |model: Arc<dyn Model>| async move {
+        let page = "x".repeat(2_000);
+        let fetch = tools::new_tool(
+            "fetch",
+            "Fetches a page",
+            json!({"type": "object"}),
+            move |_ctx, _input: String| {
+                let page = page.clone();
+                async move { Ok::<_, tinyagent::ToolError>(page) }
+            },
+        );
+        let agent = LlmAgent::builder("reader")
+            .model(model)
+            .tool(fetch)
+            .context_policy(ContextPolicy::new(6_000).summarize(false))
+            .build()
+            .unwrap();
+        let session = Session::new();
+        let mut compacted = 0;
+        for turn in 0..5 {
+            let mut events = agent.run(Invocation::new(session.clone(), format!("page {turn}")));
+            while let Some(event) = events.next().await {
+                if let Event::ContextCompacted { .. } = event.unwrap() {
+                    compacted += 1;
+                }
+            }
+        }
+        compacted
+    };
+    assert_eq!(
+        runs(Arc::new(Researcher::default())).await,
+        0,
+        "by the estimate it fits"
+    );
+    assert!(
+        runs(Arc::new(ByteTokens(Researcher::default()))).await > 0,
+        "by the model's count it does not"
+    );
+}

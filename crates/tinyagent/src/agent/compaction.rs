@@ -77,7 +77,8 @@ impl std::fmt::Debug for ContextPolicy {
 }
 
 impl ContextPolicy {
-    /// A budget of `max_tokens` (estimated) for the history the model is sent.
+    /// A budget of `max_tokens` for the history the model is sent (counted by the agent's
+    /// model where it can, estimated otherwise: see [`max_tokens`](Self::max_tokens)).
     pub fn new(max_tokens: u64) -> Self {
         Self {
             max_tokens,
@@ -116,7 +117,8 @@ impl ContextPolicy {
         self
     }
 
-    /// The history's budget, in estimated tokens.
+    /// The history's budget, in tokens: counted by the agent's model's tokenizer where it
+    /// has one ([`Model::count_tokens`]; the embedded model does), estimated otherwise.
     pub fn max_tokens(&self) -> u64 {
         self.max_tokens
     }
@@ -144,6 +146,45 @@ impl Stored {
     }
 }
 
+/// How tokens are counted: by the model's own tokenizer where it has one
+/// ([`Model::count_tokens`]), else estimated.
+#[derive(Clone, Copy)]
+pub(crate) struct Tokens<'a>(pub(crate) Option<&'a dyn Model>);
+
+impl Tokens<'_> {
+    /// Estimates only.
+    #[cfg(test)]
+    pub(crate) const ESTIMATE: Tokens<'static> = Tokens(None);
+
+    /// The tokens `text` costs.
+    fn text(self, text: &str) -> u64 {
+        self.0
+            .and_then(|model| model.count_tokens(text))
+            .unwrap_or_else(|| text_tokens(text))
+    }
+
+    /// The tokens a message costs (with a few for its framing).
+    pub(crate) fn message(self, message: &Message) -> u64 {
+        let parts: u64 = message
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::Text { text } | Part::Reasoning { text, .. } => self.text(text),
+                Part::ToolCall(call) => self.text(&call.name) + self.text(&call.arguments) + 4,
+                Part::ToolResult(result) => {
+                    self.text(&result.content) + 4 + 256 * result.parts.len() as u64
+                }
+            })
+            .sum();
+        parts + 4
+    }
+
+    /// The tokens of a history.
+    pub(crate) fn history(self, messages: &[Message]) -> u64 {
+        messages.iter().map(|m| self.message(m)).sum()
+    }
+}
+
 /// The tokens a text costs, estimated: a token per four ASCII bytes, one per other character
 /// (CJK text runs about a token a character).
 fn text_tokens(text: &str) -> u64 {
@@ -151,27 +192,6 @@ fn text_tokens(text: &str) -> u64 {
         if c.is_ascii() { (a + 1, o) } else { (a, o + 1) }
     });
     ascii.div_ceil(4) + other
-}
-
-/// The tokens a message costs, estimated (with a few for its framing).
-pub(crate) fn message_tokens(message: &Message) -> u64 {
-    let parts: u64 = message
-        .parts
-        .iter()
-        .map(|part| match part {
-            Part::Text { text } | Part::Reasoning { text, .. } => text_tokens(text),
-            Part::ToolCall(call) => text_tokens(&call.name) + text_tokens(&call.arguments) + 4,
-            Part::ToolResult(result) => {
-                text_tokens(&result.content) + 4 + 256 * result.parts.len() as u64
-            }
-        })
-        .sum();
-    parts + 4
-}
-
-/// The tokens of a history, estimated.
-pub(crate) fn history_tokens(messages: &[Message]) -> u64 {
-    messages.iter().map(message_tokens).sum()
 }
 
 /// The history as the next turn starts it: the messages the stored summary does not cover,
@@ -304,6 +324,7 @@ fn turn_starts(messages: &[Message], current: usize) -> Vec<usize> {
 /// Returns what was done, and the new summary with the number of `messages` it replaced.
 pub(crate) async fn compact<F, Fut>(
     policy: &ContextPolicy,
+    tokens: Tokens<'_>,
     messages: &mut Vec<Message>,
     current: usize,
     summarize: F,
@@ -312,7 +333,7 @@ where
     F: FnOnce(ModelRequest) -> Fut,
     Fut: std::future::Future<Output = Result<String, ModelError>>,
 {
-    let before = history_tokens(messages);
+    let before = tokens.history(messages);
     if before <= policy.max_tokens {
         return (None, None);
     }
@@ -321,7 +342,7 @@ where
         policy.keep_tool_outputs,
         policy.trimmed_output_chars,
     );
-    let mut after = history_tokens(messages);
+    let mut after = tokens.history(messages);
     let mut summarized = 0;
     let mut summary = None;
     if after > policy.max_tokens && policy.summarize {
@@ -331,7 +352,7 @@ where
         let cut = starts
             .iter()
             .copied()
-            .find(|&c| history_tokens(&messages[c..]) + room <= policy.max_tokens)
+            .find(|&c| tokens.history(&messages[c..]) + room <= policy.max_tokens)
             .or_else(|| starts.last().copied());
         if let Some(cut) = cut {
             let req = ModelRequest::new(vec![Message::user(transcript(&messages[..cut]))])
@@ -345,7 +366,7 @@ where
                     with_summary(messages, &text);
                     summarized = cut;
                     summary = Some((text, cut));
-                    after = history_tokens(messages);
+                    after = tokens.history(messages);
                 }
                 Ok(_) => tracing::warn!("the summariser gave an empty summary; history kept"),
                 Err(err) => {
@@ -366,6 +387,8 @@ where
 /// The compaction state of one run: where the history the run holds starts in the session.
 pub(crate) struct RunCompaction<'a> {
     pub(crate) policy: &'a ContextPolicy,
+    /// How the history's tokens are counted (the agent's model's tokenizer, if it has one).
+    pub(crate) tokens: Tokens<'a>,
     /// The session index of the run's first history message (after a stored summary).
     pub(crate) base: usize,
     /// The summary of the session's messages before `base`.
@@ -396,6 +419,7 @@ impl RunCompaction<'_> {
         let offset = sent.messages.len() - req.messages.len();
         let (outcome, summary) = compact(
             self.policy,
+            self.tokens,
             &mut sent.messages,
             *first_new + offset,
             summarize,
@@ -452,9 +476,13 @@ mod tests {
         let policy = ContextPolicy::new(3_000)
             .keep_tool_outputs(2)
             .summarize(false);
-        let (outcome, summary) = compact(&policy, &mut messages, current, |_| async {
-            unreachable!("no summary asked for")
-        })
+        let (outcome, summary) = compact(
+            &policy,
+            Tokens::ESTIMATE,
+            &mut messages,
+            current,
+            |_| async { unreachable!("no summary asked for") },
+        )
         .await;
         let outcome = outcome.unwrap();
         assert_eq!(outcome.trimmed, 3);
@@ -477,11 +505,17 @@ mod tests {
         let current = messages.len();
         messages.push(Message::user("question 6"));
         let policy = ContextPolicy::new(600).keep_tool_outputs(1);
-        let (outcome, summary) = compact(&policy, &mut messages, current, |req| async move {
-            assert!(req.messages[0].text().contains("question 0"));
-            assert_eq!(req.tool_choice, Some(ToolChoice::None));
-            Ok("The user asked six questions; each was answered.".to_owned())
-        })
+        let (outcome, summary) = compact(
+            &policy,
+            Tokens::ESTIMATE,
+            &mut messages,
+            current,
+            |req| async move {
+                assert!(req.messages[0].text().contains("question 0"));
+                assert_eq!(req.tool_choice, Some(ToolChoice::None));
+                Ok("The user asked six questions; each was answered.".to_owned())
+            },
+        )
         .await;
         let outcome = outcome.unwrap();
         let (text, cut) = summary.unwrap();

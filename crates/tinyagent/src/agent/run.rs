@@ -164,6 +164,7 @@ async fn drive(
         messages = restored;
         compaction = Some(compaction::RunCompaction {
             policy,
+            tokens: compaction::Tokens(Some(config.model.as_ref())),
             base,
             summary,
         });

@@ -118,6 +118,11 @@ impl Model for FallbackModel {
         self.models.first().map_or("fallback", |m| m.name())
     }
 
+    /// The first model's count.
+    fn count_tokens(&self, text: &str) -> Option<u64> {
+        self.models.first()?.count_tokens(text)
+    }
+
     fn generate<'a>(
         &'a self,
         req: &'a ModelRequest,

@@ -63,11 +63,23 @@ pub trait Model: Send + Sync {
             stream::iter(events)
         }))
     }
+
+    /// How many tokens `text` is for this model, by its own tokenizer, when the model has one
+    /// at hand (the embedded model does); `None` (the default) otherwise, and a
+    /// [`ContextPolicy`](crate::agent::ContextPolicy) estimates instead.
+    fn count_tokens(&self, text: &str) -> Option<u64> {
+        let _ = text;
+        None
+    }
 }
 
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<u64> {
+        (**self).count_tokens(text)
     }
 
     fn generate<'a>(
@@ -88,6 +100,10 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 impl<M: Model + ?Sized> Model for Box<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<u64> {
+        (**self).count_tokens(text)
     }
 
     fn generate<'a>(
