@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use tinyagent::agent::{Decisions, SessionRunner};
 use tinyagent::tools::middleware::{Approval, ApprovalLayer, approval_fn};
 use tinyagent::{
-    AgentError, BoxFuture, LlmAgent, Message, Model, ModelError, ModelRequest, ModelResponse,
-    Part, Role, ToolCall, ToolError, Usage, model::FinishReason, store::new_id, tools,
+    AgentError, BoxFuture, LlmAgent, Message, Model, ModelError, ModelRequest, ModelResponse, Part,
+    Role, ToolCall, ToolError, Usage, model::FinishReason, store::new_id, tools,
 };
 use tinyagent_store::SqliteStore;
 
