@@ -217,7 +217,8 @@ async fn drive(
             budget: &budget,
             out: &out,
         };
-        match resume.finish_step(paused, &decisions).await? {
+        // Boxed: only a resumed run needs it, and a run's future is as large as its largest step.
+        match Box::pin(resume.finish_step(paused, &decisions)).await? {
             Ok((message, results)) => {
                 req.messages.push(message);
                 req.messages.push(Message::from_tool_results(results));
