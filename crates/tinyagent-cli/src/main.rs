@@ -21,6 +21,11 @@ mod render;
 mod serve;
 mod setup;
 
+/// mimalloc: glibc's malloc serialises frees across threads behind arena locks, which a server
+/// running many agents at once pays on every allocation (see docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
