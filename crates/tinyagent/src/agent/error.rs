@@ -144,6 +144,15 @@ pub enum AgentError {
         /// The calls that wait.
         pending: Vec<super::PendingCall>,
     },
+    /// The invocation's [`RunOptions`](super::RunOptions) cannot be applied (a tool choice
+    /// naming a tool the invocation does not have). Nothing ran.
+    #[error("agent {agent:?} cannot run with these options: {problem}")]
+    Options {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A paused run could not be resumed as asked: the session has no paused run, or the
     /// decisions do not match its waiting calls. Nothing ran.
     #[error("agent {agent:?} cannot resume: {problem}")]
@@ -156,6 +165,14 @@ pub enum AgentError {
 }
 
 impl AgentError {
+    /// [`AgentError::Options`] for `agent`.
+    pub(crate) fn options(agent: &str, problem: impl Into<String>) -> Self {
+        Self::Options {
+            agent: agent.to_owned(),
+            problem: problem.into(),
+        }
+    }
+
     /// [`AgentError::Resume`] for `agent`.
     pub(crate) fn resume(agent: &str, problem: impl Into<String>) -> Self {
         Self::Resume {

@@ -8,6 +8,7 @@ mod compaction;
 mod config;
 pub(crate) mod error;
 pub(crate) mod events;
+mod options;
 mod pause;
 mod queue;
 mod run;
@@ -29,6 +30,7 @@ pub use config::{
 pub(crate) use error::AgentError;
 pub use error::{ConfigProblem, ToolSource};
 pub(crate) use events::Event;
+pub use options::RunOptions;
 pub use pause::{CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
 pub use stored::{DEFAULT_SESSION_WAIT, INTERRUPTED_PREFIX, OnBusy, SessionRunner};
 pub(crate) use traits::Agent;

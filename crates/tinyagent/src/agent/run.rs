@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::compaction;
 use super::config::{Config, ToolEntry};
+use super::options;
 use super::pause::{self, CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
 use super::queue::Queue;
 use super::step::{self, execute, run_call};
@@ -203,6 +204,11 @@ async fn drive(
         tool_choice: config.tool_choice.clone(),
         response_format,
     };
+    let mut parallel = config.parallel_tool_calls;
+    if let Some(options) = inv.options() {
+        options::apply(options, &mut req, &mut parallel)
+            .map_err(|problem| AgentError::options(&config.name, problem))?;
+    }
     let host = inv.host().cloned();
     let ctx = ToolContext::new().with_invocation(inv);
     let ctx = match host {
@@ -336,7 +342,15 @@ async fn drive(
         let calls: Vec<&ToolCall> = message.tool_calls().collect();
         let results = within(
             &budget,
-            Box::pin(execute(config, &tools.entries, &ctx, &budget, &calls, &out)),
+            Box::pin(execute(
+                config,
+                parallel,
+                &tools.entries,
+                &ctx,
+                &budget,
+                &calls,
+                &out,
+            )),
         )
         .await
         .map_err(over)?;

@@ -23,6 +23,7 @@ pub(super) type Outcome = (ToolResult, Option<ToolErrorKind>);
 /// Runs the calls of one step and returns their outcomes in the order of the calls.
 pub(super) async fn execute(
     config: &Config,
+    parallel: bool,
     entries: &[Arc<ToolEntry>],
     ctx: &ToolContext,
     budget: &SharedBudget,
@@ -40,9 +41,7 @@ pub(super) async fn execute(
         })
         .collect();
     let runs = |k: usize| k < config.max_tool_calls_per_step && lookup[k].is_some();
-    let exclusive = |k: usize| {
-        runs(k) && (!config.parallel_tool_calls || lookup[k].is_some_and(|e| e.exclusive))
-    };
+    let exclusive = |k: usize| runs(k) && (!parallel || lookup[k].is_some_and(|e| e.exclusive));
     let one = |k: usize| {
         let refusal = if k >= config.max_tool_calls_per_step {
             Some(ToolError::rate_limited(format!(

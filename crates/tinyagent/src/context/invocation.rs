@@ -35,6 +35,8 @@ pub struct Invocation {
     /// What resuming a paused run needs, when the invocation resumes one (see
     /// [`Invocation::resume`]).
     resume: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The run's options (see `Invocation::with_options`).
+    options: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Invocation {
@@ -50,12 +52,23 @@ impl Invocation {
             budget: None,
             host: None,
             resume: None,
+            options: None,
         }
     }
 
     /// Makes the invocation resume a paused run (the agent module keeps what that needs).
     pub(crate) fn set_resume(&mut self, resume: Arc<dyn std::any::Any + Send + Sync>) {
         self.resume = Some(resume);
+    }
+
+    /// Sets the run's options (the agent module keeps their type).
+    pub(crate) fn set_options(&mut self, options: Arc<dyn std::any::Any + Send + Sync>) {
+        self.options = Some(options);
+    }
+
+    /// What [`set_options`](Self::set_options) set.
+    pub(crate) fn options_state(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        self.options.as_deref()
     }
 
     /// What [`set_resume`](Self::set_resume) set.

@@ -1,0 +1,136 @@
+//! [`RunOptions`]: what one invocation asks of an agent beyond its own settings (a lower token
+//! limit, a temperature, a tool choice, a final answer's shape), as an API client's request
+//! does.
+
+use std::sync::Arc;
+
+use crate::context::Invocation;
+use crate::model::{ModelRequest, ResponseFormat, ToolChoice};
+
+/// Settings for one invocation that take the place of the agent's own for it.
+///
+/// `max_tokens` can only lower the agent's limit, never raise it; the others replace the
+/// agent's setting. A [`ToolChoice::Tool`] must name one of the invocation's tools (the run
+/// fails with [`AgentError::Options`](crate::AgentError::Options) otherwise). With a
+/// `response_format`, the final answer is asked in that shape (the agent's tools still run
+/// before it).
+///
+/// ```
+/// use tinyagent::agent::RunOptions;
+/// use tinyagent::model::ToolChoice;
+/// use tinyagent::{Invocation, Session};
+///
+/// let inv = Invocation::new(Session::new(), "hi")
+///     .with_options(RunOptions::new().max_tokens(64).tool_choice(ToolChoice::None));
+/// assert_eq!(inv.options().unwrap().max_tokens, Some(64));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// The most tokens of one model reply (the lower of this and the agent's limit).
+    pub max_tokens: Option<u32>,
+    /// The sampling temperature.
+    pub temperature: Option<f32>,
+    /// Which tools the model may or must call.
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether one step's tool calls may run at once (`false`: one after another).
+    pub parallel_tool_calls: Option<bool>,
+    /// The shape of the final answer.
+    pub response_format: Option<ResponseFormat>,
+}
+
+impl RunOptions {
+    /// No options: the agent's own settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`max_tokens`](Self::max_tokens).
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets [`temperature`](Self::temperature).
+    #[must_use]
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets [`tool_choice`](Self::tool_choice).
+    #[must_use]
+    pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+        self.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// Sets [`parallel_tool_calls`](Self::parallel_tool_calls).
+    #[must_use]
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Sets [`response_format`](Self::response_format).
+    #[must_use]
+    pub fn response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = Some(format);
+        self
+    }
+}
+
+impl Invocation {
+    /// Returns the invocation with `options` taking the place of its agent's settings for it.
+    #[must_use]
+    pub fn with_options(mut self, options: RunOptions) -> Self {
+        self.set_options(Arc::new(options));
+        self
+    }
+
+    /// The options the invocation was given, if any.
+    pub fn options(&self) -> Option<&RunOptions> {
+        self.options_state()?.downcast_ref::<RunOptions>()
+    }
+}
+
+/// Applies `options` to the run's first request (and whether its calls may run at once); why
+/// they cannot apply, if they cannot.
+pub(crate) fn apply(
+    options: &RunOptions,
+    req: &mut ModelRequest,
+    parallel: &mut bool,
+) -> Result<(), String> {
+    if let Some(ToolChoice::Tool(name)) = &options.tool_choice {
+        if !req.tools.iter().any(|t| &t.name == name) {
+            let offered: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "tool_choice names the tool {name:?}, which this agent does not have; its tools \
+                 are: {}",
+                if offered.is_empty() {
+                    "none".to_owned()
+                } else {
+                    offered.join(", ")
+                }
+            ));
+        }
+    }
+    if let Some(max) = options.max_tokens {
+        // Never raised: the lower of the two.
+        req.max_tokens = Some(req.max_tokens.map_or(max, |own| own.min(max)));
+    }
+    if let Some(temperature) = options.temperature {
+        req.temperature = Some(temperature);
+    }
+    if let Some(choice) = &options.tool_choice {
+        req.tool_choice = Some(choice.clone());
+    }
+    if let Some(format) = &options.response_format {
+        req.response_format = Some(format.clone());
+    }
+    if let Some(allowed) = options.parallel_tool_calls {
+        *parallel = *parallel && allowed;
+    }
+    Ok(())
+}
