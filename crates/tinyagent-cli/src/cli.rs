@@ -293,6 +293,11 @@ pub struct ServeArgs {
     /// (refused with 400 by default: the model would take them for its own tools' output).
     #[arg(long)]
     pub allow_client_tool_results: bool,
+    /// Accept this Chat Completions field without using it, where by default it is refused
+    /// with 400 unsupported_parameter (`seed`, `stop`, `top_p`...; repeatable), for clients
+    /// that always send it.
+    #[arg(long = "ignore-parameter", value_name = "NAME")]
+    pub ignore_parameters: Vec<String>,
 }
 
 fn parse_client_instructions(text: &str) -> Result<tinyagent_server::ClientInstructions, String> {

@@ -233,7 +233,7 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     if let Some((admin_name, secret)) = admin.clone() {
         server = server.named_admin_key(admin_name, secret);
     }
-    let server = server
+    let mut server = server
         .agent(assembled.agent)
         .store(store)
         .max_sessions_per_key(args.max_sessions_per_key.map(|n| n as usize))
@@ -249,8 +249,11 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         .write_timeout(args.write_timeout)
         .max_connections(args.max_connections as usize)
         .client_instructions(args.client_instructions)
-        .allow_client_tool_results(args.allow_client_tool_results)
-        .on_busy(on_busy);
+        .allow_client_tool_results(args.allow_client_tool_results);
+    for name in &args.ignore_parameters {
+        server = server.ignore_parameter(name.clone());
+    }
+    let server = server.on_busy(on_busy);
     let server = args
         .allowed_hosts
         .iter()

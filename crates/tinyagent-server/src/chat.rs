@@ -17,7 +17,7 @@ use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tinyagent::{Event, Invocation, Message, Part, Role, Session, ToolCall, ToolResult, Usage};
+use tinyagent::{Event, Message, Part, Role, Session, ToolCall, ToolResult, Usage};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
@@ -35,7 +35,8 @@ pub(crate) fn client_context(role: &str, text: &str) -> String {
     )
 }
 
-/// A chat completion request; fields this server does not use are accepted and ignored.
+/// A chat completion request; every other field is honoured, refused or ignored by name (see
+/// [`crate::options`]).
 #[derive(Debug, Deserialize)]
 pub(crate) struct ChatRequest {
     model: String,
@@ -44,12 +45,8 @@ pub(crate) struct ChatRequest {
     stream: Option<bool>,
     #[serde(default)]
     stream_options: Option<StreamOptions>,
-    #[serde(default)]
-    n: Option<u64>,
-    #[serde(default)]
-    tools: Option<Vec<Value>>,
-    #[serde(default)]
-    functions: Option<Vec<Value>>,
+    #[serde(flatten)]
+    extra: serde_json::Map<String, Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -330,23 +327,7 @@ pub(crate) async fn completions(
     ApiJson(request): ApiJson<ChatRequest>,
 ) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
-    if request.n.is_some_and(|n| n != 1) {
-        return Err(ApiError::bad_request(
-            "only one choice per request is supported (`n` must be 1)",
-        )
-        .param("n")
-        .code("unsupported_parameter"));
-    }
-    if request.tools.as_ref().is_some_and(|t| !t.is_empty())
-        || request.functions.as_ref().is_some_and(|f| !f.is_empty())
-    {
-        return Err(ApiError::bad_request(
-            "tools sent by the client are not supported: the agent runs its own tools on the \
-             server and reports their calls as `tinyagent` events",
-        )
-        .param("tools")
-        .code("unsupported_parameter"));
-    }
+    let (options, shape) = crate::options::read(&request.extra, &state.ignored_parameters)?;
     let Some(agent) = state.agent(&request.model).cloned() else {
         return Err(ApiError::not_found(format!(
             "the model `{}` does not exist; this server's models (agents) are: {}",
@@ -363,7 +344,7 @@ pub(crate) async fn completions(
     let (history, message) = conversation(request.messages, admit)?;
     let session = Session::new();
     session.append(history);
-    let events = agent.run(Invocation::new(session, message));
+    let events = crate::answer_shape::run(agent, session, message, options, shape);
     let meta = Meta {
         id: format!(
             "chatcmpl-{}",
@@ -412,7 +393,10 @@ async fn answer(
                 transcript.restart();
                 reported.push(event_json(&event));
             }
-            Event::Finished { usage, .. } => {
+            Event::Finished { usage, answer, .. } => {
+                if transcript.text.is_empty() {
+                    transcript.text.clone_from(answer);
+                }
                 let body = json!({
                     "id": meta.id,
                     "object": "chat.completion",
@@ -504,7 +488,14 @@ fn stream_chunks(
                     chunk["tinyagent"] = json!({"event": event_json(&event)});
                     frames.push(data(&chunk));
                 }
-                Event::Finished { usage, .. } => {
+                Event::Finished { usage, answer, .. } => {
+                    if transcript.text.is_empty() && !answer.is_empty() {
+                        // Nothing was streamed (an answer in a requested shape is sent whole).
+                        transcript.text.clone_from(answer);
+                        frames.push(data(&with_usage(
+                            meta.chunk(json!({"content": answer}), None),
+                        )));
+                    }
                     frames.push(data(&with_usage(meta.chunk(json!({}), Some("stop")))));
                     if include_usage {
                         let chunk = json!({

@@ -213,6 +213,20 @@ impl From<AgentError> for ApiError {
                 Self::internal("the agent ran out of its budget before answering")
                     .code("budget_exhausted")
             }
+            AgentError::InvalidAnswer {
+                problem, format, ..
+            } => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "server_error",
+                format!(
+                    "the agent's answer did not match response_format `{format}`, even after \
+                     the problem was shown to it once: {problem}"
+                ),
+            )
+            .code("invalid_answer"),
+            AgentError::Options { problem, .. } => Self::bad_request(problem.clone())
+                .param("tool_choice")
+                .code("invalid_value"),
             AgentError::Paused { pending, .. } => Self::new(
                 StatusCode::CONFLICT,
                 "invalid_request_error",

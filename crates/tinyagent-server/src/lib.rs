@@ -64,6 +64,7 @@
 //! # Ok(()) }
 //! ```
 
+mod answer_shape;
 mod auth;
 mod chat;
 mod error;
@@ -71,6 +72,7 @@ mod extract;
 mod guard;
 mod keys;
 mod listen;
+mod options;
 mod page;
 mod request_id;
 mod routes;

@@ -76,6 +76,7 @@ pub struct Server {
     pub(crate) site: SitePolicy,
     pub(crate) client_instructions: ClientInstructions,
     pub(crate) client_tool_results: bool,
+    pub(crate) ignored_parameters: Vec<String>,
     pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 
@@ -127,6 +128,7 @@ impl Server {
             site: SitePolicy::default(),
             client_instructions: ClientInstructions::default(),
             client_tool_results: false,
+            ignored_parameters: Vec::new(),
             tenancy: Default::default(),
         }
     }
@@ -316,6 +318,15 @@ impl Server {
     #[must_use]
     pub fn allow_client_tool_results(mut self, allow: bool) -> Self {
         self.client_tool_results = allow;
+        self
+    }
+
+    /// Accepts this Chat Completions field and does not use it, where by default it is
+    /// refused with `400 unsupported_parameter` (`seed`, `stop`, `top_p`...: see the table in
+    /// the serving guide), for clients that always send it. Repeatable.
+    #[must_use]
+    pub fn ignore_parameter(mut self, name: impl Into<String>) -> Self {
+        self.ignored_parameters.push(name.into());
         self
     }
 

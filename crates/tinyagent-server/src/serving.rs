@@ -65,6 +65,7 @@ impl Server {
             page: self.page,
             client_instructions: self.client_instructions,
             client_tool_results: self.client_tool_results,
+            ignored_parameters: self.ignored_parameters,
             tenancy: self.tenancy,
         };
         (crate::routes::router(Arc::new(state)), site, limits)

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Chat Completions request options through the official `openai` SDK (pinned in
+scripts/requirements-test.txt) against `tinyagent serve`'s router, whose agent's model is the
+real OpenAI provider talking to a loopback server that records what it receives.
+
+Usage: TINYAGENT_BASE_URL=http://127.0.0.1:PORT/v1 TINYAGENT_KEY=KEY TINYAGENT_MODEL=NAME request_options.py
+
+Prints one line per check; the Rust side (tests/request_options.rs) checks what reached the
+model.
+"""
+
+import os
+
+import openai
+from pydantic import BaseModel
+
+client = openai.OpenAI(base_url=os.environ["TINYAGENT_BASE_URL"], api_key=os.environ["TINYAGENT_KEY"], max_retries=0)
+MODEL = os.environ["TINYAGENT_MODEL"]
+
+
+class Review(BaseModel):
+    sentiment: str
+    stars: int
+    summary: str
+
+
+# 1. A typed answer: parse() with a pydantic model (the model's first answer misses the shape;
+#    the server shows it the problem once and the second answer fits).
+parsed = client.chat.completions.parse(
+    model=MODEL,
+    messages=[{"role": "user", "content": "Review: the phone broke after a week."}],
+    response_format=Review,
+)
+review = parsed.choices[0].message.parsed
+assert isinstance(review, Review), parsed
+print("parsed:", review.model_dump_json())
+
+# 2. tool_choice "none": the agent runs no tool.
+done = client.chat.completions.create(
+    model=MODEL,
+    messages=[{"role": "user", "content": "What is 7 plus 8?"}],
+    tool_choice="none",
+    max_tokens=5,
+)
+print("tool_choice none:", done.choices[0].message.content, "| events:", len(getattr(done, "tinyagent", {}) or {}))
+
+# 3. A streamed typed answer arrives whole, as valid JSON.
+with client.chat.completions.stream(
+    model=MODEL,
+    messages=[{"role": "user", "content": "Review: great battery."}],
+    response_format=Review,
+) as stream:
+    final = stream.get_final_completion()
+print("streamed parsed:", final.choices[0].message.parsed.model_dump_json())
+
+# 4. Refused options: a 400 naming each.
+for name, value in [
+    ("top_p", 0.5),
+    ("stop", ["\n"]),
+    ("seed", 7),
+    ("logprobs", True),
+    ("n", 2),
+    ("presence_penalty", 0.5),
+    ("frobnicate", 1),
+]:
+    try:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_body={name: value},
+        )
+        raise SystemExit(f"{name} was accepted")
+    except openai.BadRequestError as err:
+        assert err.status_code == 400, err
+        assert err.body["param"] == name, err.body
+        assert err.body["code"] == "unsupported_parameter", err.body
+        print(f"refused {name}: {err.body['message']}")
+
+# 5. Hints are accepted, and defaults of refused options change nothing.
+hinted = client.chat.completions.create(
+    model=MODEL,
+    messages=[{"role": "user", "content": "hi"}],
+    user="u-1",
+    metadata={"team": "a"},
+    store=False,
+    top_p=1,
+    n=1,
+)
+print("hints accepted:", hinted.choices[0].finish_reason)
+print("request options: ok")

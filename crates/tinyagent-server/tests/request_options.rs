@@ -1,0 +1,171 @@
+//! Chat Completions request options, honoured or refused by name, through the official
+//! `openai` Python SDK (`tests/request_options.py`): the agent's model is the real OpenAI
+//! provider talking to a loopback server that answers in OpenAI's recorded stream format and
+//! records every request body it receives, so the test sees what reached the model.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::response::Response;
+use axum::routing::post;
+use common::{Running, agent};
+use serde_json::Value;
+use tinyagent_openai::{HttpConfig, OpenAiConfig, OpenAiModel};
+use tinyagent_server::Server;
+
+/// The provider's recorded stream (`stream_text.sse`), its text replaced by `content`.
+fn streamed_text(content: &str) -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tinyagent-openai/tests/fixtures/stream_text.sse"
+    );
+    let recorded = std::fs::read_to_string(path).expect("the recorded stream");
+    let frames: Vec<&str> = recorded
+        .split("\n\n")
+        .filter(|f| !f.trim().is_empty())
+        .collect();
+    let first = frames[0];
+    let one = frames[1].replace(
+        r#""content":"Hello""#,
+        &format!(r#""content":{}"#, serde_json::to_string(content).unwrap()),
+    );
+    let tail = &frames[frames.len() - 3..];
+    let mut out = vec![first.to_owned(), one];
+    out.extend(tail.iter().map(|f| (*f).to_owned()));
+    out.join("\n\n") + "\n\n"
+}
+
+/// A loopback Chat Completions server: answers each request with the next body, records each
+/// request's JSON.
+#[derive(Clone, Default)]
+struct ModelServer {
+    answers: Arc<Mutex<VecDeque<String>>>,
+    received: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ModelServer {
+    async fn start(answers: impl IntoIterator<Item = String>) -> (Self, String) {
+        let this = Self::default();
+        this.answers.lock().unwrap().extend(answers);
+        let state = this.clone();
+        let app = Router::new().route(
+            "/v1/chat/completions",
+            post(move |body: axum::Json<Value>| {
+                let state = state.clone();
+                async move {
+                    state.received.lock().unwrap().push(body.0);
+                    let answer = state
+                        .answers
+                        .lock()
+                        .unwrap()
+                        .pop_front()
+                        .expect("an answer");
+                    Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(Body::from(answer))
+                        .unwrap()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (this, url)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_options_are_honoured_or_refused_by_name() {
+    let check = Command::new("python3")
+        .args(["-c", "import openai, pydantic"])
+        .output();
+    match check {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "Python packages are missing: run `python3 -m pip install -r scripts/requirements-test.txt`: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("python3 is needed for the OpenAI SDK test and could not be run: {e}"),
+    }
+    let valid = r#"{"sentiment":"negative","stars":2,"summary":"The phone broke after a week."}"#;
+    let (models, url) = ModelServer::start([
+        // parse(): an answer missing fields, then one that fits.
+        streamed_text(r#"{"sentiment":"negative"}"#),
+        streamed_text(valid),
+        // tool_choice none, max_tokens 5.
+        streamed_text("15"),
+        // A streamed parse.
+        streamed_text(r#"{"sentiment":"positive","stars":5,"summary":"Great battery."}"#),
+        // Hints.
+        streamed_text("Hello!"),
+    ])
+    .await;
+    let config = OpenAiConfig::new("gpt-4o-mini")
+        .base_url(url)
+        .max_retries(0);
+    let model = OpenAiModel::new(config).unwrap();
+    let server = Running::start(
+        Server::new()
+            .agent(agent("calc", model))
+            .api_key("sk-python"),
+    )
+    .await;
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/request_options.py");
+    let base = server.url("/v1");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("python3")
+            .arg(script)
+            .env("TINYAGENT_BASE_URL", base)
+            .env("TINYAGENT_KEY", "sk-python")
+            .env("TINYAGENT_MODEL", "calc")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .expect("run python3")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "request_options.py failed:\n{stdout}\n{stderr}"
+    );
+    println!("{stdout}");
+    assert!(stdout.contains(&format!("parsed: {valid}")), "{stdout}");
+    assert!(stdout.contains("tool_choice none: 15"), "{stdout}");
+    assert!(stdout.contains("request options: ok"), "{stdout}");
+
+    let received = models.received.lock().unwrap().clone();
+    assert_eq!(received.len(), 5, "refused requests reach no model");
+    // parse(): the schema went to the model as structured output; the miss was shown to it.
+    assert_eq!(received[0]["response_format"]["type"], "json_schema");
+    assert_eq!(
+        received[0]["response_format"]["json_schema"]["name"],
+        "Review"
+    );
+    let feedback = received[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert!(
+        feedback
+            .as_str()
+            .unwrap()
+            .contains("not JSON of the required shape"),
+        "{feedback}"
+    );
+    // tool_choice none and a 5-token limit reached the model as such.
+    assert_eq!(received[2]["tool_choice"], "none");
+    let limit = received[2]
+        .get("max_completion_tokens")
+        .or_else(|| received[2].get("max_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap();
+    assert!(limit <= 5, "{}", received[2]);
+    // Hints changed nothing the model sees.
+    assert!(received[4].get("user").is_none() && received[4].get("metadata").is_none());
+}
