@@ -537,7 +537,9 @@ async fn among_500_more_tools_behind_a_search_the_demo_questions_get_their_tools
 fn tokens_are_counted_by_the_models_own_vocabulary() {
     let model = model();
     let english = model.count_tokens("Hello, world!").expect("a count");
-    let chinese = model.count_tokens("北京今天的天气怎么样？").expect("a count");
+    let chinese = model
+        .count_tokens("北京今天的天气怎么样？")
+        .expect("a count");
     // Qwen's vocabulary: "Hello", ",", " world", "!"; and Chinese by words, not characters.
     assert_eq!(english, 4);
     assert!((3..11).contains(&chinese), "{chinese}");
