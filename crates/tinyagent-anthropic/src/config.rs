@@ -2,8 +2,10 @@
 
 use std::fmt;
 
+use serde_json::Value;
+use tinyagent::ModelRequest;
 pub use tinyagent_http::ConfigError;
-use tinyagent_http::{HttpConfig, HttpSettings};
+use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
 
 /// The environment variable holding the API key, sent as `x-api-key`.
 pub const ENV_API_KEY: &str = "ANTHROPIC_API_KEY";
@@ -21,10 +23,6 @@ pub const API_VERSION: &str = "2023-06-01";
 
 /// The token limit sent when a request sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
-
-/// What [`AnthropicConfig::from_env`] asks for when nothing is set.
-const NOT_CONFIGURED: &str = "set ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL, default \
-     claude-sonnet-4-5, and ANTHROPIC_BASE_URL for a gateway)";
 
 /// How to reach the Anthropic Messages API, and how to talk to it.
 ///
@@ -78,10 +76,8 @@ pub struct AnthropicConfig {
 
 impl fmt::Debug for AnthropicConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicConfig")
-            .field("base_url", &tinyagent::redact::url(&self.base_url))
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
+        let (url, key) = (&self.base_url, self.api_key.as_ref());
+        tinyagent_http::debug_config(f, "AnthropicConfig", url, key, &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("thinking_tokens", &self.thinking_tokens)
             .field("http", &self.http)
@@ -118,12 +114,12 @@ impl AnthropicConfig {
 
     /// The configuration the environment gives: [`ENV_API_KEY`], [`ENV_BASE_URL`] (default
     /// [`DEFAULT_BASE_URL`]) and [`ENV_MODEL`] (default [`DEFAULT_MODEL`]). Empty variables
-    /// count as unset.
+    /// count as unset ([`tinyagent_http::from_lookup`]).
     ///
     /// Fails with [`ConfigError::NotConfigured`] when neither the key nor the base URL is
     /// set (a gateway in front of the API may need no key).
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        tinyagent_http::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
@@ -143,14 +139,7 @@ impl AnthropicConfig {
     /// # Ok::<(), tinyagent_anthropic::ConfigError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
-            .ok_or(ConfigError::NotConfigured {
-                help: NOT_CONFIGURED,
-            })?;
-        let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
-        config.base_url = env.base_url.unwrap_or(config.base_url);
-        config.api_key = env.api_key;
-        Ok(config)
+        tinyagent_http::from_lookup(lookup)
     }
 
     /// Sets the token limit sent when a request sets none (`None`: [`DEFAULT_MAX_TOKENS`]).
@@ -234,27 +223,49 @@ impl AnthropicConfig {
             format!("{base}/v1/messages")
         }
     }
-
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        tinyagent_http::check_base_url_and_model(
-            &self.base_url,
-            DEFAULT_BASE_URL,
-            &self.model,
-            ENV_MODEL,
-        )?;
-        if let Some(tokens) = self.thinking_tokens.filter(|t| *t < 1024) {
-            return Err(ConfigError::InvalidSetting {
-                setting: "thinking_tokens",
-                reason: format!("it is {tokens} tokens; the API's minimum is 1024"),
-            });
-        }
-        Ok(())
-    }
 }
 
-impl HttpConfig for AnthropicConfig {
-    fn http_settings(&mut self) -> &mut HttpSettings {
-        &mut self.http
+impl Provider for AnthropicConfig {
+    const INFO: ProviderInfo = ProviderInfo::new(
+        [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL],
+        "set ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL, default claude-sonnet-4-5, and \
+         ANTHROPIC_BASE_URL for a gateway)",
+        DEFAULT_BASE_URL,
+        concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")),
+    )
+    .key_header("x-api-key")
+    .headers(&[("anthropic-version", API_VERSION)])
+    .implied_max_tokens(DEFAULT_MAX_TOKENS)
+    .rejected_hint("a bad parameter, message order or tool schema");
+
+    fn common(&mut self) -> Common<'_> {
+        let Self {
+            base_url,
+            api_key,
+            model,
+            max_tokens,
+            http,
+            ..
+        } = self;
+        Common::new(base_url, api_key, model, max_tokens, http)
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        match self.thinking_tokens.filter(|t| *t < 1024) {
+            Some(tokens) => Err(ConfigError::InvalidSetting {
+                setting: "thinking_tokens",
+                reason: format!("it is {tokens} tokens; the API's minimum is 1024"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn endpoints(&self) -> [String; 2] {
+        [self.endpoint(), self.endpoint()]
+    }
+
+    fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
+        crate::wire::request_body(self, req, stream)
     }
 }
 
@@ -296,22 +307,23 @@ mod tests {
 
     #[test]
     fn validation() {
-        assert!(AnthropicConfig::new("m").validate().is_ok());
+        let check = |mut c: AnthropicConfig| tinyagent_http::check(&mut c);
+        assert!(check(AnthropicConfig::new("m")).is_ok());
         for bad in ["api.anthropic.com", "ftp://x", "http://", ""] {
             assert!(
                 matches!(
-                    AnthropicConfig::new("m").base_url(bad).validate(),
+                    check(AnthropicConfig::new("m").base_url(bad)),
                     Err(ConfigError::InvalidBaseUrl { .. })
                 ),
                 "{bad}"
             );
         }
         assert!(matches!(
-            AnthropicConfig::new(" ").validate(),
+            check(AnthropicConfig::new(" ")),
             Err(ConfigError::InvalidModel { .. })
         ));
         assert!(matches!(
-            AnthropicConfig::new("m").thinking_tokens(500).validate(),
+            check(AnthropicConfig::new("m").thinking_tokens(500)),
             Err(ConfigError::InvalidSetting {
                 setting: "thinking_tokens",
                 ..

@@ -7,9 +7,9 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use tinyagent::{ModelError, model::ModelErrorKind};
-use tinyagent_http::{field_text, snippet};
+use tinyagent_http::{Failure, Provider, describe, error_body, field_text, snippet};
 
-use crate::config::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL};
+use crate::AnthropicConfig;
 
 /// The parts of an error body.
 #[derive(Debug, Default)]
@@ -42,18 +42,13 @@ impl ApiError {
     }
 
     fn describe(&self) -> String {
-        let mut out = self.message.clone().unwrap_or_default();
-        let mut extra = Vec::new();
-        if let Some(kind) = &self.kind {
-            extra.push(format!("type {kind}"));
-        }
-        if let Some(id) = &self.request_id {
-            extra.push(format!("request {id}"));
-        }
-        if !extra.is_empty() {
-            out.push_str(&format!(" ({})", extra.join(", ")));
-        }
-        out
+        describe(
+            self.message.as_deref(),
+            [
+                self.kind.as_ref().map(|kind| format!("type {kind}")),
+                self.request_id.as_ref().map(|id| format!("request {id}")),
+            ],
+        )
     }
 
     fn is(&self, kind: &str) -> bool {
@@ -68,90 +63,36 @@ impl ApiError {
     }
 }
 
-/// The error for a response with a failing status.
+/// The error for a response with a failing status: the words every API shares
+/// ([`tinyagent_http::status_error`]), with Anthropic's own for a key not allowed, a request
+/// too large, a billing problem and an overloaded API.
 pub(crate) fn status_error(
+    config: &AnthropicConfig,
     status: StatusCode,
     body: &[u8],
-    key_sent: bool,
-    model: &str,
 ) -> ModelError {
-    let api = ApiError::parse(body);
-    let detail = match &api {
-        Some(api) => api.describe(),
-        None => snippet(body),
-    };
-    let api = api.unwrap_or_default();
-    let head = format!("HTTP {status}");
-    let (kind, message) = match status.as_u16() {
-        401 => (
+    let (api, detail) = error_body(body, ApiError::parse, ApiError::describe);
+    let failure = Failure::new(status, detail, &config.model, config.api_key.as_deref())
+        .too_long(api.says_too_long());
+    let own = match status.as_u16() {
+        403 => Some((
             ModelErrorKind::Authentication,
-            if key_sent {
-                format!(
-                    "{head}: the API key was refused (is {ENV_API_KEY} wrong or revoked?): {detail}"
-                )
-            } else {
-                format!(
-                    "{head}: the API wants a key and none was sent (set {ENV_API_KEY}): {detail}"
-                )
-            },
-        ),
-        403 => (
-            ModelErrorKind::Authentication,
-            format!(
-                "{head}: the API key may not use this model or feature (check the key's \
-                 workspace and permissions): {detail}"
-            ),
-        ),
-        404 => (
-            ModelErrorKind::InvalidRequest,
-            format!(
-                "{head}: not found; check the model name {model:?} ({ENV_MODEL}) and the base \
-                 URL ({ENV_BASE_URL}, such as {DEFAULT_BASE_URL}): {detail}"
-            ),
-        ),
-        413 => (
+            "the API key may not use this model or feature (check the key's workspace and \
+             permissions)",
+        )),
+        413 => Some((
             ModelErrorKind::ContextLengthExceeded,
-            format!("{head}: the request is too large for the API: {detail}"),
-        ),
-        402 => (
+            "the request is too large for the API",
+        )),
+        402 => Some((
             ModelErrorKind::RateLimited,
-            format!(
-                "{head}: a billing problem (waiting does not help; check the account's plan \
-                 and credit): {detail}"
-            ),
-        ),
-        429 => (
-            ModelErrorKind::RateLimited,
-            format!(
-                "{head}: rate limited (too many requests or tokens per minute for this key): \
-                 {detail}"
-            ),
-        ),
-        529 => (
-            ModelErrorKind::Unavailable,
-            format!("{head}: the API is overloaded: {detail}"),
-        ),
-        408 | 504 => (
-            ModelErrorKind::TimedOut,
-            format!("{head}: the API timed out: {detail}"),
-        ),
-        s if s >= 500 => (
-            ModelErrorKind::Unavailable,
-            format!("{head}: the API failed: {detail}"),
-        ),
-        _ if api.says_too_long() => (
-            ModelErrorKind::ContextLengthExceeded,
-            format!("{head}: the conversation is too long for the model: {detail}"),
-        ),
-        _ => (
-            ModelErrorKind::InvalidRequest,
-            format!(
-                "{head}: the request was rejected (a bad parameter, message order or tool \
-                 schema): {detail}"
-            ),
-        ),
+            "a billing problem (waiting does not help; check the account's plan and credit)",
+        )),
+        529 => Some((ModelErrorKind::Unavailable, "the API is overloaded")),
+        _ => None,
     };
-    let mut err = ModelError::new(kind, message);
+    let own = own.map(|(kind, what)| (kind, what.to_owned()));
+    let mut err = tinyagent_http::status_error(&AnthropicConfig::INFO, &failure, own);
     if status.as_u16() == 402 || api.is("billing_error") {
         err = err.retryable(false);
     }
@@ -187,33 +128,32 @@ mod tests {
 
     #[test]
     fn status_errors_quote_the_body_and_say_what_to_check() {
+        let (keyed, keyless) = (
+            AnthropicConfig::new("m").api_key("k"),
+            AnthropicConfig::new("m"),
+        );
         let body = br#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_1"}"#;
-        let e = status_error(StatusCode::UNAUTHORIZED, body, true, "m");
+        let e = status_error(&keyed, StatusCode::UNAUTHORIZED, body);
         assert_eq!(e.kind(), ModelErrorKind::Authentication);
         assert_eq!(
             e.message(),
             "HTTP 401 Unauthorized: the API key was refused (is ANTHROPIC_API_KEY wrong or \
-             revoked?): invalid x-api-key (type authentication_error, request req_1)"
+             expired?): invalid x-api-key (type authentication_error, request req_1)"
         );
-        let e = status_error(StatusCode::UNAUTHORIZED, b"", false, "m");
+        let e = status_error(&keyless, StatusCode::UNAUTHORIZED, b"");
         assert!(e.message().contains("none was sent"), "{e}");
         let overloaded =
             br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        let e = status_error(StatusCode::from_u16(529).unwrap(), overloaded, true, "m");
+        let e = status_error(&keyed, StatusCode::from_u16(529).unwrap(), overloaded);
         assert_eq!(e.kind(), ModelErrorKind::Unavailable);
         assert!(e.is_retryable());
         let long = br#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
-        let e = status_error(StatusCode::BAD_REQUEST, long, true, "m");
+        let e = status_error(&keyed, StatusCode::BAD_REQUEST, long);
         assert_eq!(e.kind(), ModelErrorKind::ContextLengthExceeded);
         let billing = br#"{"type":"error","error":{"type":"billing_error","message":"credit balance too low"}}"#;
-        let e = status_error(StatusCode::BAD_REQUEST, billing, true, "m");
+        let e = status_error(&keyed, StatusCode::BAD_REQUEST, billing);
         assert!(!e.is_retryable());
-        let e = status_error(
-            StatusCode::BAD_GATEWAY,
-            b"<html>bad gateway</html>",
-            true,
-            "m",
-        );
+        let e = status_error(&keyed, StatusCode::BAD_GATEWAY, b"<html>bad gateway</html>");
         assert!(e.is_retryable());
         assert!(e.message().contains("<html>bad gateway"), "{e}");
     }

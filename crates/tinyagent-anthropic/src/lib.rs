@@ -55,7 +55,7 @@
 //!   404 and 400 become errors quoting the API's message and saying what to check;
 //! - timeouts bound every wait (connecting, the first byte, the silence between two events,
 //!   the whole call with its retries) and a reply larger than
-//!   [`AnthropicConfig::max_reply_bytes`] is cut off, as in the other HTTP providers (the
+//!   [`max_reply_bytes`](HttpConfig::max_reply_bytes) is cut off, as in the other HTTP providers (the
 //!   plumbing is `tinyagent-http`'s);
 //! - a reply cut by the token limit (`stop_reason: "max_tokens"`) is
 //!   [`FinishReason::Length`](tinyagent::model::FinishReason::Length) even with tool calls in it,

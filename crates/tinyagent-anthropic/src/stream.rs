@@ -35,7 +35,7 @@ enum Block {
 
 /// The state of one streamed message.
 #[derive(Debug, Default)]
-pub(crate) struct Assembler {
+pub struct Assembler {
     /// The blocks, by their `index`.
     blocks: Vec<(u64, Block)>,
     stop_reason: Option<String>,

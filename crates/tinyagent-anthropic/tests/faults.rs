@@ -50,8 +50,8 @@ async fn a_429_that_does_not_pass_says_rate_limited() {
     assert_eq!(err.kind(), ModelErrorKind::RateLimited);
     assert_eq!(
         err.message(),
-        "HTTP 429 Too Many Requests: rate limited (too many requests or tokens per minute for \
-         this key): This request would exceed the rate limit for your organization of 50 input \
+        "HTTP 429 Too Many Requests: rate limited (too many requests or tokens per minute): \
+         This request would exceed the rate limit for your organization of 50 input \
          tokens per minute. (type rate_limit_error, request req_011CSHoEeqs5C35K2UUqR7Fy)"
     );
     assert_eq!(validated_bodies(&server).await.len(), 3, "1 + 2 retries");

@@ -408,7 +408,7 @@ async fn error_bodies_become_clear_errors() {
     assert_eq!(
         err.message(),
         "HTTP 401 Unauthorized: the API key was refused (is ANTHROPIC_API_KEY wrong or \
-         revoked?): invalid x-api-key (type authentication_error, request \
+         expired?): invalid x-api-key (type authentication_error, request \
          req_011CSHoEeqs5C35K2UUqR7Fy)"
     );
     let err = error_for(403, "error_403.json").await;

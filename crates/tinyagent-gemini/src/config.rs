@@ -2,8 +2,10 @@
 
 use std::fmt;
 
+use serde_json::Value;
+use tinyagent::ModelRequest;
 pub use tinyagent_http::ConfigError;
-use tinyagent_http::{HttpConfig, HttpSettings};
+use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
 
 /// The environment variable holding the API key, sent as `x-goog-api-key`.
 pub const ENV_API_KEY: &str = "GEMINI_API_KEY";
@@ -19,10 +21,6 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1
 pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
 /// The token limit (`maxOutputTokens`) sent when a request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
-
-/// What [`GeminiConfig::from_env`] asks for when nothing is set.
-const NOT_CONFIGURED: &str = "set GEMINI_API_KEY (and optionally GEMINI_MODEL, default \
-     gemini-2.5-flash, and GEMINI_BASE_URL for a gateway)";
 
 /// How to reach the Gemini API, and how to talk to it.
 ///
@@ -61,10 +59,8 @@ pub struct GeminiConfig {
 
 impl fmt::Debug for GeminiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeminiConfig")
-            .field("base_url", &tinyagent::redact::url(&self.base_url))
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
+        let (url, key) = (&self.base_url, self.api_key.as_ref());
+        tinyagent_http::debug_config(f, "GeminiConfig", url, key, &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("http", &self.http)
             .finish()
@@ -92,10 +88,10 @@ impl GeminiConfig {
 
     /// The configuration the environment gives: [`ENV_API_KEY`], [`ENV_BASE_URL`] (default
     /// [`DEFAULT_BASE_URL`]) and [`ENV_MODEL`] (default [`DEFAULT_MODEL`]). Empty variables
-    /// count as unset. Fails with [`ConfigError::NotConfigured`] when neither the key nor the
-    /// base URL is set.
+    /// count as unset ([`tinyagent_http::from_lookup`]). Fails with
+    /// [`ConfigError::NotConfigured`] when neither the key nor the base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        tinyagent_http::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Like [`from_env`](Self::from_env), reading variables through `lookup`.
@@ -112,14 +108,7 @@ impl GeminiConfig {
     /// # Ok::<(), tinyagent_gemini::ConfigError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
-            .ok_or(ConfigError::NotConfigured {
-                help: NOT_CONFIGURED,
-            })?;
-        let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
-        config.base_url = env.base_url.unwrap_or(config.base_url);
-        config.api_key = env.api_key;
-        Ok(config)
+        tinyagent_http::from_lookup(lookup)
     }
 
     /// Sets the token limit sent when a request sets none (`None`: send none).
@@ -184,32 +173,51 @@ impl GeminiConfig {
         self.http = http;
         self
     }
-
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        tinyagent_http::check_base_url_and_model(
-            &self.base_url,
-            DEFAULT_BASE_URL,
-            &self.model,
-            ENV_MODEL,
-        )?;
-        // The name goes into the URL path.
-        let ok = |c: char| c.is_ascii_alphanumeric() || "-_./@".contains(c);
-        if !self.model.trim().chars().all(ok) {
-            return Err(ConfigError::InvalidModel {
-                model: self.model.clone(),
-                reason: format!(
-                    "only letters, digits and -_./@ are allowed: set it with `model(..)` or \
-                     {ENV_MODEL}"
-                ),
-            });
-        }
-        Ok(())
-    }
 }
 
-impl HttpConfig for GeminiConfig {
-    fn http_settings(&mut self) -> &mut HttpSettings {
-        &mut self.http
+impl Provider for GeminiConfig {
+    const INFO: ProviderInfo = ProviderInfo::new(
+        [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL],
+        "set GEMINI_API_KEY (and optionally GEMINI_MODEL, default gemini-2.5-flash, and \
+         GEMINI_BASE_URL for a gateway)",
+        DEFAULT_BASE_URL,
+        concat!("tinyagent-gemini/", env!("CARGO_PKG_VERSION")),
+    )
+    .key_header("x-goog-api-key")
+    .rejected_hint("a bad parameter or tool schema");
+
+    fn common(&mut self) -> Common<'_> {
+        let Self {
+            base_url,
+            api_key,
+            model,
+            max_tokens,
+            http,
+        } = self;
+        Common::new(base_url, api_key, model, max_tokens, http)
+    }
+
+    /// The name goes into the URL path.
+    fn check(&self) -> Result<(), ConfigError> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || "-_./@".contains(c);
+        if self.model.trim().chars().all(ok) {
+            return Ok(());
+        }
+        Err(ConfigError::InvalidModel {
+            model: self.model.clone(),
+            reason: format!(
+                "only letters, digits and -_./@ are allowed: set it with `model(..)` or {ENV_MODEL}"
+            ),
+        })
+    }
+
+    fn endpoints(&self) -> [String; 2] {
+        [self.endpoint(), self.stream_endpoint()]
+    }
+
+    /// The same body for both endpoints.
+    fn request_body(&self, req: &ModelRequest, _stream: bool) -> Value {
+        crate::wire::request_body(self, req)
     }
 }
 
@@ -231,13 +239,14 @@ mod tests {
                 .stream_endpoint(),
             "http://h/v1beta/models/x:streamGenerateContent?alt=sse"
         );
-        assert!(c.validate().is_ok());
+        let check = |mut c: GeminiConfig| tinyagent_http::check(&mut c);
+        assert!(check(c.clone()).is_ok());
         assert!(matches!(
-            GeminiConfig::new("a b").validate(),
+            check(GeminiConfig::new("a b")),
             Err(ConfigError::InvalidModel { .. })
         ));
         assert!(matches!(
-            GeminiConfig::new("m").base_url("x").validate(),
+            check(GeminiConfig::new("m").base_url("x")),
             Err(ConfigError::InvalidBaseUrl { .. })
         ));
         assert!(!format!("{:?}", c.api_key("AIza-secret")).contains("AIza-secret"));

@@ -6,9 +6,10 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use tinyagent::{ModelError, model::ModelErrorKind};
-use tinyagent_http::{field_text, snippet};
+use tinyagent_http::{Failure, Provider, error_body, field_text};
 
-use crate::config::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL};
+use crate::GeminiConfig;
+use crate::config::ENV_API_KEY;
 
 /// The message, status and first reason of an error object.
 fn parts(err: &Value) -> (Option<String>, Option<String>, Option<String>) {
@@ -25,66 +26,48 @@ fn parts(err: &Value) -> (Option<String>, Option<String>, Option<String>) {
 
 fn describe(err: &Value) -> String {
     let (message, status, reason) = parts(err);
-    let mut out = message.unwrap_or_default();
-    let extra: Vec<String> = [status, reason].into_iter().flatten().collect();
-    if !extra.is_empty() {
-        out.push_str(&format!(" ({})", extra.join(", ")));
-    }
-    out
+    tinyagent_http::describe(message.as_deref(), [status, reason])
 }
 
-/// The error for a response with a failing status.
-pub(crate) fn status_error(status: StatusCode, body: &[u8], model: &str) -> ModelError {
-    let err = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("error").cloned())
-        .filter(|e| e.get("message").is_some());
-    let detail = err.as_ref().map_or_else(|| snippet(body), describe);
-    let (_, _, reason) = err.as_ref().map(parts).unwrap_or_default();
-    let head = format!("HTTP {status}");
+/// The error object of a body, when it has a message.
+fn parse(body: &[u8]) -> Option<Value> {
+    let value = serde_json::from_slice::<Value>(body).ok()?;
+    value
+        .get("error")
+        .filter(|e| e.get("message").is_some())
+        .cloned()
+}
+
+/// The error for a response with a failing status: the words every API shares
+/// ([`tinyagent_http::status_error`]), with Gemini's own for a key refused (its 400, 401 and
+/// 403) and a rate limit (a quota, too).
+pub(crate) fn status_error(config: &GeminiConfig, status: StatusCode, body: &[u8]) -> ModelError {
+    let (err, detail) = error_body(body, parse, describe);
+    let (_, _, reason) = parts(&err);
     let key_problem =
         reason.as_deref() == Some("API_KEY_INVALID") || detail.contains("API key not valid");
-    let (kind, message) = match status.as_u16() {
-        400 if key_problem => (
+    let too_long = detail.contains("exceeds the maximum number of tokens");
+    let failure =
+        Failure::new(status, detail, &config.model, config.api_key.as_deref()).too_long(too_long);
+    let own = match status.as_u16() {
+        400 if key_problem => Some((
             ModelErrorKind::Authentication,
-            format!("{head}: the API key was refused (is {ENV_API_KEY} wrong?): {detail}"),
-        ),
-        401 | 403 => (
+            format!("the API key was refused (is {ENV_API_KEY} wrong?)"),
+        )),
+        401 | 403 => Some((
             ModelErrorKind::Authentication,
             format!(
-                "{head}: the API key was refused or may not use this model (check \
-                 {ENV_API_KEY} and the key's project): {detail}"
+                "the API key was refused or may not use this model (check {ENV_API_KEY} and the \
+                 key's project)"
             ),
-        ),
-        404 => (
-            ModelErrorKind::InvalidRequest,
-            format!(
-                "{head}: not found; check the model name {model:?} ({ENV_MODEL}) and the base \
-                 URL ({ENV_BASE_URL}, such as {DEFAULT_BASE_URL}): {detail}"
-            ),
-        ),
-        429 => (
+        )),
+        429 => Some((
             ModelErrorKind::RateLimited,
-            format!("{head}: rate limited or out of quota (RESOURCE_EXHAUSTED): {detail}"),
-        ),
-        504 => (
-            ModelErrorKind::TimedOut,
-            format!("{head}: the API timed out: {detail}"),
-        ),
-        s if s >= 500 => (
-            ModelErrorKind::Unavailable,
-            format!("{head}: the API failed: {detail}"),
-        ),
-        _ if detail.contains("exceeds the maximum number of tokens") => (
-            ModelErrorKind::ContextLengthExceeded,
-            format!("{head}: the conversation is too long for the model: {detail}"),
-        ),
-        _ => (
-            ModelErrorKind::InvalidRequest,
-            format!("{head}: the request was rejected (a bad parameter or tool schema): {detail}"),
-        ),
+            "rate limited or out of quota (RESOURCE_EXHAUSTED)".to_owned(),
+        )),
+        _ => None,
     };
-    ModelError::new(kind, message)
+    tinyagent_http::status_error(&GeminiConfig::INFO, &failure, own)
 }
 
 /// The error for an `error` object in a 200 body or a stream event.
@@ -109,6 +92,10 @@ pub(crate) fn error_in_body(err: &Value) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn status_error(status: StatusCode, body: &[u8], model: &str) -> ModelError {
+        super::status_error(&GeminiConfig::new(model), status, body)
+    }
 
     #[test]
     fn error_bodies() {

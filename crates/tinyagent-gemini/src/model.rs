@@ -1,17 +1,12 @@
 //! [`GeminiModel`]: the [`Model`] over HTTP, with retries and streaming.
 
-use std::sync::Arc;
-
-use futures::stream::{self, BoxStream};
+use futures::stream::BoxStream;
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
-use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
+use tinyagent_http::{HttpModel, Protocol};
 
 use crate::config::{ConfigError, DEFAULT_BASE_URL, GeminiConfig};
-use crate::error::status_error;
 use crate::stream::Assembler;
-use crate::wire;
 
 /// A [`Model`] for the Gemini API: `generateContent` for [`Model::generate`],
 /// `streamGenerateContent?alt=sse` for [`Model::stream`] (what agents call).
@@ -35,36 +30,18 @@ use crate::wire;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct GeminiModel {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    config: GeminiConfig,
-    generate: Transport<GeminiApi>,
-    stream: Transport<GeminiApi>,
-}
+pub struct GeminiModel(HttpModel<GeminiConfig>);
 
 /// The Gemini API's wire format, as the shared transport needs it.
-#[derive(Debug)]
-struct GeminiApi {
-    model: String,
-}
-
-impl Protocol for GeminiApi {
+impl Protocol for GeminiConfig {
     type Decoder = Assembler;
 
-    fn decoder(&self) -> Assembler {
-        Assembler::default()
-    }
-
     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError {
-        status_error(status, body, &self.model)
+        crate::error::status_error(self, status, body)
     }
 
     fn parse_response(&self, body: &[u8], req: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        wire::parse_response(body, &req.tools)
+        crate::wire::parse_response(body, &req.tools)
     }
 
     fn base_url_hint(&self) -> String {
@@ -75,49 +52,14 @@ impl Protocol for GeminiApi {
     }
 }
 
+/// The shared [`HttpModel`] does the work; these say what it does for Gemini.
 impl GeminiModel {
     /// A model with this configuration.
     ///
     /// Fails when the base URL is not an HTTP(S) URL, the model name is empty or not a path
     /// segment, or a header (the key included) is not a valid header value.
     pub fn new(config: GeminiConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.insert(
-                "x-goog-api-key",
-                key_header(key).map_err(ConfigError::Client)?,
-            );
-        }
-        let client = build_client(
-            headers,
-            &config.http.headers,
-            concat!("tinyagent-gemini/", env!("CARGO_PKG_VERSION")),
-            config.http.connect_timeout,
-        )
-        .map_err(ConfigError::Client)?;
-        let transport = |endpoint: String| {
-            Transport::new(
-                client.clone(),
-                endpoint,
-                config.base_url.clone(),
-                config.model.clone(),
-                config.http.clone(),
-                config.max_tokens,
-                GeminiApi {
-                    model: config.model.clone(),
-                },
-            )
-        };
-        let generate = transport(config.endpoint());
-        let stream = transport(config.stream_endpoint());
-        Ok(Self {
-            inner: Arc::new(Inner {
-                config,
-                generate,
-                stream,
-            }),
-        })
+        HttpModel::new(config).map(Self)
     }
 
     /// A model configured from the environment (see [`GeminiConfig::from_env`]).
@@ -127,7 +69,7 @@ impl GeminiModel {
 
     /// The configuration.
     pub fn config(&self) -> &GeminiConfig {
-        &self.inner.config
+        self.0.config()
     }
 
     /// The JSON body this model sends for `req` (the same for both endpoints).
@@ -145,32 +87,27 @@ impl GeminiModel {
     /// # Ok::<(), tinyagent_gemini::ConfigError>(())
     /// ```
     pub fn request_body(&self, req: &ModelRequest) -> serde_json::Value {
-        wire::request_body(&self.inner.config, req)
+        self.0.request_body(req, false)
     }
 }
 
+/// Forwards to the shared [`HttpModel`].
 impl Model for GeminiModel {
     fn name(&self) -> &str {
-        &self.inner.config.model
+        self.0.name()
     }
 
     fn generate<'a>(
         &'a self,
         req: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
-            let body = serialize(&wire::request_body(&self.inner.config, req))?;
-            self.inner.generate.generate(body, req).await
-        })
+        self.0.generate(req)
     }
 
     fn stream<'a>(
         &'a self,
         req: &'a ModelRequest,
     ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        match serialize(&wire::request_body(&self.inner.config, req)) {
-            Ok(body) => self.inner.stream.stream(body, req),
-            Err(e) => Box::pin(stream::once(async move { Err(e) })),
-        }
+        self.0.stream(req)
     }
 }

@@ -10,7 +10,7 @@ use crate::wire;
 
 /// The state of one streamed answer.
 #[derive(Debug, Default)]
-pub(crate) struct Assembler {
+pub struct Assembler {
     parts: Vec<Part>,
     finish_reason: Option<String>,
     usage: Option<Value>,

@@ -85,6 +85,11 @@ impl<P: Protocol> Transport<P> {
         &self.endpoint
     }
 
+    /// The model named in errors and logs.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
     /// The HTTP settings calls run within.
     pub fn settings(&self) -> &HttpSettings {
         &self.limits
@@ -276,7 +281,7 @@ impl<P: Protocol> Transport<P> {
             body: bytes::Bytes::from(body),
             phase: Phase::Connect,
             pending: VecDeque::new(),
-            decoder: self.protocol.decoder(),
+            decoder: P::Decoder::default(),
             budget: Attempts::new(&self.limits),
             shown: false,
             restart: None,
@@ -488,7 +493,7 @@ impl<P: Protocol> StreamState<'_, P> {
             Ok(()) => {
                 // What was queued but not shown is dropped with the attempt.
                 self.pending.clear();
-                self.decoder = self.transport.protocol.decoder();
+                self.decoder = P::Decoder::default();
                 self.phase = Phase::Connect;
                 if shown {
                     self.restart = Some(format!(
@@ -511,7 +516,7 @@ impl<P: Protocol> StreamState<'_, P> {
 
     fn done(&mut self) -> Result<ModelEvent, ModelError> {
         self.phase = Phase::Over;
-        let decoder = std::mem::replace(&mut self.decoder, self.transport.protocol.decoder());
+        let decoder = std::mem::take(&mut self.decoder);
         let response = decoder.finish()?;
         tracing::debug!(
             gen_ai.request.model = %self.transport.model,

@@ -17,7 +17,11 @@
 //!
 //! A provider implements [`Protocol`] (its error bodies, its complete responses, a decoder
 //! for its stream) and builds a [`Transport`] with its own `reqwest::Client`, which carries
-//! its headers.
+//! its headers. A provider whose configuration implements [`Provider`] as well (its names,
+//! defaults, endpoints and request body) has the rest in common with the others: reading
+//! the environment ([`from_lookup`]), the checks of its base URL and model, its headers,
+//! and the [`Model`](tinyagent::Model) itself ([`HttpModel`]); a failing status is worded
+//! alike for every provider ([`status_error`]) unless it has words of its own.
 //!
 //! The `testing` feature adds `tinyagent_http::testing`: the helpers of the providers'
 //! loopback tests (a model's whole stream within a bound, replies in sequence, a server that
@@ -31,8 +35,11 @@ mod call;
 mod config_error;
 mod errors;
 mod limits;
+mod model;
 mod protocol;
+mod provider;
 mod settings;
+mod status;
 mod turns;
 
 #[cfg(feature = "server")]
@@ -51,8 +58,11 @@ pub use errors::{
     transport_error, unexpected_body,
 };
 pub use limits::{Attempts, Limit, backoff, far_future, secs};
+pub use model::HttpModel;
 pub use protocol::{Decoder, Flow, Protocol};
+pub use provider::{Common, Provider, ProviderInfo, check, debug_config, from_lookup};
 pub use settings::{
     EnvSettings, HttpConfig, HttpSettings, build_client, env_settings, is_http_url, key_header,
 };
+pub use status::{Failure, describe, error_body, status_error};
 pub use turns::system_and_turns;

@@ -16,7 +16,7 @@ pub enum Flow {
 }
 
 /// Turns one streamed reply's server-sent events into [`ModelEvent`]s and, at the end, the
-/// complete [`ModelResponse`]. A fresh decoder is made for every attempt. [`Protocol`]'s
+/// complete [`ModelResponse`]. A fresh decoder (its [`Default`]) is made for every attempt. [`Protocol`]'s
 /// example implements both.
 pub trait Decoder: Send {
     /// Reads one event (its `event:` name, empty when there is none, and its `data`),
@@ -89,7 +89,6 @@ pub trait Decoder: Send {
 ///
 /// impl Protocol for Plain {
 ///     type Decoder = PlainDecoder;
-///     fn decoder(&self) -> PlainDecoder { PlainDecoder::default() }
 ///     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError {
 ///         ModelError::new(ModelErrorKind::Unavailable, format!("{status}: {}", String::from_utf8_lossy(body)))
 ///     }
@@ -131,11 +130,8 @@ pub trait Decoder: Send {
 /// # }
 /// ```
 pub trait Protocol: Send + Sync {
-    /// The decoder of a streamed reply.
-    type Decoder: Decoder;
-
-    /// A decoder for a new attempt.
-    fn decoder(&self) -> Self::Decoder;
+    /// The decoder of a streamed reply; a fresh one (its [`Default`]) reads each attempt.
+    type Decoder: Decoder + Default;
 
     /// The error of a response with a failing status (`body`: at most 64 KiB of it).
     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError;

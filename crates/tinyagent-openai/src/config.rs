@@ -2,8 +2,10 @@
 
 use std::fmt;
 
+use serde_json::Value;
+use tinyagent::ModelRequest;
 pub use tinyagent_http::ConfigError;
-use tinyagent_http::{HttpConfig, HttpSettings};
+use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
 
 /// The environment variable holding the API key (optional for servers that need none).
 pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
@@ -33,11 +35,6 @@ pub enum MaxTokensField {
     /// Always `max_completion_tokens`.
     MaxCompletionTokens,
 }
-
-/// What [`OpenAiConfig::from_env`] asks for when nothing is set.
-const NOT_CONFIGURED: &str = "set OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL (for any \
-     compatible server, such as http://localhost:11434/v1 for Ollama), and optionally \
-     OPENAI_MODEL (default gpt-4o-mini)";
 
 /// How to reach an OpenAI-compatible Chat Completions server, and how to talk to it.
 ///
@@ -88,10 +85,8 @@ pub struct OpenAiConfig {
 
 impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &tinyagent::redact::url(&self.base_url))
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
+        let (url, key) = (&self.base_url, self.api_key.as_ref());
+        tinyagent_http::debug_config(f, "OpenAiConfig", url, key, &self.model)
             .field("strict_tools", &self.strict_tools)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
             .field("stream_usage", &self.stream_usage)
@@ -127,12 +122,10 @@ impl OpenAiConfig {
 
     /// The configuration the environment gives: [`ENV_BASE_URL`] (default
     /// [`DEFAULT_BASE_URL`]), [`ENV_API_KEY`] (optional) and [`ENV_MODEL`] (default
-    /// [`DEFAULT_MODEL`]). Empty variables count as unset.
-    ///
-    /// Fails with [`ConfigError::NotConfigured`] when neither the key nor the base URL is set,
-    /// so a program can tell the user what to set instead of calling OpenAI without a key.
+    /// [`DEFAULT_MODEL`]), read as [`tinyagent_http::from_lookup`] says; fails with
+    /// [`ConfigError::NotConfigured`] when neither the key nor the base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        tinyagent_http::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
@@ -152,14 +145,7 @@ impl OpenAiConfig {
     /// # Ok::<(), tinyagent_openai::ConfigError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let env = tinyagent_http::env_settings(lookup, [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL])
-            .ok_or(ConfigError::NotConfigured {
-                help: NOT_CONFIGURED,
-            })?;
-        let mut config = Self::new(env.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()));
-        config.base_url = env.base_url.unwrap_or(config.base_url);
-        config.api_key = env.api_key;
-        Ok(config)
+        tinyagent_http::from_lookup(lookup)
     }
 
     /// Sends tool schemas in the strict dialect (see [`strict_tools`](Self::strict_tools)).
@@ -219,7 +205,7 @@ impl OpenAiConfig {
     }
 
     /// Sets how requests are made (see [`HttpSettings`]; its setters also work on the
-    /// configuration itself, through [`HttpConfig`]).
+    /// configuration itself, through [`HttpConfig`](crate::HttpConfig)).
     #[must_use]
     pub fn http(mut self, http: HttpSettings) -> Self {
         self.http = http;
@@ -241,20 +227,36 @@ impl OpenAiConfig {
         let host = rest.split(['/', ':']).next().unwrap_or_default();
         host.eq_ignore_ascii_case("api.openai.com")
     }
-
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        tinyagent_http::check_base_url_and_model(
-            &self.base_url,
-            DEFAULT_BASE_URL,
-            &self.model,
-            ENV_MODEL,
-        )
-    }
 }
 
-impl HttpConfig for OpenAiConfig {
-    fn http_settings(&mut self) -> &mut HttpSettings {
-        &mut self.http
+impl Provider for OpenAiConfig {
+    const INFO: ProviderInfo = ProviderInfo::new(
+        [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL],
+        "set OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL (for any compatible server, such \
+         as http://localhost:11434/v1 for Ollama), and optionally OPENAI_MODEL (default \
+         gpt-4o-mini)",
+        DEFAULT_BASE_URL,
+        concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
+    );
+
+    fn common(&mut self) -> Common<'_> {
+        let Self {
+            base_url,
+            api_key,
+            model,
+            max_tokens,
+            http,
+            ..
+        } = self;
+        Common::new(base_url, api_key, model, max_tokens, http)
+    }
+
+    fn endpoints(&self) -> [String; 2] {
+        [self.endpoint(), self.endpoint()]
+    }
+
+    fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
+        crate::wire::request_body(self, req, stream)
     }
 }
 
@@ -295,18 +297,19 @@ mod tests {
 
     #[test]
     fn validation() {
-        assert!(OpenAiConfig::new("m").validate().is_ok());
+        let check = |mut c: OpenAiConfig| tinyagent_http::check(&mut c);
+        assert!(check(OpenAiConfig::new("m")).is_ok());
         for bad in ["localhost:8080", "ftp://x", "http://", ""] {
             assert!(
                 matches!(
-                    OpenAiConfig::new("m").base_url(bad).validate(),
+                    check(OpenAiConfig::new("m").base_url(bad)),
                     Err(ConfigError::InvalidBaseUrl { .. })
                 ),
                 "{bad}"
             );
         }
         assert!(matches!(
-            OpenAiConfig::new(" ").validate(),
+            check(OpenAiConfig::new(" ")),
             Err(ConfigError::InvalidModel { .. })
         ));
     }

@@ -3,7 +3,9 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use tinyagent::{ModelError, model::ModelErrorKind};
-use tinyagent_http::{bounded, field_text, snippet};
+use tinyagent_http::{Failure, Provider, bounded, describe, error_body, field_text, snippet};
+
+use crate::OpenAiConfig;
 
 /// The parts of an OpenAI error body: `{"error": {"message", "type", "param", "code"}}`
 /// (also accepted: `{"error": "text"}`, `{"message": "text"}`, `{"detail": "text"}`).
@@ -47,21 +49,14 @@ impl ApiError {
     }
 
     fn describe(&self) -> String {
-        let mut out = self.message.clone().unwrap_or_default();
-        let mut extra = Vec::new();
-        if let Some(kind) = &self.kind {
-            extra.push(format!("type {kind}"));
-        }
-        if let Some(code) = &self.code {
-            extra.push(format!("code {code}"));
-        }
-        if let Some(param) = &self.param {
-            extra.push(format!("param {param}"));
-        }
-        if !extra.is_empty() {
-            out.push_str(&format!(" ({})", extra.join(", ")));
-        }
-        out
+        describe(
+            self.message.as_deref(),
+            [
+                self.kind.as_ref().map(|kind| format!("type {kind}")),
+                self.code.as_ref().map(|code| format!("code {code}")),
+                self.param.as_ref().map(|param| format!("param {param}")),
+            ],
+        )
     }
 
     fn is(&self, what: &str) -> bool {
@@ -69,73 +64,31 @@ impl ApiError {
     }
 }
 
-/// The error for a response with a failing status.
-pub(crate) fn status_error(
-    status: StatusCode,
-    body: &[u8],
-    key_sent: bool,
-    model: &str,
-) -> ModelError {
-    let api = ApiError::parse(body);
-    let detail = match &api {
-        Some(api) => api.describe(),
-        None => snippet(body),
-    };
-    let api = api.unwrap_or_default();
-    let head = format!("HTTP {status}");
-    let (kind, message) = match status.as_u16() {
-        401 => (
-            ModelErrorKind::Authentication,
-            if key_sent {
-                format!(
-                    "{head}: the API key was refused (is OPENAI_API_KEY wrong or expired?): {detail}"
-                )
-            } else {
-                format!(
-                    "{head}: the server wants an API key and none was sent (set OPENAI_API_KEY): {detail}"
-                )
-            },
-        ),
-        403 => (
-            ModelErrorKind::Authentication,
-            format!("{head}: the API key may not use this model or endpoint: {detail}"),
-        ),
-        404 => (
+/// The error for a response with a failing status: the words every API shares
+/// ([`tinyagent_http::status_error`]), with OpenAI's own for a 404 and an account out of
+/// quota.
+pub(crate) fn status_error(config: &OpenAiConfig, status: StatusCode, body: &[u8]) -> ModelError {
+    let (api, detail) = error_body(body, ApiError::parse, ApiError::describe);
+    let failure = Failure::new(status, detail, &config.model, config.api_key.as_deref())
+        .too_long(api.is("context_length_exceeded"));
+    let own = match status.as_u16() {
+        404 => Some((
             ModelErrorKind::InvalidRequest,
             format!(
-                "{head}: not found; check the base URL (OPENAI_BASE_URL, usually ending in /v1) \
-                 and the model name {model:?} (OPENAI_MODEL): {detail}"
+                "not found; check the base URL (OPENAI_BASE_URL, usually ending in /v1) and the \
+                 model name {:?} (OPENAI_MODEL)",
+                config.model
             ),
-        ),
-        429 if api.is("insufficient_quota") => (
+        )),
+        429 if api.is("insufficient_quota") => Some((
             ModelErrorKind::RateLimited,
-            format!(
-                "{head}: out of quota: the account has no credit left for this API (waiting does \
-                 not help; check its plan and billing): {detail}"
-            ),
-        ),
-        429 => (
-            ModelErrorKind::RateLimited,
-            format!("{head}: rate limited (too many requests or tokens per minute): {detail}"),
-        ),
-        408 => (
-            ModelErrorKind::TimedOut,
-            format!("{head}: the server timed out: {detail}"),
-        ),
-        s if s >= 500 => (
-            ModelErrorKind::Unavailable,
-            format!("{head}: the server failed: {detail}"),
-        ),
-        _ if api.is("context_length_exceeded") => (
-            ModelErrorKind::ContextLengthExceeded,
-            format!("{head}: the conversation is too long for the model: {detail}"),
-        ),
-        _ => (
-            ModelErrorKind::InvalidRequest,
-            format!("{head}: the request was rejected: {detail}"),
-        ),
+            "out of quota: the account has no credit left for this API (waiting does not help; \
+             check its plan and billing)"
+                .to_owned(),
+        )),
+        _ => None,
     };
-    let mut err = ModelError::new(kind, message);
+    let mut err = tinyagent_http::status_error(&OpenAiConfig::INFO, &failure, own);
     if api.is("insufficient_quota") {
         // Out of credit: waiting does not help.
         err = err.retryable(false);
@@ -172,30 +125,30 @@ mod tests {
 
     #[test]
     fn status_errors() {
+        let (keyed, keyless) = (OpenAiConfig::new("m").api_key("k"), OpenAiConfig::new("m"));
         let body = br#"{"error":{"message":"Incorrect API key provided: sk-xx.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
-        let e = status_error(StatusCode::UNAUTHORIZED, body, true, "m");
+        let e = status_error(&keyed, StatusCode::UNAUTHORIZED, body);
         assert_eq!(e.kind(), ModelErrorKind::Authentication);
         assert!(e.message().contains("OPENAI_API_KEY"), "{e}");
         assert!(e.message().contains("Incorrect API key"), "{e}");
-        let e = status_error(StatusCode::UNAUTHORIZED, b"", false, "m");
+        let e = status_error(&keyless, StatusCode::UNAUTHORIZED, b"");
         assert!(e.message().contains("none was sent"), "{e}");
         let e = status_error(
+            &keyless,
             StatusCode::BAD_GATEWAY,
             b"<html>bad gateway</html>",
-            false,
-            "m",
         );
         assert_eq!(e.kind(), ModelErrorKind::Unavailable);
         assert!(e.is_retryable());
         assert!(e.message().contains("<html>bad gateway"), "{e}");
         let quota = br#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
-        let e = status_error(StatusCode::TOO_MANY_REQUESTS, quota, true, "m");
+        let e = status_error(&keyed, StatusCode::TOO_MANY_REQUESTS, quota);
         assert_eq!(e.kind(), ModelErrorKind::RateLimited);
         assert!(!e.is_retryable());
         let ctx = br#"{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
-        let e = status_error(StatusCode::BAD_REQUEST, ctx, true, "m");
+        let e = status_error(&keyed, StatusCode::BAD_REQUEST, ctx);
         assert_eq!(e.kind(), ModelErrorKind::ContextLengthExceeded);
-        let e = status_error(StatusCode::BAD_REQUEST, br#"{"detail":"nope"}"#, true, "m");
+        let e = status_error(&keyed, StatusCode::BAD_REQUEST, br#"{"detail":"nope"}"#);
         assert_eq!(e.kind(), ModelErrorKind::InvalidRequest);
         assert!(e.message().contains("nope"));
     }

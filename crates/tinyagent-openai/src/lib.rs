@@ -50,7 +50,7 @@
 //!   what it received;
 //! - timeouts bound every wait: connecting, the first byte of the answer, the silence between
 //!   two events, and the whole call with its retries; a reply larger than
-//!   [`OpenAiConfig::max_reply_bytes`] is cut off with an error;
+//!   [`max_reply_bytes`](HttpConfig::max_reply_bytes) is cut off with an error;
 //! - a 200 that is not what was asked for (an HTML page from a wrong base URL, an empty body)
 //!   is an error naming the status, the content type and the start of the body;
 //! - whatever the server sends, bad JSON, a cut stream or an odd shape is an error, never a

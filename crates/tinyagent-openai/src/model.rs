@@ -1,17 +1,12 @@
 //! [`OpenAiModel`]: the [`Model`] over HTTP, with retries and streaming.
 
-use std::sync::Arc;
-
-use futures::stream::{self, BoxStream};
+use futures::stream::BoxStream;
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, HeaderMap};
 use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
-use tinyagent_http::{Protocol, Transport, build_client, key_header, serialize};
+use tinyagent_http::{HttpModel, Protocol};
 
 use crate::config::{ConfigError, DEFAULT_BASE_URL, OpenAiConfig};
-use crate::error::status_error;
 use crate::stream::Assembler;
-use crate::wire;
 
 /// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP.
 ///
@@ -40,36 +35,18 @@ use crate::wire;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct OpenAiModel {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    config: OpenAiConfig,
-    transport: Transport<OpenAiProtocol>,
-}
+pub struct OpenAiModel(HttpModel<OpenAiConfig>);
 
 /// The Chat Completions wire format, as the shared transport needs it.
-#[derive(Debug)]
-struct OpenAiProtocol {
-    key_sent: bool,
-    model: String,
-}
-
-impl Protocol for OpenAiProtocol {
+impl Protocol for OpenAiConfig {
     type Decoder = Assembler;
 
-    fn decoder(&self) -> Assembler {
-        Assembler::default()
-    }
-
     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError {
-        status_error(status, body, self.key_sent, &self.model)
+        crate::error::status_error(self, status, body)
     }
 
     fn parse_response(&self, body: &[u8], req: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        wire::parse_response(body, &req.tools)
+        crate::wire::parse_response(body, &req.tools)
     }
 
     fn base_url_hint(&self) -> String {
@@ -80,41 +57,14 @@ impl Protocol for OpenAiProtocol {
     }
 }
 
+/// The shared [`HttpModel`] does the work; these say what it does for OpenAI.
 impl OpenAiModel {
     /// A model with this configuration.
     ///
     /// Fails when the base URL is not an HTTP(S) URL, the model name is empty, or a header
     /// (the key included) is not a valid header value.
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let value = key_header(&format!("Bearer {key}")).map_err(ConfigError::Client)?;
-            headers.insert(AUTHORIZATION, value);
-        }
-        let client = build_client(
-            headers,
-            &config.http.headers,
-            concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
-            config.http.connect_timeout,
-        )
-        .map_err(ConfigError::Client)?;
-        let protocol = OpenAiProtocol {
-            key_sent: config.api_key.as_deref().is_some_and(|k| !k.is_empty()),
-            model: config.model.clone(),
-        };
-        let transport = Transport::new(
-            client,
-            config.endpoint(),
-            config.base_url.clone(),
-            config.model.clone(),
-            config.http.clone(),
-            config.max_tokens,
-            protocol,
-        );
-        Ok(Self {
-            inner: Arc::new(Inner { config, transport }),
-        })
+        HttpModel::new(config).map(Self)
     }
 
     /// A model configured from the environment (see [`OpenAiConfig::from_env`]).
@@ -124,7 +74,7 @@ impl OpenAiModel {
 
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
-        &self.inner.config
+        self.0.config()
     }
 
     /// The JSON body this model sends for `req` (`stream` chooses the streaming form): what
@@ -143,32 +93,27 @@ impl OpenAiModel {
     /// # Ok::<(), tinyagent_openai::ConfigError>(())
     /// ```
     pub fn request_body(&self, req: &ModelRequest, stream: bool) -> serde_json::Value {
-        wire::request_body(&self.inner.config, req, stream)
+        self.0.request_body(req, stream)
     }
 }
 
+/// Forwards to the shared [`HttpModel`].
 impl Model for OpenAiModel {
     fn name(&self) -> &str {
-        &self.inner.config.model
+        self.0.name()
     }
 
     fn generate<'a>(
         &'a self,
         req: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
-            let body = serialize(&wire::request_body(&self.inner.config, req, false))?;
-            self.inner.transport.generate(body, req).await
-        })
+        self.0.generate(req)
     }
 
     fn stream<'a>(
         &'a self,
         req: &'a ModelRequest,
     ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        match serialize(&wire::request_body(&self.inner.config, req, true)) {
-            Ok(body) => self.inner.transport.stream(body, req),
-            Err(e) => Box::pin(stream::once(async move { Err(e) })),
-        }
+        self.0.stream(req)
     }
 }

@@ -27,7 +27,7 @@ const LEGACY_KEY: u64 = u64::MAX;
 
 /// The state of one streamed response.
 #[derive(Debug, Default)]
-pub(crate) struct Assembler {
+pub struct Assembler {
     text: String,
     calls: Vec<PendingCall>,
     finish_reason: Option<String>,

@@ -1,0 +1,128 @@
+//! [`HttpModel`]: the [`Model`] every HTTP provider is, over its [`Provider`] configuration:
+//! checked, with its client and transports built once, its calls retried and streamed.
+
+use std::sync::Arc;
+
+use futures::stream::{self, BoxStream};
+use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
+
+use crate::{ConfigError, Provider, Transport, build_client, serialize};
+
+/// A [`Model`] over HTTP for the provider whose configuration is `C`: [`Model::generate`]
+/// posts one request to the first of its [endpoints](Provider::endpoints), [`Model::stream`]
+/// streams server-sent events from the second, both through a [`Transport`] (retries,
+/// timeouts, size limits).
+///
+/// Cheap to clone: clones share the HTTP connection pool.
+pub struct HttpModel<C> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C> Clone for HttpModel<C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<C: Provider> std::fmt::Debug for HttpModel<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpModel")
+            .field("config", &self.inner.config)
+            .field("generate", &self.inner.generate)
+            .field("stream", &self.inner.stream)
+            .finish()
+    }
+}
+
+struct Inner<C> {
+    config: C,
+    generate: Transport<C>,
+    stream: Transport<C>,
+}
+
+impl<C: Provider> HttpModel<C> {
+    /// A model with this configuration.
+    ///
+    /// Fails when the base URL is not an HTTP(S) URL, the model name is empty, a check of
+    /// the provider's own fails ([`Provider::check`]), or a header (the key included) is not
+    /// a valid header value.
+    pub fn new(mut config: C) -> Result<Self, ConfigError> {
+        crate::provider::check(&mut config)?;
+        let [generate, stream] = config.endpoints();
+        let info = C::INFO;
+        let common = config.common();
+        let headers = crate::provider::headers::<C>(common.key()).map_err(ConfigError::Client)?;
+        let client = build_client(
+            headers,
+            &common.http.headers,
+            info.user_agent,
+            common.http.connect_timeout,
+        )
+        .map_err(ConfigError::Client)?;
+        let (base_url, model, http) = (
+            common.base_url.clone(),
+            common.model.clone(),
+            common.http.clone(),
+        );
+        let max_tokens = common.max_tokens.or(info.implied_max_tokens);
+        let transport = |endpoint: String| {
+            let (base_url, model, http) = (base_url.clone(), model.clone(), http.clone());
+            Transport::new(
+                client.clone(),
+                endpoint,
+                base_url,
+                model,
+                http,
+                max_tokens,
+                config.clone(),
+            )
+        };
+        let (generate, stream) = (transport(generate), transport(stream));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                generate,
+                stream,
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &C {
+        &self.inner.config
+    }
+
+    /// The JSON body this model sends for `req` (`stream` chooses the streaming form): what
+    /// goes over the wire, for logs and tests.
+    pub fn request_body(&self, req: &ModelRequest, stream: bool) -> serde_json::Value {
+        self.inner.config.request_body(req, stream)
+    }
+}
+
+impl<C: Provider> Model for HttpModel<C> {
+    fn name(&self) -> &str {
+        self.inner.stream.model()
+    }
+
+    fn generate<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async move {
+            let body = serialize(&self.request_body(req, false))?;
+            self.inner.generate.generate(body, req).await
+        })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+    ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
+        match serialize(&self.request_body(req, true)) {
+            Ok(body) => self.inner.stream.stream(body, req),
+            Err(e) => Box::pin(stream::once(async move { Err(e) })),
+        }
+    }
+}
