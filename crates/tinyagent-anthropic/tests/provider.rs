@@ -485,3 +485,22 @@ async fn a_schema_the_api_rejects_is_sent_in_its_closest_form() {
         }})
     );
 }
+
+#[test]
+fn an_answer_shape_is_asked_in_the_system_prompt() {
+    // The API takes no response format beside tools: the schema goes in the system prompt.
+    let model = tinyagent_anthropic::AnthropicModel::new(config_for("http://127.0.0.1:9")).unwrap();
+    let schema =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let req = tinyagent::ModelRequest::new(vec![tinyagent::Message::user("Where?")])
+        .instruction("You help.")
+        .response_format(tinyagent::model::ResponseFormat::json_schema(
+            "place",
+            schema.clone(),
+        ));
+    let body = model.request_body(&req, false);
+    let system = body["system"].as_str().unwrap().to_owned();
+    assert!(system.starts_with("You help.\n\n"), "{system}");
+    assert!(system.contains("named place"), "{system}");
+    assert!(system.ends_with(&schema.to_string()), "{system}");
+}

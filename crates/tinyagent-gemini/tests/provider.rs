@@ -413,3 +413,25 @@ async fn a_call_cut_by_max_tokens_is_a_length_finish() {
     assert_eq!(resp.finish_reason, FinishReason::Length);
     validated_bodies(&server).await;
 }
+
+#[test]
+fn an_answer_shape_is_asked_in_the_system_prompt() {
+    // The API takes no response format beside tools: the schema goes in the system prompt.
+    let model = tinyagent_gemini::GeminiModel::new(config_for("http://127.0.0.1:9")).unwrap();
+    let schema =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let req = tinyagent::ModelRequest::new(vec![tinyagent::Message::user("Where?")])
+        .instruction("You help.")
+        .response_format(tinyagent::model::ResponseFormat::json_schema(
+            "place",
+            schema.clone(),
+        ));
+    let body = model.request_body(&req);
+    let system = body["systemInstruction"]["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.starts_with("You help.\n\n"), "{system}");
+    assert!(system.contains("named place"), "{system}");
+    assert!(system.ends_with(&schema.to_string()), "{system}");
+}

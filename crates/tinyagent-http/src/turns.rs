@@ -4,7 +4,9 @@
 use tinyagent::{Message, ModelRequest, Role};
 
 /// The system prompt (the instruction, then the text of the history's system messages,
-/// joined by blank lines) and the other messages as turns: `convert` gives each message's
+/// joined by blank lines, then, when the request asks its answer in a
+/// [shape](ModelRequest::response_format), the shape's schema: these APIs take no response
+/// format alongside tools) and the other messages as turns: `convert` gives each message's
 /// role on the wire and its parts; consecutive messages of one wire role are merged into one
 /// turn, and messages without parts are left out.
 ///
@@ -24,6 +26,14 @@ use tinyagent::{Message, ModelRequest, Role};
 /// });
 /// assert_eq!(system, "you help\n\nbe brief");
 /// assert_eq!(turns, [("user", vec!["hi".to_owned(), String::new(), "thanks".to_owned()])]);
+///
+/// // An answer in a shape: the schema is in the system prompt.
+/// let shaped = req.response_format(tinyagent::model::ResponseFormat::json_schema(
+///     "city",
+///     serde_json::json!({"type": "object", "required": ["name"]}),
+/// ));
+/// let (system, _) = tinyagent_http::system_and_turns(&shaped, |m| ("user", vec![m.text()]));
+/// assert!(system.ends_with(r#"{"type":"object","required":["name"]}"#), "{system}");
 /// ```
 pub fn system_and_turns<P>(
     req: &ModelRequest,
@@ -50,6 +60,16 @@ pub fn system_and_turns<P>(
             Some((last, content)) if *last == role => content.extend(parts),
             _ => turns.push((role, parts)),
         }
+    }
+    if let Some(format) = &req.response_format {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&format!(
+            "When you give your final answer (not a tool call), answer with only a JSON value \
+             that matches this JSON Schema, named {}: no other text, no code fence.\n{}",
+            format.name, format.schema
+        ));
     }
     (system, turns)
 }
