@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tinyagent::agent::{Decisions, PendingCall};
 use tinyagent::tools::middleware::Approval;
-use tinyagent::{Agent, Event, Invocation, Session, Tool, tools};
+use tinyagent::{Agent, AgentError, Event, Invocation, Session, Tool, tools};
 use tinyagent_mcp::McpServer;
 use tokio::runtime::Runtime;
 
@@ -84,11 +84,18 @@ async fn turn(
     let mut events = assembled
         .agent
         .run(Invocation::new(session.clone(), message));
+    // Whether `message` still has to run (the session had a paused run to finish first).
+    let mut message_waits = false;
     loop {
         let mut pending = None;
         while let Some(event) = events.next().await {
             match event {
                 Ok(Event::Paused { pending: calls, .. }) => pending = Some(calls),
+                // A run that paused and failed after its decided calls ran: go on from there.
+                Err(AgentError::Paused { pending: calls, .. }) => {
+                    pending = Some(calls);
+                    message_waits = true;
+                }
                 Ok(event) => renderer.event(&event)?,
                 Err(err) => {
                     renderer.stop();
@@ -98,6 +105,13 @@ async fn turn(
         }
         renderer.stop();
         let Some(pending) = pending else {
+            if std::mem::take(&mut message_waits) {
+                renderer.thinking("thinking");
+                events = assembled
+                    .agent
+                    .run(Invocation::new(session.clone(), message));
+                continue;
+            }
             return Ok(());
         };
         let mut decisions = Decisions::new();

@@ -319,6 +319,16 @@ pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, C
     for toolset in toolsets {
         builder = builder.tool_resolver(toolset);
     }
+    if let Some(unknown) = args
+        .confirm
+        .iter()
+        .find(|t| *t != "all" && !tool_names.contains(t))
+    {
+        return Err(CliError::usage(format!(
+            "--confirm {unknown}: there is no tool of that name; the tools are: {}",
+            tool_names.join(", ")
+        )));
+    }
     if let Some(layer) = confirmation(&args.confirm) {
         builder = builder.middleware([layer.into()]);
     }

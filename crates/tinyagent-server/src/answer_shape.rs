@@ -71,12 +71,15 @@ impl Checked {
                 }) => {
                     let usage = self.usage + usage;
                     let steps = self.steps + steps;
-                    let Some(problem) = self.shape.problem(&answer) else {
-                        return Some(Ok(Event::Finished {
-                            answer,
-                            usage,
-                            steps,
-                        }));
+                    let problem = match self.shape.check(&answer) {
+                        Ok(answer) => {
+                            return Some(Ok(Event::Finished {
+                                answer,
+                                usage,
+                                steps,
+                            }));
+                        }
+                        Err(problem) => problem,
                     };
                     if self.retried {
                         return Some(Err(AgentError::InvalidAnswer {

@@ -117,14 +117,24 @@ pub(crate) struct AnswerShape {
 }
 
 impl AnswerShape {
-    /// Why `answer` is not JSON of the shape, if it is not.
-    pub(crate) fn problem(&self, answer: &str) -> Option<String> {
-        let value: Value = match serde_json::from_str(answer.trim()) {
-            Ok(value) => value,
-            Err(err) => return Some(format!("the answer is not JSON ({err})")),
-        };
-        self.validator.validate(&value).err().map(|e| e.to_string())
+    /// The JSON of `answer` when it has the shape (read without a Markdown code fence around
+    /// it, which models given the schema in their prompt add), or why it does not.
+    pub(crate) fn check(&self, answer: &str) -> Result<String, String> {
+        let text = unfenced(answer.trim());
+        let value: Value =
+            serde_json::from_str(text).map_err(|err| format!("the answer is not JSON ({err})"))?;
+        self.validator.validate(&value).map_err(|e| e.to_string())?;
+        Ok(text.to_owned())
     }
+}
+
+/// `text` without a Markdown code fence around it (```` ```json … ``` ````).
+fn unfenced(text: &str) -> &str {
+    let Some(body) = text.strip_prefix("```").and_then(|t| t.strip_suffix("```")) else {
+        return text;
+    };
+    let body = body.strip_prefix("json").unwrap_or(body);
+    body.trim()
 }
 
 /// The run options of a request's `extra` fields, and the shape its answer must have; a `400`
@@ -309,7 +319,12 @@ mod tests {
         assert_eq!(options.temperature, Some(0.5));
         assert_eq!(options.tool_choice, Some(ToolChoice::None));
         assert_eq!(options.parallel_tool_calls, Some(false));
-        assert!(shape.unwrap().problem("[1]").is_some());
+        let shape = shape.unwrap();
+        assert!(shape.check("[1]").is_err());
+        assert_eq!(
+            shape.check("```json\n{\"a\": 1}\n```").unwrap(),
+            "{\"a\": 1}"
+        );
         for (body, field) in [
             (serde_json::json!({"top_p": 0.5}), "top_p"),
             (serde_json::json!({"stop": ["\n"]}), "stop"),

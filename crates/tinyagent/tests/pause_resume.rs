@@ -328,3 +328,105 @@ async fn steps_taken_before_the_pause_count_after_it() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_decision_does_not_override_another_layers_policy() {
+    // An outer policy refuses Rome; an inner layer asks a person about every booking.
+    let fixture = Fixture::new();
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_call("call_1", "book", r#"{"city":"Paris"}"#),
+        reply::text("Done."),
+    ]));
+    let policy = ApprovalLayer::new(approval_fn(|req: ApprovalRequest| async move {
+        if req.arguments.contains("Rome") {
+            Approval::deny("no trips to Rome")
+        } else {
+            Approval::Approve
+        }
+    }));
+    let agent = fixture
+        .builder(model.clone())
+        .middleware([
+            policy.into(),
+            ApprovalLayer::new(approval_fn(|_| async { Approval::defer("ask") })).into(),
+        ])
+        .build()
+        .unwrap();
+    let runner = SessionRunner::new(agent, MemoryStore::new());
+    runner.ask("s", "Book a trip").await.unwrap_err();
+    // A person approves, rewriting the city to Rome: the outer policy still refuses it.
+    let answer = runner
+        .resume_answer(
+            "s",
+            Decisions::new().decide("call_1", Approval::rewrite(r#"{"city":"Rome"}"#)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer, "Done.");
+    assert_eq!(fixture.bookings.load(Ordering::SeqCst), 0);
+    let result = model.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .tool_results()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        result.content,
+        "the call to book was denied: no trips to Rome"
+    );
+}
+
+#[tokio::test]
+async fn a_resume_that_fails_after_its_calls_ran_goes_on_with_no_decisions() {
+    let fixture = Fixture::new();
+    let model = Arc::new(ScriptedModel::new([reply::tool_call(
+        "call_1",
+        "book",
+        r#"{"city":"Paris"}"#,
+    )]));
+    model.push_error(tinyagent::ModelError::new(
+        tinyagent::model::ModelErrorKind::Unavailable,
+        "503 from the provider",
+    ));
+    model.push(reply::text("Booked."));
+    let runner = SessionRunner::new(fixture.agent(model.clone()), MemoryStore::new());
+    runner.ask("s", "Book Paris").await.unwrap_err();
+    let err = runner
+        .resume_answer("s", Decisions::new().approve("call_1"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AgentError::Model(_)), "{err}");
+    assert_eq!(fixture.bookings.load(Ordering::SeqCst), 1);
+    // The booking is recorded; nothing waits; a new message says how to go on.
+    assert!(
+        runner
+            .paused("s")
+            .await
+            .unwrap()
+            .unwrap()
+            .pending()
+            .is_empty()
+    );
+    let err = runner.ask("s", "hello?").await.unwrap_err();
+    assert!(
+        err.to_string().contains("resume it with no decisions"),
+        "{err}"
+    );
+    let answer = runner.resume_answer("s", Decisions::new()).await.unwrap();
+    assert_eq!(answer, "Booked.");
+    assert_eq!(fixture.bookings.load(Ordering::SeqCst), 1, "booked once");
+    let result = model
+        .requests()
+        .last()
+        .unwrap()
+        .messages
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        result.tool_results().next().unwrap().content,
+        "booked Paris"
+    );
+}

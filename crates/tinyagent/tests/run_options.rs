@@ -78,3 +78,26 @@ async fn a_tool_choice_naming_a_tool_the_agent_lacks_runs_nothing() {
         Some(ToolChoice::Tool("calculator".into()))
     );
 }
+
+#[tokio::test]
+async fn a_forced_tool_choice_holds_for_the_first_step_only() {
+    let model = Arc::new(ScriptedModel::new([
+        reply::tool_call(
+            "c1",
+            "calculator",
+            r#"{"operation":"multiply","a":7,"b":8}"#,
+        ),
+        reply::text("56"),
+    ]));
+    let agent = agent(model.clone(), None);
+    let answer = run(&agent, RunOptions::new().tool_choice(ToolChoice::Required))
+        .await
+        .unwrap();
+    assert_eq!(answer, "56");
+    let sent = model.requests();
+    assert_eq!(sent[0].tool_choice, Some(ToolChoice::Required));
+    assert_eq!(
+        sent[1].tool_choice, None,
+        "the agent's own choice after the first step"
+    );
+}

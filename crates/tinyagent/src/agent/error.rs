@@ -132,12 +132,7 @@ pub enum AgentError {
     /// [`PausedRun`](super::PausedRun)). [`AgentExt::ask`](crate::AgentExt::ask) reports a run
     /// that paused this way, and a new message on a session whose run is paused is refused
     /// with it: resume the run first.
-    #[error(
-        "agent {agent:?} is paused: {} tool call(s) wait for a decision ({}); resume the run \
-         with a decision for each (SessionRunner::resume, or POST /v1/sessions/{{id}}/resume)",
-        pending.len(),
-        pending.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")
-    )]
+    #[error("agent {agent:?} is paused: {}", paused_text(pending))]
     Paused {
         /// The agent's name.
         agent: String,
@@ -162,6 +157,25 @@ pub enum AgentError {
         /// What is wrong.
         problem: String,
     },
+}
+
+/// What waits in a paused run, and how to go on.
+fn paused_text(pending: &[super::PendingCall]) -> String {
+    if pending.is_empty() {
+        return "its decided calls ran but the run did not finish; resume it with no decisions \
+                to go on (SessionRunner::resume, or POST /v1/sessions/{id}/resume)"
+            .to_owned();
+    }
+    format!(
+        "{} tool call(s) wait for a decision ({}); resume the run with a decision for each \
+         (SessionRunner::resume, or POST /v1/sessions/{{id}}/resume)",
+        pending.len(),
+        pending
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 impl AgentError {

@@ -10,7 +10,9 @@ use crate::model::{ModelRequest, ResponseFormat, ToolChoice};
 /// Settings for one invocation that take the place of the agent's own for it.
 ///
 /// `max_tokens` can only lower the agent's limit, never raise it; the others replace the
-/// agent's setting. A [`ToolChoice::Tool`] must name one of the invocation's tools (the run
+/// agent's setting. A tool choice that forces a call (`Required`, a named tool) holds for the
+/// first model step only, after which the agent's own choice applies (or the model could never
+/// answer). A [`ToolChoice::Tool`] must name one of the invocation's tools (the run
 /// fails with [`AgentError::Options`](crate::AgentError::Options) otherwise). With a
 /// `response_format`, the final answer is asked in that shape (the agent's tools still run
 /// before it).

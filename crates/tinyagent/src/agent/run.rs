@@ -205,6 +205,12 @@ async fn drive(
         response_format,
     };
     let mut parallel = config.parallel_tool_calls;
+    let forced_choice = inv.options().is_some_and(|o| {
+        matches!(
+            o.tool_choice,
+            Some(ToolChoice::Required | ToolChoice::Tool(_))
+        )
+    });
     if let Some(options) = inv.options() {
         options::apply(options, &mut req, &mut parallel)
             .map_err(|problem| AgentError::options(&config.name, problem))?;
@@ -354,6 +360,9 @@ async fn drive(
         )
         .await
         .map_err(over)?;
+        // A budget spent during the step (here or in an agent called as a tool) ends the run:
+        // the next model call could not be paid for (nor a paused run resumed).
+        budget.check().map_err(over)?;
         if results
             .iter()
             .any(|(_, kind)| *kind == Some(ToolErrorKind::Deferred))
@@ -369,9 +378,10 @@ async fn drive(
             });
             return Ok(());
         }
-        // A budget spent during the step (here or in an agent called as a tool) ends the run:
-        // the next model call could not be paid for.
-        budget.check().map_err(over)?;
+        if step == first_step && forced_choice {
+            // A client's forced choice holds for the first step; then the agent's own applies.
+            req.tool_choice = config.tool_choice.clone();
+        }
         req.messages.push(message);
         req.messages.push(Message::from_tool_results(
             results.into_iter().map(|(result, _)| result),

@@ -33,7 +33,8 @@ pub enum Approval {
     /// carrying the reason, so an agent's run [pauses](crate::agent::PausedRun) with the call
     /// pending, to be resumed with a decision in this process or another (see
     /// [`SessionRunner::resume`](crate::agent::SessionRunner::resume)). When the run resumes,
-    /// the hook is not asked again about that call: the decision given applies.
+    /// the hook is asked again (about the rewritten arguments, if the decision rewrote them);
+    /// where it defers again, the decision given applies, so other hooks' rules still hold.
     Defer(String),
 }
 
@@ -62,7 +63,7 @@ pub(crate) struct Decided(pub(crate) Approval);
 impl ToolContext {
     /// The decision taken outside the run about this call, when it is the resumption of a
     /// call that was [deferred](crate::ToolErrorKind::Deferred): a tool that deferred itself
-    /// reads it here; [`ApprovalLayer`] applies it instead of asking its hook again.
+    /// reads it here; an [`ApprovalLayer`] whose hook defers again applies it.
     pub fn decision(&self) -> Option<&Approval> {
         self.extension::<Decided>().map(|d| &d.0)
     }
@@ -205,19 +206,18 @@ impl Handler for ApprovalHandler {
         input: ToolInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let approval = match ctx.decision() {
-                // Decided outside the run, which is now resumed: the hook was asked already.
-                Some(decided) => decided.clone(),
-                None => {
-                    let request = ApprovalRequest {
-                        tool: self.tool_name.clone(),
-                        hints: self.hints,
-                        arguments: input.text().to_owned(),
-                        call_id: ctx.call_id().map(str::to_owned),
-                        context: ctx.clone(),
-                    };
-                    self.hook.review(request).await
-                }
+            let request = ApprovalRequest {
+                tool: self.tool_name.clone(),
+                hints: self.hints,
+                arguments: input.text().to_owned(),
+                call_id: ctx.call_id().map(str::to_owned),
+                context: ctx.clone(),
+            };
+            let approval = match (self.hook.review(request).await, ctx.decision()) {
+                // The call was deferred to a person, who decided: the run is resumed. A hook
+                // that approves, denies or rewrites (a policy) still has its say.
+                (Approval::Defer(_), Some(decided)) => decided.clone(),
+                (approval, _) => approval,
             };
             match approval {
                 Approval::Approve => self.next.call(ctx, input).await,
