@@ -430,3 +430,25 @@ async fn a_resume_that_fails_after_its_calls_ran_goes_on_with_no_decisions() {
         "booked Paris"
     );
 }
+
+#[tokio::test]
+async fn only_the_agent_that_paused_resumes() {
+    let fixture = Fixture::new();
+    let store = MemoryStore::new();
+    let runner = SessionRunner::new(fixture.agent(two_calls()), store.clone());
+    runner.ask("s", "Book Paris").await.unwrap_err();
+    let other = LlmAgent::builder("other")
+        .model(two_calls())
+        .tool(tinyagent_demo::calculator_tool())
+        .build()
+        .unwrap();
+    let err = SessionRunner::new(other, store)
+        .resume_answer("s", Decisions::new().approve("call_2"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("paused by agent \"travel\""),
+        "{err}"
+    );
+    assert_eq!(fixture.bookings.load(Ordering::SeqCst), 0);
+}

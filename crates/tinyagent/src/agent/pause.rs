@@ -279,11 +279,21 @@ impl PausedRun {
     }
 }
 
-/// The run paused in `session`, checked against `decisions`; why it cannot be resumed
-/// otherwise.
-pub(crate) fn open(session: &Session, decisions: &Decisions) -> Result<PausedRun, String> {
+/// The run `agent` paused in `session`, checked against `decisions`; why it cannot be
+/// resumed otherwise.
+pub(crate) fn open(
+    session: &Session,
+    decisions: &Decisions,
+    agent: &str,
+) -> Result<PausedRun, String> {
     let paused = PausedRun::from_session(session)
         .ok_or("the session has no paused run (it finished, or never paused)")??;
+    if paused.agent != agent {
+        return Err(format!(
+            "the session's run was paused by agent {:?}; resume it with that agent",
+            paused.agent
+        ));
+    }
     if paused.message().is_none_or(|m| !m.has_tool_calls()) {
         return Err("the paused run in the session has no tool calls to resume".to_owned());
     }

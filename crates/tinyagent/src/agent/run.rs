@@ -176,7 +176,7 @@ async fn drive(
     // A resumed run: its turn so far, what it spent, and the decisions for its waiting calls.
     let resumed = match inv.decisions() {
         Some(decisions) => {
-            let paused = pause::open(&session, decisions)
+            let paused = pause::open(&session, decisions, &config.name)
                 .map_err(|problem| AgentError::resume(&config.name, problem))?;
             messages.extend(paused.turn[..paused.turn.len() - 1].iter().cloned());
             first_step = paused.steps + 1;
