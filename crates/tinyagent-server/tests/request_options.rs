@@ -6,14 +6,13 @@
 mod common;
 
 use std::collections::VecDeque;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
 use axum::routing::post;
-use common::{Running, agent};
+use common::{Running, agent, python};
 use serde_json::Value;
 use tinyagent_openai::{HttpConfig, OpenAiConfig, OpenAiModel};
 use tinyagent_server::Server;
@@ -81,17 +80,6 @@ impl ModelServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_options_are_honoured_or_refused_by_name() {
-    let check = Command::new("python3")
-        .args(["-c", "import openai, pydantic"])
-        .output();
-    match check {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!(
-            "Python packages are missing: run `python3 -m pip install -r scripts/requirements-test.txt`: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-        Err(e) => panic!("python3 is needed for the OpenAI SDK test and could not be run: {e}"),
-    }
     let valid = r#"{"sentiment":"negative","stars":2,"summary":"The phone broke after a week."}"#;
     let (models, url) = ModelServer::start([
         // parse(): an answer missing fields, then one that fits.
@@ -116,28 +104,16 @@ async fn request_options_are_honoured_or_refused_by_name() {
     )
     .await;
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/request_options.py");
-    let base = server.url("/v1");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("python3")
-            .arg(script)
-            .env("TINYAGENT_BASE_URL", base)
-            .env("TINYAGENT_KEY", "sk-python")
-            .env("TINYAGENT_MODEL", "calc")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .output()
-            .expect("run python3")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "request_options.py failed:\n{stdout}\n{stderr}"
-    );
-    println!("{stdout}");
+    let stdout = python(
+        "request_options.py",
+        "openai, pydantic",
+        vec![
+            ("TINYAGENT_BASE_URL", server.url("/v1")),
+            ("TINYAGENT_KEY", "sk-python".to_owned()),
+            ("TINYAGENT_MODEL", "calc".to_owned()),
+        ],
+    )
+    .await;
     assert!(stdout.contains(&format!("parsed: {valid}")), "{stdout}");
     assert!(stdout.contains("tool_choice none: 15"), "{stdout}");
     assert!(stdout.contains("request options: ok"), "{stdout}");

@@ -286,3 +286,38 @@ pub async fn stored_when(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Runs `tests/{script}` with python3 and `env`, after checking that `modules` import (a clear
+/// message names `scripts/requirements-test.txt` otherwise); panics with the script's output
+/// unless it succeeds, and gives its standard output (printed too).
+pub async fn python(script: &str, modules: &str, env: Vec<(&'static str, String)>) -> String {
+    let check = std::process::Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .output();
+    match check {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "Python packages are missing: run `bash scripts/setup.sh --test` (it installs the \
+             pinned scripts/requirements-test.txt and the chromium package): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("python3 is needed for {script} and could not be run: {e}"),
+    }
+    let path = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .arg(path)
+            .envs(env)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .expect("run python3")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stdout}\n{stderr}");
+    println!("{stdout}");
+    stdout
+}
