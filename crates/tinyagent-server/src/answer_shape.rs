@@ -90,11 +90,7 @@ impl Checked {
                     }
                     self.retried = true;
                     (self.usage, self.steps) = (usage, steps);
-                    let feedback = format!(
-                        "Your answer is not JSON of the required shape ({}): {problem}. Answer \
-                         again with only the JSON value, matching the schema.",
-                        self.shape.format.name
-                    );
+                    let feedback = self.shape.format.feedback(&problem);
                     let inv = Invocation::new(self.session.clone(), feedback)
                         .with_options(self.options.clone());
                     self.events = self.agent.run(inv);

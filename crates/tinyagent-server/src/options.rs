@@ -120,21 +120,12 @@ impl AnswerShape {
     /// The JSON of `answer` when it has the shape (read without a Markdown code fence around
     /// it, which models given the schema in their prompt add), or why it does not.
     pub(crate) fn check(&self, answer: &str) -> Result<String, String> {
-        let text = unfenced(answer.trim());
+        let text = ResponseFormat::unfenced(answer);
         let value: Value =
             serde_json::from_str(text).map_err(|err| format!("the answer is not JSON ({err})"))?;
         self.validator.validate(&value).map_err(|e| e.to_string())?;
         Ok(text.to_owned())
     }
-}
-
-/// `text` without a Markdown code fence around it (```` ```json … ``` ````).
-fn unfenced(text: &str) -> &str {
-    let Some(body) = text.strip_prefix("```").and_then(|t| t.strip_suffix("```")) else {
-        return text;
-    };
-    let body = body.strip_prefix("json").unwrap_or(body);
-    body.trim()
 }
 
 /// The run options of a request's `extra` fields, and the shape its answer must have; a `400`

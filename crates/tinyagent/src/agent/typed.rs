@@ -54,11 +54,7 @@ impl LlmAgent {
             Ok(value) => return Ok(value),
             Err(problem) => problem,
         };
-        let feedback = format!(
-            "Your answer is not JSON of the required shape ({}): {problem}. Answer again with \
-             only the JSON value, matching the schema.",
-            format.name
-        );
+        let feedback = format.feedback(&problem);
         let answer = self
             .answer_in(session, Message::user(feedback), &format)
             .await?;
@@ -83,7 +79,7 @@ impl LlmAgent {
 
 /// Decodes an answer as `T`, or says what is wrong with it (where, and what), bounded.
 fn decode<T: DeserializeOwned>(answer: &str) -> Result<T, String> {
-    let text = strip_fence(answer.trim());
+    let text = ResponseFormat::unfenced(answer);
     if text.is_empty() {
         return Err("the answer is empty".to_owned());
     }
@@ -110,20 +106,6 @@ fn decode<T: DeserializeOwned>(answer: &str) -> Result<T, String> {
         "{what}{at}: {}",
         cut(&err.to_string(), MAX_PROBLEM_CHARS)
     ))
-}
-
-/// The inside of a Markdown code fence (```` ```json ... ``` ````), or the text itself.
-fn strip_fence(text: &str) -> &str {
-    let Some(rest) = text.strip_prefix("```") else {
-        return text;
-    };
-    let Some(body) = rest.strip_suffix("```") else {
-        return text;
-    };
-    match body.find('\n') {
-        Some(nl) if body[..nl].chars().all(|c| c.is_ascii_alphanumeric()) => body[nl + 1..].trim(),
-        _ => body.trim(),
-    }
 }
 
 #[cfg(test)]

@@ -66,4 +66,38 @@ impl ResponseFormat {
     pub fn of<T: JsonSchema + 'static>() -> Self {
         Self::json_schema(&T::schema_name(), generate_schema::<T>())
     }
+
+    /// What a model whose answer missed this shape is told, so that it answers again.
+    pub fn feedback(&self, problem: &str) -> String {
+        format!(
+            "Your answer is not JSON of the required shape ({}): {problem}. Answer again with \
+             only the JSON value, matching the schema.",
+            self.name
+        )
+    }
+
+    /// `answer` without the Markdown code fence models often put around JSON
+    /// (```` ```json … ``` ````), trimmed; the answer itself when it has none.
+    ///
+    /// ```
+    /// use tinyagent::model::ResponseFormat;
+    ///
+    /// assert_eq!(ResponseFormat::unfenced("```json\n{\"a\": 1}\n```"), r#"{"a": 1}"#);
+    /// assert_eq!(ResponseFormat::unfenced(" [1] "), "[1]");
+    /// ```
+    pub fn unfenced(answer: &str) -> &str {
+        let text = answer.trim();
+        let Some(body) = text
+            .strip_prefix("```")
+            .and_then(|rest| rest.strip_suffix("```"))
+        else {
+            return text;
+        };
+        match body.find('\n') {
+            Some(nl) if body[..nl].chars().all(|c| c.is_ascii_alphanumeric()) => {
+                body[nl + 1..].trim()
+            }
+            _ => body.trim(),
+        }
+    }
 }
