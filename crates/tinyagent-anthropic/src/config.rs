@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 use tinyagent::ModelRequest;
+use tinyagent::model::SamplingOption;
 pub use tinyagent_http::ConfigError;
 use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
 
@@ -236,7 +237,12 @@ impl Provider for AnthropicConfig {
     .key_header("x-api-key")
     .headers(&[("anthropic-version", API_VERSION)])
     .implied_max_tokens(DEFAULT_MAX_TOKENS)
-    .rejected_hint("a bad parameter, message order or tool schema");
+    .rejected_hint("a bad parameter, message order or tool schema")
+    .sampling(&[
+        SamplingOption::Temperature,
+        SamplingOption::TopP,
+        SamplingOption::Stop,
+    ]);
 
     fn common(&mut self) -> Common<'_> {
         let Self {

@@ -32,8 +32,9 @@
 //!   appended to it), the history as alternating `user` / `assistant` turns (text blocks;
 //!   `tool_use` blocks for calls; `tool_result` blocks, with `is_error` for failures, at the
 //!   start of a user turn), the tool definitions (`input_schema`), `tool_choice` (`auto`,
-//!   `any`, `tool`, `none`) and `max_tokens`, which the API requires ([`DEFAULT_MAX_TOKENS`]
-//!   when the request sets none). Tool names and call ids the API would reject are mapped
+//!   `any`, `tool`, `none`), `temperature` (0 to 1), `top_p`, `stop_sequences` (the API takes
+//!   no seed and no penalties: [`Model::supports`](tinyagent::Model::supports) says so) and
+//!   `max_tokens`, which the API requires ([`DEFAULT_MAX_TOKENS`] when the request sets none). Tool names and call ids the API would reject are mapped
 //!   to what it accepts (`fs.read` → `fs_read`) and back; arguments that are not a JSON
 //!   object are sent back inside `{"invalid_arguments": "…"}`;
 //! - extended thinking ([`AnthropicConfig::thinking_tokens`]): thinking blocks come back as

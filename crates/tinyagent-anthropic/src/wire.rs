@@ -9,6 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tinyagent::model::SamplingOption;
 use tinyagent::tools::schema::anthropic_schema;
 use tinyagent::{
     ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
@@ -74,12 +75,17 @@ pub(crate) fn request_body(config: &AnthropicConfig, req: &ModelRequest, stream:
         );
     }
     if let Some(t) = req.temperature {
-        // Through f64 of the shortest decimal, so 0.7f32 is sent as 0.7, not 0.699999988;
-        // the API takes 0 to 1.
-        let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
-        if let Some(n) = serde_json::Number::from_f64(t.clamp(0.0, 1.0)) {
-            body.insert("temperature".into(), Value::Number(n));
+        // The API takes 0 to 1.
+        if let Some(t) = tinyagent_http::decimal(t.clamp(0.0, 1.0)) {
+            body.insert("temperature".into(), t);
         }
+    }
+    for (field, value) in tinyagent_http::sampling_fields(req, |o| match o {
+        SamplingOption::TopP => Some("top_p"),
+        SamplingOption::Stop => Some("stop_sequences"),
+        _ => None,
+    }) {
+        body.insert(field.into(), value);
     }
     if stream {
         body.insert("stream".into(), Value::Bool(true));

@@ -57,7 +57,7 @@ async fn the_specs_recorded_message_is_read() {
 async fn a_streamed_text_reply_arrives_in_pieces() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_text.sse"), None).await;
-    let req = ask("Hello!").temperature(0.7);
+    let req = ask("Hello!").temperature(0.7).stop(["END"]);
     let (events, err) = stream_all(&model_for(&server), &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
@@ -78,6 +78,7 @@ async fn a_streamed_text_reply_arrives_in_pieces() {
     let bodies = validated_bodies(&server).await;
     assert_eq!(bodies[0]["stream"], true);
     assert_eq!(bodies[0]["temperature"], json!(0.7));
+    assert_eq!(bodies[0]["stop_sequences"], json!(["END"]));
 }
 
 #[tokio::test]

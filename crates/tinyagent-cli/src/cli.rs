@@ -294,10 +294,41 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_client_tool_results: bool,
     /// Accept this Chat Completions field without using it, where by default it is refused
-    /// with 400 unsupported_parameter (`seed`, `stop`, `top_p`...; repeatable), for clients
+    /// with 400 unsupported_parameter (`logprobs`, `logit_bias`...; repeatable), for clients
     /// that always send it.
     #[arg(long = "ignore-parameter", value_name = "NAME")]
     pub ignore_parameters: Vec<String>,
+    /// Give every request this value of a sampling field, as JSON (`temperature=0`,
+    /// `seed=42`, `stop=["END"]`; repeatable): a client may leave it out or send the same.
+    #[arg(long = "pin-parameter", value_name = "NAME=VALUE", value_parser = parse_pin)]
+    pub pin_parameters: Vec<(String, serde_json::Value)>,
+    /// Cap a field (`temperature=1`, `max_tokens=1024`; repeatable): a request above it is
+    /// refused with 400, except max_tokens, which is lowered to it.
+    #[arg(long = "cap-parameter", value_name = "NAME=MAX", value_parser = parse_cap)]
+    pub cap_parameters: Vec<(String, f64)>,
+}
+
+fn parse_pin(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, got {text:?}"))?;
+    let value = serde_json::from_str(value).map_err(|e| {
+        format!("the value of {name} is not JSON ({e}); quote strings: {name}='\"text\"'")
+    })?;
+    Ok((name.trim().to_owned(), value))
+}
+
+fn parse_cap(text: &str) -> Result<(String, f64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=MAX, got {text:?}"))?;
+    let max = value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|m| m.is_finite())
+        .ok_or_else(|| format!("the cap of {name} must be a number, got {value:?}"))?;
+    Ok((name.trim().to_owned(), max))
 }
 
 fn parse_client_instructions(text: &str) -> Result<tinyagent_server::ClientInstructions, String> {

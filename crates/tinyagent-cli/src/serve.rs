@@ -250,6 +250,12 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         .max_connections(args.max_connections as usize)
         .client_instructions(args.client_instructions)
         .allow_client_tool_results(args.allow_client_tool_results);
+    for (name, value) in &args.pin_parameters {
+        server = server.pin_parameter(name.clone(), value.clone());
+    }
+    for (name, max) in &args.cap_parameters {
+        server = server.cap_parameter(name.clone(), *max);
+    }
     for name in &args.ignore_parameters {
         server = server.ignore_parameter(name.clone());
     }

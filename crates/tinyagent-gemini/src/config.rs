@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 use tinyagent::ModelRequest;
+use tinyagent::model::SamplingOption;
 pub use tinyagent_http::ConfigError;
 use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
 
@@ -184,7 +185,15 @@ impl Provider for GeminiConfig {
         concat!("tinyagent-gemini/", env!("CARGO_PKG_VERSION")),
     )
     .key_header("x-goog-api-key")
-    .rejected_hint("a bad parameter or tool schema");
+    .rejected_hint("a bad parameter or tool schema")
+    .sampling(&[
+        SamplingOption::Temperature,
+        SamplingOption::TopP,
+        SamplingOption::Stop,
+        SamplingOption::Seed,
+        SamplingOption::PresencePenalty,
+        SamplingOption::FrequencyPenalty,
+    ]);
 
     fn common(&mut self) -> Common<'_> {
         let Self {

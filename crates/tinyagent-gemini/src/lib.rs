@@ -32,7 +32,8 @@
 //!   `parameters` are in Gemini's OpenAPI dialect
 //!   ([`gemini_schema`](tinyagent::tools::schema::gemini_schema); what it drops is logged at WARN),
 //!   `toolConfig.functionCallingConfig` (`AUTO`, `ANY`, `NONE`, `allowedFunctionNames`) and
-//!   `generationConfig` (temperature, `maxOutputTokens`: [`DEFAULT_MAX_TOKENS`] unless set);
+//!   `generationConfig` (`temperature`, `topP`, `stopSequences`, `seed`, `presencePenalty`,
+//!   `frequencyPenalty`, `maxOutputTokens`: [`DEFAULT_MAX_TOKENS`] unless set);
 //! - answers may hold several function calls (run in parallel by the agent); thought parts
 //!   and thought signatures come back as [`Part::Reasoning`](tinyagent::Part::Reasoning),
 //!   and signatures are sent back on the part they came with;

@@ -97,6 +97,10 @@ impl Model for GeminiModel {
         self.0.name()
     }
 
+    fn supports(&self, option: tinyagent::model::SamplingOption) -> bool {
+        self.0.supports(option)
+    }
+
     fn generate<'a>(
         &'a self,
         req: &'a ModelRequest,

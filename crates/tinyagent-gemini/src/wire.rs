@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
+use tinyagent::model::SamplingOption;
 use tinyagent::tools::schema::gemini_schema;
 use tinyagent::{
     ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
@@ -41,11 +42,18 @@ pub(crate) fn request_body(config: &GeminiConfig, req: &ModelRequest) -> Value {
         }
     }
     let mut generation = Map::new();
-    if let Some(t) = req.temperature {
-        let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
-        if let Some(n) = serde_json::Number::from_f64(t) {
-            generation.insert("temperature".into(), Value::Number(n));
-        }
+    for (field, value) in tinyagent_http::sampling_fields(req, |o| {
+        Some(match o {
+            SamplingOption::Temperature => "temperature",
+            SamplingOption::TopP => "topP",
+            SamplingOption::Stop => "stopSequences",
+            SamplingOption::Seed => "seed",
+            SamplingOption::PresencePenalty => "presencePenalty",
+            SamplingOption::FrequencyPenalty => "frequencyPenalty",
+            _ => return None,
+        })
+    }) {
+        generation.insert(field.into(), value);
     }
     if let Some(max) = req.max_tokens.or(config.max_tokens) {
         generation.insert("maxOutputTokens".into(), Value::from(max));

@@ -196,7 +196,12 @@ async fn the_history_goes_out_as_user_and_model_turns() {
     ])
     .tools(vec![weather_def()])
     .tool_choice(ToolChoice::Tool("get_weather".into()))
-    .max_tokens(256);
+    .max_tokens(256)
+    .top_p(0.9)
+    .stop(["END"])
+    .seed(42)
+    .presence_penalty(0.5)
+    .frequency_penalty(0.25);
     model_for(&server).generate(&req).await.unwrap();
     let bodies = validated_bodies(&server).await;
     assert_eq!(
@@ -205,7 +210,8 @@ async fn the_history_goes_out_as_user_and_model_turns() {
     );
     assert_eq!(
         bodies[0]["generationConfig"],
-        json!({"maxOutputTokens": 256})
+        json!({"maxOutputTokens": 256, "topP": 0.9, "stopSequences": ["END"], "seed": 42,
+               "presencePenalty": 0.5, "frequencyPenalty": 0.25})
     );
     assert_eq!(
         bodies[0]["toolConfig"],

@@ -38,6 +38,7 @@ mod limits;
 mod model;
 mod protocol;
 mod provider;
+mod sampling;
 mod settings;
 mod status;
 mod turns;
@@ -61,6 +62,7 @@ pub use limits::{Attempts, Limit, backoff, far_future, secs};
 pub use model::HttpModel;
 pub use protocol::{Decoder, Flow, Protocol};
 pub use provider::{Common, Provider, ProviderInfo, check, debug_config, from_lookup};
+pub use sampling::{decimal, sampling_fields};
 pub use settings::{
     EnvSettings, HttpConfig, HttpSettings, build_client, env_settings, is_http_url, key_header,
 };

@@ -106,6 +106,10 @@ impl<C: Provider> Model for HttpModel<C> {
         self.inner.stream.model()
     }
 
+    fn supports(&self, option: tinyagent::model::SamplingOption) -> bool {
+        C::INFO.sampling.contains(&option)
+    }
+
     fn generate<'a>(
         &'a self,
         req: &'a ModelRequest,

@@ -7,6 +7,7 @@ use std::fmt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tinyagent::ModelRequest;
+use tinyagent::model::SamplingOption;
 
 use crate::{ConfigError, HttpConfig, HttpSettings, Protocol};
 
@@ -33,6 +34,9 @@ pub struct ProviderInfo {
     /// What a request the API rejects most often gets wrong (said in the error of a 4xx
     /// with no words of its own); empty for nothing.
     pub rejected_hint: &'static str,
+    /// The sampling options the API takes ([`Model::supports`](tinyagent::Model::supports));
+    /// only the temperature until [`sampling`](Self::sampling) says more.
+    pub sampling: &'static [SamplingOption],
 }
 
 impl ProviderInfo {
@@ -54,7 +58,15 @@ impl ProviderInfo {
             headers: &[],
             implied_max_tokens: None,
             rejected_hint: "",
+            sampling: &[SamplingOption::Temperature],
         }
+    }
+
+    /// Takes these sampling options (the request body sends each one a request sets).
+    #[must_use]
+    pub const fn sampling(mut self, options: &'static [SamplingOption]) -> Self {
+        self.sampling = options;
+        self
     }
 
     /// Sends the key in the header `name`, as it is.

@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 use tinyagent::ModelRequest;
+use tinyagent::model::SamplingOption;
 pub use tinyagent_http::ConfigError;
 use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
 
@@ -237,7 +238,15 @@ impl Provider for OpenAiConfig {
          gpt-4o-mini)",
         DEFAULT_BASE_URL,
         concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
-    );
+    )
+    .sampling(&[
+        SamplingOption::Temperature,
+        SamplingOption::TopP,
+        SamplingOption::Stop,
+        SamplingOption::Seed,
+        SamplingOption::PresencePenalty,
+        SamplingOption::FrequencyPenalty,
+    ]);
 
     fn common(&mut self) -> Common<'_> {
         let Self {

@@ -35,8 +35,9 @@
 //!   (optionally strict, through [`tinyagent::tools::schema::strict_schema`]), `tool_choice`,
 //!   `parallel_tool_calls`, `response_format` (a request's
 //!   [`ResponseFormat`](tinyagent::model::ResponseFormat) as structured outputs, `json_schema` with
-//!   the schema in the strict dialect when it can be), `temperature` and the token limit (4096 when the request sets
-//!   none); tool-call arguments that are not JSON are sent back wrapped in a JSON object,
+//!   the schema in the strict dialect when it can be), the sampling options (`temperature`,
+//!   `top_p`, `stop`, `seed`, `presence_penalty`, `frequency_penalty`) and the token limit
+//!   (4096 when the request sets none); tool-call arguments that are not JSON are sent back wrapped in a JSON object,
 //!   so servers that parse them accept the history;
 //! - [`Model::stream`](tinyagent::Model::stream) asks for `stream: true` with
 //!   `stream_options.include_usage`, reads server-sent events (comment lines such as

@@ -42,12 +42,9 @@ pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bo
     if let Some(format) = &req.response_format {
         body.insert("response_format".into(), response_format(format));
     }
-    if let Some(t) = req.temperature {
-        // Through f64 of the shortest decimal, so 0.7f32 is sent as 0.7, not 0.699999988.
-        let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
-        if let Some(n) = serde_json::Number::from_f64(t) {
-            body.insert("temperature".into(), Value::Number(n));
-        }
+    // Every sampling option under its own name (the provider takes them all).
+    for (field, value) in tinyagent_http::sampling_fields(req, |o| Some(o.name())) {
+        body.insert(field.into(), value);
     }
     if let Some(max) = req.max_tokens.or(config.max_tokens) {
         let field = match config.max_tokens_field {

@@ -927,6 +927,15 @@ async fn request_bodies_for_every_option_match_the_spec() {
             )
             .unwrap();
             let mut req = ask("你好").tools(tools.clone()).temperature(0.0);
+            if strict {
+                // Every sampling option, as the API names them.
+                req = req
+                    .top_p(0.9)
+                    .stop(["END", "\n\n"])
+                    .seed(42)
+                    .presence_penalty(0.5)
+                    .frequency_penalty(-0.25);
+            }
             req.tool_choice = choice.clone();
             model.generate(&req).await.unwrap();
             // Tool choice without tools is left out.
@@ -937,6 +946,13 @@ async fn request_bodies_for_every_option_match_the_spec() {
     }
     let bodies = validated_bodies(&server).await;
     assert_eq!(bodies.len(), 20);
+    let sampled = &bodies[10];
+    assert_eq!(sampled["top_p"], 0.9);
+    assert_eq!(sampled["stop"], json!(["END", "\n\n"]));
+    assert_eq!(sampled["seed"], 42);
+    assert_eq!(sampled["presence_penalty"], 0.5);
+    assert_eq!(sampled["frequency_penalty"], -0.25);
+    assert!(bodies[0].get("seed").is_none() && bodies[0].get("stop").is_none());
     assert!(
         bodies
             .iter()

@@ -327,7 +327,7 @@ pub(crate) async fn completions(
     ApiJson(request): ApiJson<ChatRequest>,
 ) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
-    let (options, shape) = crate::options::read(&request.extra, &state.ignored_parameters)?;
+    let (options, shape) = crate::options::read(&request.extra, &state.parameters)?;
     let Some(agent) = state.agent(&request.model).cloned() else {
         return Err(ApiError::not_found(format!(
             "the model `{}` does not exist; this server's models (agents) are: {}",
@@ -341,6 +341,8 @@ pub(crate) async fn completions(
         instructions: state.client_instructions,
         tool_results: state.client_tool_results,
     };
+    // Before anything streams: an option the agent would have to drop is a 400.
+    agent.check_options(&options)?;
     let (history, message) = conversation(request.messages, admit)?;
     let session = Session::new();
     session.append(history);

@@ -224,9 +224,15 @@ impl From<AgentError> for ApiError {
                 ),
             )
             .code("invalid_answer"),
-            AgentError::Options { problem, .. } => Self::bad_request(problem.clone())
-                .param("tool_choice")
-                .code("invalid_value"),
+            AgentError::Options {
+                option, problem, ..
+            } => Self::bad_request(problem.clone())
+                .param(option.clone())
+                .code(if option == "tool_choice" {
+                    "invalid_value"
+                } else {
+                    "unsupported_parameter"
+                }),
             AgentError::Paused { pending, .. } => Self::new(
                 StatusCode::CONFLICT,
                 "invalid_request_error",

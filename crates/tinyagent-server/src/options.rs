@@ -27,6 +27,11 @@ pub(crate) const FIELDS: &[(&str, Treatment)] = &[
     ("max_tokens", Treatment::Honoured),
     ("max_completion_tokens", Treatment::Honoured),
     ("temperature", Treatment::Honoured),
+    ("top_p", Treatment::Honoured),
+    ("stop", Treatment::Honoured),
+    ("seed", Treatment::Honoured),
+    ("presence_penalty", Treatment::Honoured),
+    ("frequency_penalty", Treatment::Honoured),
     ("tool_choice", Treatment::Honoured),
     ("parallel_tool_calls", Treatment::Honoured),
     ("response_format", Treatment::Honoured),
@@ -48,26 +53,6 @@ pub(crate) const FIELDS: &[(&str, Treatment)] = &[
     (
         "function_call",
         Treatment::Refused("use `tool_choice` (the agent's own tools)"),
-    ),
-    (
-        "top_p",
-        Treatment::Refused("this server does not pass nucleus sampling to its models"),
-    ),
-    (
-        "stop",
-        Treatment::Refused("this server does not pass stop sequences to its models"),
-    ),
-    (
-        "seed",
-        Treatment::Refused("this server cannot make an agent's run deterministic"),
-    ),
-    (
-        "presence_penalty",
-        Treatment::Refused("this server does not pass penalties to its models"),
-    ),
-    (
-        "frequency_penalty",
-        Treatment::Refused("this server does not pass penalties to its models"),
     ),
     (
         "logit_bias",
@@ -128,17 +113,107 @@ impl AnswerShape {
     }
 }
 
+/// What the operator says of request fields beyond the table: fields accepted and not used
+/// (`--ignore-parameter`), values every request gets (`--pin-parameter`), and highest values
+/// (`--cap-parameter`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Parameters {
+    /// Fields accepted whatever they hold, and not used.
+    pub(crate) ignored: Vec<String>,
+    /// Fields whose value is the operator's: a client may leave them out or send the same.
+    pub(crate) pinned: Vec<(String, Value)>,
+    /// Fields with a highest value: `max_tokens` is lowered to it, others above it refused.
+    pub(crate) caps: Vec<(String, f64)>,
+}
+
+/// Fields an operator may pin.
+const PINNABLE: &[&str] = &[
+    "temperature",
+    "top_p",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "parallel_tool_calls",
+];
+
+/// Fields an operator may cap.
+const CAPPABLE: &[&str] = &[
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "max_tokens",
+];
+
+impl Parameters {
+    /// Why the operator's pins and caps cannot be used, if they cannot: an unknown field, a
+    /// value the field does not take, a pin above a cap.
+    pub(crate) fn check(&self) -> Result<RunOptions, String> {
+        for (name, _) in &self.pinned {
+            if !PINNABLE.contains(&name.as_str()) {
+                return Err(format!(
+                    "`{name}` cannot be pinned; these can: {}",
+                    PINNABLE.join(", ")
+                ));
+            }
+        }
+        for (name, cap) in &self.caps {
+            if !CAPPABLE.contains(&name.as_str()) {
+                return Err(format!(
+                    "`{name}` cannot be capped; these can: {}",
+                    CAPPABLE.join(", ")
+                ));
+            }
+            if !cap.is_finite() || (name == "max_tokens" && *cap < 1.0) {
+                return Err(format!(
+                    "the cap of `{name}` must be a number (at least 1 for max_tokens)"
+                ));
+            }
+        }
+        let (options, _) = read(&Map::new(), self).map_err(|e| e.message)?;
+        Ok(options)
+    }
+
+    fn cap(&self, name: &str) -> Option<f64> {
+        self.caps
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| *c)
+    }
+
+    /// A `400` when `value` is above the cap of `name` (`max_tokens` is lowered instead).
+    fn within_cap(&self, name: &str, value: &Value) -> Result<(), ApiError> {
+        match self.cap(name) {
+            Some(cap) if name != "max_tokens" && value.as_f64().is_some_and(|v| v > cap) => {
+                Err(invalid(name, &format!("at most {cap} on this server")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn pin(&self, name: &str) -> Option<&Value> {
+        self.pinned
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+}
+
 /// The run options of a request's `extra` fields, and the shape its answer must have; a `400`
-/// naming the field that is refused or malformed. Fields in `ignored` (the operator's
-/// `--ignore-parameter`) are accepted whatever they hold.
+/// naming the field that is refused or malformed. The operator's `parameters` apply: ignored
+/// fields are accepted whatever they hold, pinned ones hold for every request, capped ones are
+/// refused above their cap (`max_tokens` is lowered to it).
 pub(crate) fn read(
     extra: &Map<String, Value>,
-    ignored: &[String],
+    parameters: &Parameters,
 ) -> Result<(RunOptions, Option<AnswerShape>), ApiError> {
     let mut options = RunOptions::new();
     let mut shape = None;
     for (name, value) in extra {
-        if value.is_null() || ignored.iter().any(|i| i == name) {
+        if value.is_null() || parameters.ignored.iter().any(|i| i == name) {
             continue;
         }
         let treatment = FIELDS
@@ -162,47 +237,111 @@ pub(crate) fn read(
                 );
             }
             Some(Treatment::Refused(_)) => {}
-            Some(Treatment::Honoured) => match name.as_str() {
-                "max_tokens" | "max_completion_tokens" => {
-                    let max = positive_u32(name, value)?;
-                    options.max_tokens = Some(options.max_tokens.map_or(max, |m| m.min(max)));
-                }
-                "temperature" => {
-                    let t = value
-                        .as_f64()
-                        .filter(|t| (0.0..=2.0).contains(t))
-                        .ok_or_else(|| invalid(name, "a number from 0 to 2"))?;
-                    options.temperature = Some(t as f32);
-                }
-                "tool_choice" => options.tool_choice = Some(tool_choice(value)?),
-                "parallel_tool_calls" => {
-                    let parallel = value
-                        .as_bool()
-                        .ok_or_else(|| invalid(name, "true or false"))?;
-                    options.parallel_tool_calls = Some(parallel);
-                }
-                "response_format" => {
-                    if let Some(s) = answer_shape(value)? {
-                        options.response_format = Some(s.format.clone());
-                        shape = Some(s);
+            Some(Treatment::Honoured) => {
+                if let Some(pinned) = parameters.pin(name) {
+                    if pinned != value {
+                        return Err(invalid(
+                            name,
+                            &format!("left out or {pinned}: this server's operator set it"),
+                        ));
                     }
                 }
-                _ => unreachable!("every honoured field is read"),
-            },
+                parameters.within_cap(name, value)?;
+                honour(name, value, &mut options, &mut shape)?;
+            }
         }
     }
+    for (name, value) in &parameters.pinned {
+        if extra.get(name).is_none_or(Value::is_null) {
+            parameters.within_cap(name, value)?;
+            honour(name, value, &mut options, &mut shape)?;
+        }
+    }
+    if let Some(cap) = parameters.cap("max_tokens") {
+        // Lowered, never refused: a token limit is a highest value already.
+        let cap = cap as u32;
+        options.max_tokens = Some(options.max_tokens.map_or(cap, |m| m.min(cap)));
+    }
     Ok((options, shape))
+}
+
+/// Applies honoured field `name` to `options` (and the answer's `shape`).
+fn honour(
+    name: &str,
+    value: &Value,
+    options: &mut RunOptions,
+    shape: &mut Option<AnswerShape>,
+) -> Result<(), ApiError> {
+    match name {
+        "max_tokens" | "max_completion_tokens" => {
+            let max = positive_u32(name, value)?;
+            options.max_tokens = Some(options.max_tokens.map_or(max, |m| m.min(max)));
+        }
+        "temperature" => options.temperature = Some(number(name, value, 0.0, 2.0)?),
+        // A neutral value (top_p 1, a penalty of 0) asks for nothing, so a model that does not
+        // take the option is not asked it.
+        "top_p" => options.top_p = Some(number(name, value, 0.0, 1.0)?).filter(|p| *p < 1.0),
+        "presence_penalty" => {
+            options.presence_penalty = Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
+        }
+        "frequency_penalty" => {
+            options.frequency_penalty = Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
+        }
+        "seed" => {
+            let seed = value
+                .as_u64()
+                .ok_or_else(|| invalid(name, "a whole number from 0"))?;
+            options.seed = Some(seed);
+        }
+        "stop" => options.stop = stop(value)?,
+        "tool_choice" => options.tool_choice = Some(tool_choice(value)?),
+        "parallel_tool_calls" => {
+            let parallel = value
+                .as_bool()
+                .ok_or_else(|| invalid(name, "true or false"))?;
+            options.parallel_tool_calls = Some(parallel);
+        }
+        "response_format" => {
+            *shape = answer_shape(value)?;
+            options.response_format = shape.as_ref().map(|s| s.format.clone());
+        }
+        _ => unreachable!("every honoured field is read"),
+    }
+    Ok(())
+}
+
+fn number(name: &str, value: &Value, low: f64, high: f64) -> Result<f32, ApiError> {
+    value
+        .as_f64()
+        .filter(|v| (low..=high).contains(v))
+        .map(|v| v as f32)
+        .ok_or_else(|| invalid(name, &format!("a number from {low} to {high}")))
+}
+
+/// Up to four stop sequences, as a string or an array of strings (OpenAI's limit).
+fn stop(value: &Value) -> Result<Vec<String>, ApiError> {
+    let stops: Vec<String> = match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| invalid("stop", "a string or an array of strings"))?,
+        _ => return Err(invalid("stop", "a string or an array of strings")),
+    };
+    if stops.len() > 4 || stops.iter().any(String::is_empty) {
+        return Err(invalid("stop", "at most 4 sequences, none empty"));
+    }
+    Ok(stops)
 }
 
 /// Whether a refused field's value is its default, which asks for nothing.
 fn changes_nothing(name: &str, value: &Value) -> bool {
     match name {
         "n" => value.as_u64() == Some(1),
-        "top_p" => value.as_f64() == Some(1.0),
-        "presence_penalty" | "frequency_penalty" => value.as_f64() == Some(0.0),
         "logprobs" => value == &Value::Bool(false),
         "top_logprobs" => value.as_u64() == Some(0),
-        "tools" | "functions" | "stop" => value.as_array().is_some_and(Vec::is_empty),
+        "tools" | "functions" => value.as_array().is_some_and(Vec::is_empty),
         "logit_bias" => value.as_object().is_some_and(Map::is_empty),
         "modalities" => value
             .as_array()
@@ -298,16 +437,23 @@ mod tests {
 
     #[test]
     fn every_field_is_honoured_refused_or_ignored_by_name() {
-        let read = |body: Value| read(body.as_object().unwrap(), &[]);
+        let none = Parameters::default();
+        let read = |body: Value| read(body.as_object().unwrap(), &none);
         let (options, shape) = read(serde_json::json!({
             "max_tokens": 50, "max_completion_tokens": 20, "temperature": 0.5,
             "tool_choice": "none", "parallel_tool_calls": false, "user": "u1",
-            "metadata": {"a": "b"}, "store": true, "top_p": 1, "n": 1, "stop": [], "seed": null,
+            "metadata": {"a": "b"}, "store": true, "n": 1, "seed": null,
+            "top_p": 0.5, "stop": "END", "presence_penalty": 0.25, "frequency_penalty": 0,
             "response_format": {"type": "json_object"}
         }))
         .unwrap();
         assert_eq!(options.max_tokens, Some(20));
         assert_eq!(options.temperature, Some(0.5));
+        assert_eq!(options.top_p, Some(0.5));
+        assert_eq!(options.stop, ["END"]);
+        assert_eq!(options.seed, None);
+        assert_eq!(options.presence_penalty, Some(0.25));
+        assert_eq!(options.frequency_penalty, None, "0 asks for nothing");
         assert_eq!(options.tool_choice, Some(ToolChoice::None));
         assert_eq!(options.parallel_tool_calls, Some(false));
         let shape = shape.unwrap();
@@ -316,21 +462,112 @@ mod tests {
             shape.check("```json\n{\"a\": 1}\n```").unwrap(),
             "{\"a\": 1}"
         );
+        // Neutral values set nothing.
+        let (neutral, _) =
+            read(serde_json::json!({"top_p": 1, "stop": [], "presence_penalty": 0})).unwrap();
+        assert_eq!(neutral.sampling_options().count(), 0);
+        for (body, field, code) in [
+            (
+                serde_json::json!({"logprobs": true}),
+                "logprobs",
+                "unsupported_parameter",
+            ),
+            (serde_json::json!({"n": 2}), "n", "unsupported_parameter"),
+            (
+                serde_json::json!({"frobnicate": 1}),
+                "frobnicate",
+                "unsupported_parameter",
+            ),
+            (
+                serde_json::json!({"max_tokens": 0}),
+                "max_tokens",
+                "invalid_value",
+            ),
+            (
+                serde_json::json!({"tool_choice": "maybe"}),
+                "tool_choice",
+                "invalid_value",
+            ),
+            (serde_json::json!({"top_p": 1.5}), "top_p", "invalid_value"),
+            (serde_json::json!({"seed": -1}), "seed", "invalid_value"),
+            (
+                serde_json::json!({"stop": ["a", "b", "c", "d", "e"]}),
+                "stop",
+                "invalid_value",
+            ),
+            (serde_json::json!({"stop": [1]}), "stop", "invalid_value"),
+            (
+                serde_json::json!({"presence_penalty": 3}),
+                "presence_penalty",
+                "invalid_value",
+            ),
+        ] {
+            let err = read(body).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(field), "{err:?}");
+            assert_eq!(err.code, Some(code), "{err:?}");
+        }
+        // The operator may accept a field as a hint.
+        let hint = Parameters {
+            ignored: vec!["logprobs".to_owned()],
+            ..Parameters::default()
+        };
+        let extra = serde_json::json!({"logprobs": true});
+        assert!(super::read(extra.as_object().unwrap(), &hint).is_ok());
+    }
+
+    #[test]
+    fn the_operator_pins_and_caps_fields() {
+        let operator = Parameters {
+            pinned: vec![("seed".to_owned(), serde_json::json!(7))],
+            caps: vec![
+                ("temperature".to_owned(), 1.0),
+                ("max_tokens".to_owned(), 100.0),
+            ],
+            ..Parameters::default()
+        };
+        let read = |body: Value| super::read(body.as_object().unwrap(), &operator);
+        // Pins hold when a client says nothing, or the same.
+        let (options, _) = read(serde_json::json!({})).unwrap();
+        assert_eq!(options.seed, Some(7));
+        assert_eq!(options.max_tokens, Some(100), "the cap is the limit");
+        let (options, _) =
+            read(serde_json::json!({"seed": 7, "max_tokens": 20, "temperature": 0.9})).unwrap();
+        assert_eq!(
+            (options.seed, options.max_tokens, options.temperature),
+            (Some(7), Some(20), Some(0.9))
+        );
+        // Another value of a pinned field, or one above a cap, is refused by name.
         for (body, field) in [
-            (serde_json::json!({"top_p": 0.5}), "top_p"),
-            (serde_json::json!({"stop": ["\n"]}), "stop"),
-            (serde_json::json!({"seed": 7}), "seed"),
-            (serde_json::json!({"logprobs": true}), "logprobs"),
-            (serde_json::json!({"n": 2}), "n"),
-            (serde_json::json!({"frobnicate": 1}), "frobnicate"),
-            (serde_json::json!({"max_tokens": 0}), "max_tokens"),
-            (serde_json::json!({"tool_choice": "maybe"}), "tool_choice"),
+            (serde_json::json!({"seed": 8}), "seed"),
+            (serde_json::json!({"temperature": 1.5}), "temperature"),
         ] {
             let err = read(body).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(field), "{err:?}");
         }
-        // The operator may accept a field as a hint.
-        let extra = serde_json::json!({"seed": 7});
-        assert!(super::read(extra.as_object().unwrap(), &["seed".to_owned()]).is_ok());
+        // A token limit above the cap is lowered to it, as the agent's own limit lowers it.
+        assert_eq!(
+            read(serde_json::json!({"max_tokens": 500}))
+                .unwrap()
+                .0
+                .max_tokens,
+            Some(100)
+        );
+        // What an operator may not say.
+        let bad = |pinned: Vec<(&str, Value)>, caps: Vec<(&str, f64)>| {
+            Parameters {
+                pinned: pinned.into_iter().map(|(n, v)| (n.to_owned(), v)).collect(),
+                caps: caps.into_iter().map(|(n, c)| (n.to_owned(), c)).collect(),
+                ..Parameters::default()
+            }
+            .check()
+            .unwrap_err()
+        };
+        assert!(bad(vec![("n", serde_json::json!(2))], vec![]).contains("cannot be pinned"));
+        assert!(bad(vec![], vec![("seed", 3.0)]).contains("cannot be capped"));
+        assert!(bad(vec![("top_p", serde_json::json!(3))], vec![]).contains("from 0 to 1"));
+        assert!(bad(vec![], vec![("max_tokens", 0.0)]).contains("at least 1"));
+        let above = vec![("temperature", serde_json::json!(1.5))];
+        assert!(bad(above, vec![("temperature", 1.0)]).contains("at most 1"));
+        assert!(operator.check().is_ok());
     }
 }

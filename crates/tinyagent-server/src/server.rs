@@ -76,7 +76,7 @@ pub struct Server {
     pub(crate) site: SitePolicy,
     pub(crate) client_instructions: ClientInstructions,
     pub(crate) client_tool_results: bool,
-    pub(crate) ignored_parameters: Vec<String>,
+    pub(crate) parameters: crate::options::Parameters,
     pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 
@@ -128,7 +128,7 @@ impl Server {
             site: SitePolicy::default(),
             client_instructions: ClientInstructions::default(),
             client_tool_results: false,
-            ignored_parameters: Vec::new(),
+            parameters: crate::options::Parameters::default(),
             tenancy: Default::default(),
         }
     }
@@ -322,11 +322,35 @@ impl Server {
     }
 
     /// Accepts this Chat Completions field and does not use it, where by default it is
-    /// refused with `400 unsupported_parameter` (`seed`, `stop`, `top_p`...: see the table in
+    /// refused with `400 unsupported_parameter` (`logprobs`, `logit_bias`...: see the table in
     /// the serving guide), for clients that always send it. Repeatable.
     #[must_use]
     pub fn ignore_parameter(mut self, name: impl Into<String>) -> Self {
-        self.ignored_parameters.push(name.into());
+        self.parameters.ignored.push(name.into());
+        self
+    }
+
+    /// Gives every request this value of a sampling field (`temperature`, `top_p`, `stop`,
+    /// `seed`, `presence_penalty`, `frequency_penalty`, `parallel_tool_calls`): a client may
+    /// leave the field out or send the same value; another value is a `400` naming it.
+    /// [`serve`](Self::serve) refuses a field that cannot be pinned, a value it does not take
+    /// and one an agent's model does not take.
+    ///
+    /// ```
+    /// let server = tinyagent_server::Server::new().pin_parameter("temperature", serde_json::json!(0));
+    /// ```
+    #[must_use]
+    pub fn pin_parameter(mut self, name: impl Into<String>, value: serde_json::Value) -> Self {
+        self.parameters.pinned.push((name.into(), value));
+        self
+    }
+
+    /// Caps a field (`temperature`, `top_p`, `presence_penalty`, `frequency_penalty`,
+    /// `max_tokens`): a request above the cap is a `400` naming the field, except
+    /// `max_tokens`, which is lowered to it (and applies when a request sets none).
+    #[must_use]
+    pub fn cap_parameter(mut self, name: impl Into<String>, max: f64) -> Self {
+        self.parameters.caps.push((name.into(), max));
         self
     }
 
@@ -404,6 +428,12 @@ pub enum ServeError {
     /// No agent to serve.
     #[error("no agent to serve: add one with Server::agent")]
     NoAgents,
+    /// A pinned or capped request field cannot be used.
+    #[error("the request fields the operator set cannot be used: {problem}")]
+    Parameters {
+        /// What is wrong.
+        problem: String,
+    },
     /// The listener failed.
     #[error("the server's listener failed: {0}")]
     Io(#[from] std::io::Error),

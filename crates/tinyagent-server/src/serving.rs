@@ -65,7 +65,7 @@ impl Server {
             page: self.page,
             client_instructions: self.client_instructions,
             client_tool_results: self.client_tool_results,
-            ignored_parameters: self.ignored_parameters,
+            parameters: self.parameters,
             tenancy: self.tenancy,
         };
         (crate::routes::router(Arc::new(state)), site, limits)
@@ -77,6 +77,12 @@ impl Server {
             Some(ServeError::Unauthenticated { addr })
         } else if self.agents.is_empty() {
             Some(ServeError::NoAgents)
+        } else if let Err(problem) = self.parameters.check().and_then(|pinned| {
+            self.agents
+                .iter()
+                .try_for_each(|a| a.check_options(&pinned).map_err(|e| e.to_string()))
+        }) {
+            Some(ServeError::Parameters { problem })
         } else {
             None
         }
@@ -174,6 +180,49 @@ mod tests {
         // An empty key is no key.
         let server = Server::new().agent(agent()).api_key("");
         assert!(server.cannot_serve_on(open).is_some());
+    }
+
+    /// A model that takes only the temperature (the trait's default).
+    struct Plain;
+
+    impl tinyagent::Model for Plain {
+        fn generate<'a>(
+            &'a self,
+            _req: &'a tinyagent::ModelRequest,
+        ) -> tinyagent::BoxFuture<'a, Result<tinyagent::ModelResponse, tinyagent::ModelError>>
+        {
+            Box::pin(async { Err(tinyagent::ModelError::other("not called")) })
+        }
+    }
+
+    #[test]
+    fn pinned_fields_must_be_pinnable_valid_and_taken_by_every_model() {
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let plain = LlmAgent::builder("plain").model(Plain).build().unwrap();
+        let refused = |server: Server| match server.cannot_serve_on(local) {
+            Some(ServeError::Parameters { problem }) => problem,
+            other => panic!("{other:?}"),
+        };
+        let pinned = |name: &str, value| Server::new().agent(agent()).pin_parameter(name, value);
+        assert!(refused(pinned("n", serde_json::json!(2))).contains("cannot be pinned"));
+        assert!(refused(pinned("seed", serde_json::json!("x"))).contains("whole number"));
+        let problem = refused(
+            Server::new()
+                .agent(agent())
+                .agent(plain)
+                .pin_parameter("seed", serde_json::json!(7)),
+        );
+        assert!(problem.contains("does not take `seed`"), "{problem}");
+        // The scripted model takes every option; a cap is no pin.
+        assert!(
+            pinned("seed", serde_json::json!(7))
+                .cannot_serve_on(local)
+                .is_none()
+        );
+        let capped = Server::new()
+            .agent(agent())
+            .cap_parameter("temperature", 1.0);
+        assert!(capped.cannot_serve_on(local).is_none());
     }
 
     #[test]

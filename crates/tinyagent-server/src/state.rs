@@ -75,7 +75,7 @@ pub(crate) struct AppState {
     pub(crate) client_instructions: ClientInstructions,
     pub(crate) client_tool_results: bool,
     /// Chat Completions fields accepted and not used, by the operator's choice.
-    pub(crate) ignored_parameters: Vec<String>,
+    pub(crate) parameters: crate::options::Parameters,
     pub(crate) tenancy: crate::tenancy::Tenancy,
 }
 

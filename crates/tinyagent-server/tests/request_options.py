@@ -55,12 +55,9 @@ print("streamed parsed:", final.choices[0].message.parsed.model_dump_json())
 
 # 4. Refused options: a 400 naming each.
 for name, value in [
-    ("top_p", 0.5),
-    ("stop", ["\n"]),
-    ("seed", 7),
     ("logprobs", True),
     ("n", 2),
-    ("presence_penalty", 0.5),
+    ("logit_bias", {"50256": -100}),
     ("frobnicate", 1),
 ]:
     try:
@@ -87,4 +84,46 @@ hinted = client.chat.completions.create(
     n=1,
 )
 print("hints accepted:", hinted.choices[0].finish_reason)
+
+# 6. Sampling options reach the model (the Rust side checks the body it received); the
+#    operator pinned `stop` and capped `temperature` at 1.
+sampled = client.chat.completions.create(
+    model=MODEL,
+    messages=[{"role": "user", "content": "Say something."}],
+    temperature=0.5,
+    top_p=0.5,
+    seed=7,
+    presence_penalty=0.5,
+    frequency_penalty=0.25,
+)
+print("sampled:", sampled.choices[0].message.content)
+
+# 7. What the operator set: another value of a pinned field, or one above a cap, is a 400.
+for name, value in [("stop", ["X"]), ("temperature", 1.5)]:
+    try:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_body={name: value},
+        )
+        raise SystemExit(f"{name}={value} was accepted")
+    except openai.BadRequestError as err:
+        assert err.body["param"] == name and err.body["code"] == "invalid_value", err.body
+        print(f"operator's {name}: {err.body['message']}")
+
+# 8. An option the agent's model does not take (Anthropic's API has no seed) is a 400 naming
+#    it, before anything streams.
+for stream in (False, True):
+    try:
+        client.chat.completions.create(
+            model=os.environ["TINYAGENT_OTHER_MODEL"],
+            messages=[{"role": "user", "content": "hi"}],
+            seed=7,
+            stream=stream,
+        )
+        raise SystemExit("seed was accepted by a model without it")
+    except openai.BadRequestError as err:
+        assert err.body["param"] == "seed", err.body
+        assert err.body["code"] == "unsupported_parameter", err.body
+        print(f"model without seed (stream={stream}): {err.body['message']}")
 print("request options: ok")

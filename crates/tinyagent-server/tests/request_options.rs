@@ -91,16 +91,28 @@ async fn request_options_are_honoured_or_refused_by_name() {
         streamed_text(r#"{"sentiment":"positive","stars":5,"summary":"Great battery."}"#),
         // Hints.
         streamed_text("Hello!"),
+        // Sampling options.
+        streamed_text("Something."),
     ])
     .await;
     let config = OpenAiConfig::new("gpt-4o-mini")
         .base_url(url)
         .max_retries(0);
     let model = OpenAiModel::new(config).unwrap();
+    // An agent whose model does not take a seed; it is never called (nothing listens there).
+    let claude = tinyagent_anthropic::AnthropicModel::new(
+        tinyagent_anthropic::AnthropicConfig::new("claude-sonnet-4-5")
+            .base_url("http://127.0.0.1:9/v1")
+            .api_key("unused"),
+    )
+    .unwrap();
     let server = Running::start(
         Server::new()
             .agent(agent("calc", model))
-            .api_key("sk-python"),
+            .agent(agent("claude", claude))
+            .api_key("sk-python")
+            .pin_parameter("stop", serde_json::json!(["END"]))
+            .cap_parameter("temperature", 1.0),
     )
     .await;
 
@@ -111,6 +123,7 @@ async fn request_options_are_honoured_or_refused_by_name() {
             ("TINYAGENT_BASE_URL", server.url("/v1")),
             ("TINYAGENT_KEY", "sk-python".to_owned()),
             ("TINYAGENT_MODEL", "calc".to_owned()),
+            ("TINYAGENT_OTHER_MODEL", "claude".to_owned()),
         ],
     )
     .await;
@@ -119,7 +132,7 @@ async fn request_options_are_honoured_or_refused_by_name() {
     assert!(stdout.contains("request options: ok"), "{stdout}");
 
     let received = models.received.lock().unwrap().clone();
-    assert_eq!(received.len(), 5, "refused requests reach no model");
+    assert_eq!(received.len(), 6, "refused requests reach no model");
     // parse(): the schema went to the model as structured output; the miss was shown to it.
     assert_eq!(received[0]["response_format"]["type"], "json_schema");
     assert_eq!(
@@ -144,4 +157,23 @@ async fn request_options_are_honoured_or_refused_by_name() {
     assert!(limit <= 5, "{}", received[2]);
     // Hints changed nothing the model sees.
     assert!(received[4].get("user").is_none() && received[4].get("metadata").is_none());
+    // Every sampling option reached the model, the operator's pinned stop among them.
+    let sampled = &received[5];
+    for (field, value) in [
+        ("temperature", serde_json::json!(0.5)),
+        ("top_p", serde_json::json!(0.5)),
+        ("seed", serde_json::json!(7)),
+        ("presence_penalty", serde_json::json!(0.5)),
+        ("frequency_penalty", serde_json::json!(0.25)),
+        ("stop", serde_json::json!(["END"])),
+    ] {
+        assert_eq!(sampled[field], value, "{field}: {sampled}");
+    }
+    // And only where asked: the pinned stop is on every request, the rest on none before.
+    assert_eq!(received[4]["stop"], serde_json::json!(["END"]));
+    assert!(received[4].get("seed").is_none() && received[4].get("top_p").is_none());
+    assert!(
+        stdout.contains("model without seed (stream=True)"),
+        "{stdout}"
+    );
 }

@@ -99,6 +99,11 @@ impl Model for ScriptedModel {
         "scripted"
     }
 
+    /// Every option: the requests it records show what was set.
+    fn supports(&self, _option: crate::model::SamplingOption) -> bool {
+        true
+    }
+
     fn generate<'a>(
         &'a self,
         req: &'a ModelRequest,

@@ -101,3 +101,89 @@ async fn a_forced_tool_choice_holds_for_the_first_step_only() {
         "the agent's own choice after the first step"
     );
 }
+
+/// A model that takes only the temperature (the trait's default) and counts its calls.
+#[derive(Default)]
+struct TemperatureOnly {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl tinyagent::Model for TemperatureOnly {
+    fn generate<'a>(
+        &'a self,
+        _req: &'a tinyagent::ModelRequest,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::ModelResponse, tinyagent::ModelError>> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Ok(reply::text("ok")) })
+    }
+}
+
+#[tokio::test]
+async fn sampling_options_reach_a_model_that_takes_them_and_fail_one_that_does_not() {
+    let options = RunOptions::new()
+        .top_p(0.9)
+        .stop(["END"])
+        .seed(7)
+        .presence_penalty(0.5)
+        .frequency_penalty(0.25);
+    let model = Arc::new(ScriptedModel::new([reply::text("56")]));
+    let takes_all = agent(model.clone(), None);
+    assert!(takes_all.check_options(&options).is_ok());
+    run(&takes_all, options.clone()).await.unwrap();
+    let sent = &model.requests()[0];
+    assert_eq!(
+        (
+            sent.top_p,
+            sent.stop.clone(),
+            sent.seed,
+            sent.presence_penalty,
+            sent.frequency_penalty
+        ),
+        (
+            Some(0.9),
+            vec!["END".to_owned()],
+            Some(7),
+            Some(0.5),
+            Some(0.25)
+        )
+    );
+
+    // A model that would drop them: refused before the run and by the run, nothing sent.
+    let plain = Arc::new(TemperatureOnly::default());
+    let agent = LlmAgent::builder("plain")
+        .model(plain.clone())
+        .build()
+        .unwrap();
+    let err = agent.check_options(&options).unwrap_err();
+    let AgentError::Options {
+        option, problem, ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(option, "top_p");
+    assert!(problem.contains("does not take `top_p`"), "{problem}");
+    let err = run(&agent, RunOptions::new().seed(1)).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Options { option, .. } if option == "seed"),
+        "{err:?}"
+    );
+    assert_eq!(plain.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The temperature it takes.
+    assert_eq!(
+        run(&agent, RunOptions::new().temperature(0.3))
+            .await
+            .unwrap(),
+        "ok"
+    );
+
+    // A fallback takes only what every one of its models takes.
+    let fallback = tinyagent::model::FallbackModel::new([
+        model as Arc<dyn tinyagent::Model>,
+        plain as Arc<dyn tinyagent::Model>,
+    ]);
+    use tinyagent::Model;
+    use tinyagent::model::SamplingOption;
+    assert!(fallback.supports(SamplingOption::Temperature));
+    assert!(!fallback.supports(SamplingOption::Seed));
+}

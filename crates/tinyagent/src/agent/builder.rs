@@ -137,6 +137,27 @@ impl Agent for LlmAgent {
     fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>> {
         super::run::run(self.config.clone(), inv)
     }
+
+    /// Refuses a sampling option the agent's model does not take, and a tool choice naming a
+    /// tool the agent lacks (when its tools are fixed; resolved tools are checked by the run).
+    fn check_options(&self, options: &super::RunOptions) -> Result<(), AgentError> {
+        options
+            .check(&*self.config.model)
+            .map_err(|(option, problem)| {
+                AgentError::options(&self.config.name, option.name(), problem)
+            })?;
+        if let Some(ToolChoice::Tool(name)) = &options.tool_choice {
+            let known = self.tools().any(|t| t.name() == name);
+            if !known && self.config.resolvers.is_empty() {
+                return Err(AgentError::options(
+                    &self.config.name,
+                    "tool_choice",
+                    format!("tool_choice names the tool {name:?}, which this agent does not have"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Builds an [`LlmAgent`]; made by [`LlmAgent::builder`].

@@ -140,11 +140,14 @@ pub enum AgentError {
         pending: Vec<super::PendingCall>,
     },
     /// The invocation's [`RunOptions`](super::RunOptions) cannot be applied (a tool choice
-    /// naming a tool the invocation does not have). Nothing ran.
+    /// naming a tool the invocation does not have, a sampling option its model does not
+    /// take). Nothing ran.
     #[error("agent {agent:?} cannot run with these options: {problem}")]
     Options {
         /// The agent's name.
         agent: String,
+        /// The option at fault, by its field name (`tool_choice`, `seed`, …).
+        option: String,
         /// What is wrong.
         problem: String,
     },
@@ -180,9 +183,10 @@ fn paused_text(pending: &[super::PendingCall]) -> String {
 
 impl AgentError {
     /// [`AgentError::Options`] for `agent`.
-    pub(crate) fn options(agent: &str, problem: impl Into<String>) -> Self {
+    pub(crate) fn options(agent: &str, option: &str, problem: impl Into<String>) -> Self {
         Self::Options {
             agent: agent.to_owned(),
+            option: option.to_owned(),
             problem: problem.into(),
         }
     }

@@ -1,16 +1,18 @@
 //! [`RunOptions`]: what one invocation asks of an agent beyond its own settings (a lower token
-//! limit, a temperature, a tool choice, a final answer's shape), as an API client's request
+//! limit, sampling options, a tool choice, a final answer's shape), as an API client's request
 //! does.
 
 use std::sync::Arc;
 
 use crate::context::Invocation;
-use crate::model::{ModelRequest, ResponseFormat, ToolChoice};
+use crate::model::{Model, ModelRequest, ResponseFormat, SamplingOption, ToolChoice};
 
 /// Settings for one invocation that take the place of the agent's own for it.
 ///
 /// `max_tokens` can only lower the agent's limit, never raise it; the others replace the
-/// agent's setting. A tool choice that forces a call (`Required`, a named tool) holds for the
+/// agent's setting. A sampling option the agent's model does not take
+/// ([`Model::supports`]) fails the run before anything is sent, rather than being dropped. A
+/// tool choice that forces a call (`Required`, a named tool) holds for the
 /// first model step only, after which the agent's own choice applies (or the model could never
 /// answer). A [`ToolChoice::Tool`] must name one of the invocation's tools (the run
 /// fails with [`AgentError::Options`](crate::AgentError::Options) otherwise). With a
@@ -33,6 +35,16 @@ pub struct RunOptions {
     pub max_tokens: Option<u32>,
     /// The sampling temperature.
     pub temperature: Option<f32>,
+    /// Nucleus sampling (see [`ModelRequest::top_p`]).
+    pub top_p: Option<f32>,
+    /// Stop sequences; empty for none.
+    pub stop: Vec<String>,
+    /// A seed for repeatable sampling (best effort).
+    pub seed: Option<u64>,
+    /// The presence penalty.
+    pub presence_penalty: Option<f32>,
+    /// The frequency penalty.
+    pub frequency_penalty: Option<f32>,
     /// Which tools the model may or must call.
     pub tool_choice: Option<ToolChoice>,
     /// Whether one step's tool calls may run at once (`false`: one after another).
@@ -59,6 +71,71 @@ impl RunOptions {
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
         self
+    }
+
+    /// Sets [`top_p`](Self::top_p).
+    #[must_use]
+    pub fn top_p(mut self, top_p: f32) -> Self {
+        self.top_p = Some(top_p);
+        self
+    }
+
+    /// Sets [`stop`](Self::stop).
+    #[must_use]
+    pub fn stop(mut self, stop: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.stop = stop.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`seed`](Self::seed).
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Sets [`presence_penalty`](Self::presence_penalty).
+    #[must_use]
+    pub fn presence_penalty(mut self, penalty: f32) -> Self {
+        self.presence_penalty = Some(penalty);
+        self
+    }
+
+    /// Sets [`frequency_penalty`](Self::frequency_penalty).
+    #[must_use]
+    pub fn frequency_penalty(mut self, penalty: f32) -> Self {
+        self.frequency_penalty = Some(penalty);
+        self
+    }
+
+    /// The sampling options these options set.
+    pub fn sampling_options(&self) -> impl Iterator<Item = SamplingOption> + use<> {
+        use SamplingOption as O;
+        let set = [
+            (O::Temperature, self.temperature.is_some()),
+            (O::TopP, self.top_p.is_some()),
+            (O::Stop, !self.stop.is_empty()),
+            (O::Seed, self.seed.is_some()),
+            (O::PresencePenalty, self.presence_penalty.is_some()),
+            (O::FrequencyPenalty, self.frequency_penalty.is_some()),
+        ];
+        set.into_iter().filter(|(_, on)| *on).map(|(o, _)| o)
+    }
+
+    /// Checks that `model` takes every sampling option these options set: the first it does
+    /// not take, and why, otherwise.
+    pub fn check(&self, model: &dyn Model) -> Result<(), (SamplingOption, String)> {
+        match self.sampling_options().find(|o| !model.supports(*o)) {
+            None => Ok(()),
+            Some(option) => Err((
+                option,
+                format!(
+                    "the model {:?} does not take `{option}`, which would be dropped without \
+                     effect; leave it out",
+                    model.name()
+                ),
+            )),
+        }
     }
 
     /// Sets [`tool_choice`](Self::tool_choice).
@@ -97,24 +174,31 @@ impl Invocation {
     }
 }
 
-/// Applies `options` to the run's first request (and whether its calls may run at once); why
-/// they cannot apply, if they cannot.
+/// Applies `options` to the run's first request (and whether its calls may run at once); the
+/// option that cannot apply and why, if one cannot.
 pub(crate) fn apply(
     options: &RunOptions,
+    model: &dyn Model,
     req: &mut ModelRequest,
     parallel: &mut bool,
-) -> Result<(), String> {
+) -> Result<(), (&'static str, String)> {
+    options
+        .check(model)
+        .map_err(|(option, problem)| (option.name(), problem))?;
     if let Some(ToolChoice::Tool(name)) = &options.tool_choice {
         if !req.tools.iter().any(|t| &t.name == name) {
             let offered: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
-            return Err(format!(
-                "tool_choice names the tool {name:?}, which this agent does not have; its tools \
-                 are: {}",
-                if offered.is_empty() {
-                    "none".to_owned()
-                } else {
-                    offered.join(", ")
-                }
+            return Err((
+                "tool_choice",
+                format!(
+                    "tool_choice names the tool {name:?}, which this agent does not have; its \
+                     tools are: {}",
+                    if offered.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        offered.join(", ")
+                    }
+                ),
             ));
         }
     }
@@ -124,6 +208,21 @@ pub(crate) fn apply(
     }
     if let Some(temperature) = options.temperature {
         req.temperature = Some(temperature);
+    }
+    if options.top_p.is_some() {
+        req.top_p = options.top_p;
+    }
+    if !options.stop.is_empty() {
+        req.stop.clone_from(&options.stop);
+    }
+    if options.seed.is_some() {
+        req.seed = options.seed;
+    }
+    if options.presence_penalty.is_some() {
+        req.presence_penalty = options.presence_penalty;
+    }
+    if options.frequency_penalty.is_some() {
+        req.frequency_penalty = options.frequency_penalty;
     }
     if let Some(choice) = &options.tool_choice {
         req.tool_choice = Some(choice.clone());

@@ -203,6 +203,7 @@ async fn drive(
         max_tokens: config.max_tokens,
         tool_choice: config.tool_choice.clone(),
         response_format,
+        ..ModelRequest::default()
     };
     let mut parallel = config.parallel_tool_calls;
     let forced_choice = inv.options().is_some_and(|o| {
@@ -212,8 +213,8 @@ async fn drive(
         )
     });
     if let Some(options) = inv.options() {
-        options::apply(options, &mut req, &mut parallel)
-            .map_err(|problem| AgentError::options(&config.name, problem))?;
+        options::apply(options, &*config.model, &mut req, &mut parallel)
+            .map_err(|(option, problem)| AgentError::options(&config.name, option, problem))?;
     }
     let host = inv.host().cloned();
     let ctx = ToolContext::new().with_invocation(inv);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
-use super::{AgentError, Event};
+use super::{AgentError, Event, RunOptions};
 use crate::context::{Invocation, Session};
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -100,11 +100,25 @@ pub trait Agent: Send + Sync {
     /// # });
     /// ```
     fn run(&self, inv: Invocation) -> BoxStream<'static, Result<Event, AgentError>>;
+
+    /// Checks before a run that `options` ([`Invocation::with_options`]) can apply: an agent
+    /// that would have to drop one refuses it here with [`AgentError::Options`], so a caller
+    /// (a server about to stream) can refuse the request before it starts. The run checks
+    /// again. The default accepts everything: an agent of your own reads the options from its
+    /// invocation.
+    fn check_options(&self, options: &RunOptions) -> Result<(), AgentError> {
+        let _ = options;
+        Ok(())
+    }
 }
 
 impl<A: Agent + ?Sized> Agent for Arc<A> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn check_options(&self, options: &RunOptions) -> Result<(), AgentError> {
+        (**self).check_options(options)
     }
 
     fn description(&self) -> &str {
@@ -119,6 +133,10 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
 impl<A: Agent + ?Sized> Agent for Box<A> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn check_options(&self, options: &RunOptions) -> Result<(), AgentError> {
+        (**self).check_options(options)
     }
 
     fn description(&self) -> &str {

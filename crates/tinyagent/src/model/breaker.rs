@@ -104,6 +104,10 @@ impl<M: Model> Model for CircuitBreakerModel<M> {
         self.model.name()
     }
 
+    fn supports(&self, option: super::SamplingOption) -> bool {
+        self.model.supports(option)
+    }
+
     fn count_tokens(&self, text: &str) -> Option<u64> {
         self.model.count_tokens(text)
     }

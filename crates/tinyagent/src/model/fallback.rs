@@ -118,6 +118,12 @@ impl Model for FallbackModel {
         self.models.first().map_or("fallback", |m| m.name())
     }
 
+    /// Only what every model takes: a backup that answers must not drop what the first
+    /// would have used.
+    fn supports(&self, option: super::SamplingOption) -> bool {
+        self.models.iter().all(|m| m.supports(option))
+    }
+
     /// The first model's count.
     fn count_tokens(&self, text: &str) -> Option<u64> {
         self.models.first()?.count_tokens(text)

@@ -12,6 +12,7 @@ pub(crate) mod request;
 pub(crate) mod response;
 mod response_builder;
 mod response_format;
+mod sampling;
 pub(crate) mod traits;
 
 pub use breaker::CircuitBreakerModel;
@@ -27,4 +28,5 @@ pub use response::FinishReason;
 pub(crate) use response::{ModelResponse, Usage};
 pub use response_builder::ModelResponseBuilder;
 pub use response_format::ResponseFormat;
+pub use sampling::SamplingOption;
 pub(crate) use traits::Model;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
-use super::{ModelError, ModelEvent, ModelRequest, ModelResponse};
+use super::{ModelError, ModelEvent, ModelRequest, ModelResponse, SamplingOption};
 use crate::util::BoxFuture;
 
 /// A language model: given the instruction, the history and the tool definitions, it returns
@@ -64,6 +64,14 @@ pub trait Model: Send + Sync {
         }))
     }
 
+    /// Whether the model takes `option` when a request sets it. The default takes only
+    /// [`SamplingOption::Temperature`]: a model that takes more says so, and an agent refuses
+    /// a run that asks a model for an option it would drop
+    /// ([`AgentError::Options`](crate::AgentError::Options)).
+    fn supports(&self, option: SamplingOption) -> bool {
+        option == SamplingOption::Temperature
+    }
+
     /// How many tokens `text` is for this model, by its own tokenizer, when the model has one
     /// at hand (the embedded model does); `None` (the default) otherwise, and a
     /// [`ContextPolicy`](crate::agent::ContextPolicy) estimates instead.
@@ -76,6 +84,10 @@ pub trait Model: Send + Sync {
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn supports(&self, option: SamplingOption) -> bool {
+        (**self).supports(option)
     }
 
     fn count_tokens(&self, text: &str) -> Option<u64> {
@@ -100,6 +112,10 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 impl<M: Model + ?Sized> Model for Box<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn supports(&self, option: SamplingOption) -> bool {
+        (**self).supports(option)
     }
 
     fn count_tokens(&self, text: &str) -> Option<u64> {
