@@ -20,74 +20,16 @@ import sys
 from pathlib import Path
 
 import httpx2 as httpx  # the HTTP client the openai SDK is built on
-import jsonschema
 import openai
-import referencing
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent / "tinyagent-openai" / "tests"))
-import validate_requests  # noqa: E402  (the OpenAI provider's spec loader)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spec_check import check, checked  # noqa: E402  (OpenAI's OpenAPI spec, as JSON Schema)
 
 BASE_URL = os.environ["TINYAGENT_BASE_URL"]
 KEY = os.environ["TINYAGENT_KEY"]
 MODEL = os.environ["TINYAGENT_MODEL"]
 QUESTION = "7 + 8?"
 ANSWER = "7 + 8 = 15"
-
-
-def nullable_to_2020(node):
-    """OpenAPI 3.0's `nullable: true` as JSON Schema 2020-12 (which ignores `nullable`)."""
-    if isinstance(node, list):
-        return [nullable_to_2020(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    node = {k: nullable_to_2020(v) for k, v in node.items()}
-    if node.pop("nullable", False):
-        if isinstance(node.get("type"), str):
-            node["type"] = [node["type"], "null"]
-            if "enum" in node and None not in node["enum"]:
-                node["enum"] = node["enum"] + [None]
-        else:
-            node = {"anyOf": [node, {"type": "null"}]}
-    return node
-
-
-def validators():
-    doc = nullable_to_2020(validate_requests.load_components())
-    resource = referencing.Resource.from_contents(
-        doc, default_specification=referencing.jsonschema.DRAFT202012
-    )
-    registry = referencing.Registry().with_resource(validate_requests.DOC_URI, resource)
-
-    def one(name):
-        schema = {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$ref": f"{validate_requests.DOC_URI}#/components/schemas/{name}",
-        }
-        return jsonschema.Draft202012Validator(schema, registry=registry)
-
-    return {
-        name: one(name)
-        for name in [
-            "CreateChatCompletionRequest",
-            "CreateChatCompletionResponse",
-            "CreateChatCompletionStreamResponse",
-            "ErrorResponse",
-            "ListModelsResponse",
-        ]
-    }
-
-
-VALIDATORS = validators()
-checked = {name: 0 for name in VALIDATORS}
-
-
-def check(name, body):
-    errors = sorted(VALIDATORS[name].iter_errors(body), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:300]}" for e in errors]
-        raise AssertionError(f"not a valid {name}:\n  " + "\n  ".join(lines) + f"\nbody: {json.dumps(body)[:2000]}")
-    checked[name] += 1
 
 
 sent = []

