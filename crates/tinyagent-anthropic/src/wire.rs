@@ -74,7 +74,7 @@ pub(crate) fn request_body(config: &AnthropicConfig, req: &ModelRequest, stream:
             json!({"type": "enabled", "budget_tokens": budget}),
         );
     }
-    if let Some(t) = req.temperature {
+    if let Some(t) = req.sampling.temperature {
         // The API takes 0 to 1.
         if let Some(t) = tinyagent_http::decimal(t.clamp(0.0, 1.0)) {
             body.insert("temperature".into(), t);

@@ -8,6 +8,7 @@ mod support;
 
 use serde_json::json;
 use support::*;
+use tinyagent::model::Sampling;
 use tinyagent::{
     Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult,
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
@@ -57,7 +58,7 @@ async fn the_specs_recorded_message_is_read() {
 async fn a_streamed_text_reply_arrives_in_pieces() {
     let server = MockServer::start().await;
     mount(&server, sse_reply("stream_text.sse"), None).await;
-    let req = ask("Hello!").temperature(0.7).stop(["END"]);
+    let req = ask("Hello!").sampling(Sampling::new().temperature(0.7).stop(["END"]));
     let (events, err) = stream_all(&model_for(&server), &req).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::*;
+use tinyagent::model::Sampling;
 use tinyagent::{
     Message, Model, ModelRequest, Part, Role, ToolCall, ToolResult,
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
@@ -197,11 +198,14 @@ async fn the_history_goes_out_as_user_and_model_turns() {
     .tools(vec![weather_def()])
     .tool_choice(ToolChoice::Tool("get_weather".into()))
     .max_tokens(256)
-    .top_p(0.9)
-    .stop(["END"])
-    .seed(42)
-    .presence_penalty(0.5)
-    .frequency_penalty(0.25);
+    .sampling(
+        Sampling::new()
+            .top_p(0.9)
+            .stop(["END"])
+            .seed(42)
+            .presence_penalty(0.5)
+            .frequency_penalty(0.25),
+    );
     model_for(&server).generate(&req).await.unwrap();
     let bodies = validated_bodies(&server).await;
     assert_eq!(

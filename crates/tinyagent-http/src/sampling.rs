@@ -11,9 +11,9 @@ use tinyagent::model::SamplingOption;
 ///
 /// ```
 /// use tinyagent::ModelRequest;
-/// use tinyagent::model::SamplingOption;
+/// use tinyagent::model::{Sampling, SamplingOption};
 ///
-/// let req = ModelRequest::new(vec![]).top_p(0.9).seed(7).stop(["END"]);
+/// let req = ModelRequest::new(vec![]).sampling(Sampling::new().top_p(0.9).seed(7).stop(["END"]));
 /// let fields = tinyagent_http::sampling_fields(&req, |o| match o {
 ///     SamplingOption::TopP => Some("topP"),
 ///     SamplingOption::Stop => Some("stopSequences"),
@@ -26,15 +26,16 @@ pub fn sampling_fields(
     field: impl Fn(SamplingOption) -> Option<&'static str>,
 ) -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
-    for option in req.sampling_options() {
+    let sampling = &req.sampling;
+    for option in sampling.options() {
         let Some(name) = field(option) else { continue };
         let value = match option {
-            SamplingOption::Temperature => req.temperature.and_then(decimal),
-            SamplingOption::TopP => req.top_p.and_then(decimal),
-            SamplingOption::PresencePenalty => req.presence_penalty.and_then(decimal),
-            SamplingOption::FrequencyPenalty => req.frequency_penalty.and_then(decimal),
-            SamplingOption::Seed => req.seed.map(Value::from),
-            SamplingOption::Stop => Some(Value::from(req.stop.clone())),
+            SamplingOption::Temperature => sampling.temperature.and_then(decimal),
+            SamplingOption::TopP => sampling.top_p.and_then(decimal),
+            SamplingOption::PresencePenalty => sampling.presence_penalty.and_then(decimal),
+            SamplingOption::FrequencyPenalty => sampling.frequency_penalty.and_then(decimal),
+            SamplingOption::Seed => sampling.seed.map(Value::from),
+            SamplingOption::Stop => Some(Value::from(sampling.stop.clone())),
             _ => None,
         };
         if let Some(value) = value {

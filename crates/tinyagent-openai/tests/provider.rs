@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::*;
+use tinyagent::model::Sampling;
 use tinyagent::{
     Message, Model, ModelRequest, ModelResponse, Part, Role, ToolCall, ToolResult, Usage,
     model::{FinishReason, ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
@@ -929,12 +930,15 @@ async fn request_bodies_for_every_option_match_the_spec() {
             let mut req = ask("你好").tools(tools.clone()).temperature(0.0);
             if strict {
                 // Every sampling option, as the API names them.
-                req = req
-                    .top_p(0.9)
-                    .stop(["END", "\n\n"])
-                    .seed(42)
-                    .presence_penalty(0.5)
-                    .frequency_penalty(-0.25);
+                req = req.sampling(
+                    Sampling::new()
+                        .temperature(0.0)
+                        .top_p(0.9)
+                        .stop(["END", "\n\n"])
+                        .seed(42)
+                        .presence_penalty(0.5)
+                        .frequency_penalty(-0.25),
+                );
             }
             req.tool_choice = choice.clone();
             model.generate(&req).await.unwrap();

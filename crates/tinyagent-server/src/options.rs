@@ -277,23 +277,27 @@ fn honour(
             let max = positive_u32(name, value)?;
             options.max_tokens = Some(options.max_tokens.map_or(max, |m| m.min(max)));
         }
-        "temperature" => options.temperature = Some(number(name, value, 0.0, 2.0)?),
+        "temperature" => options.sampling.temperature = Some(number(name, value, 0.0, 2.0)?),
         // A neutral value (top_p 1, a penalty of 0) asks for nothing, so a model that does not
         // take the option is not asked it.
-        "top_p" => options.top_p = Some(number(name, value, 0.0, 1.0)?).filter(|p| *p < 1.0),
+        "top_p" => {
+            options.sampling.top_p = Some(number(name, value, 0.0, 1.0)?).filter(|p| *p < 1.0)
+        }
         "presence_penalty" => {
-            options.presence_penalty = Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
+            options.sampling.presence_penalty =
+                Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
         }
         "frequency_penalty" => {
-            options.frequency_penalty = Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
+            options.sampling.frequency_penalty =
+                Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
         }
         "seed" => {
             let seed = value
                 .as_u64()
                 .ok_or_else(|| invalid(name, "a whole number from 0"))?;
-            options.seed = Some(seed);
+            options.sampling.seed = Some(seed);
         }
-        "stop" => options.stop = stop(value)?,
+        "stop" => options.sampling.stop = stop(value)?,
         "tool_choice" => options.tool_choice = Some(tool_choice(value)?),
         "parallel_tool_calls" => {
             let parallel = value
@@ -448,12 +452,15 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(options.max_tokens, Some(20));
-        assert_eq!(options.temperature, Some(0.5));
-        assert_eq!(options.top_p, Some(0.5));
-        assert_eq!(options.stop, ["END"]);
-        assert_eq!(options.seed, None);
-        assert_eq!(options.presence_penalty, Some(0.25));
-        assert_eq!(options.frequency_penalty, None, "0 asks for nothing");
+        assert_eq!(options.sampling.temperature, Some(0.5));
+        assert_eq!(options.sampling.top_p, Some(0.5));
+        assert_eq!(options.sampling.stop, ["END"]);
+        assert_eq!(options.sampling.seed, None);
+        assert_eq!(options.sampling.presence_penalty, Some(0.25));
+        assert_eq!(
+            options.sampling.frequency_penalty, None,
+            "0 asks for nothing"
+        );
         assert_eq!(options.tool_choice, Some(ToolChoice::None));
         assert_eq!(options.parallel_tool_calls, Some(false));
         let shape = shape.unwrap();
@@ -465,7 +472,7 @@ mod tests {
         // Neutral values set nothing.
         let (neutral, _) =
             read(serde_json::json!({"top_p": 1, "stop": [], "presence_penalty": 0})).unwrap();
-        assert_eq!(neutral.sampling_options().count(), 0);
+        assert_eq!(neutral.sampling.options().count(), 0);
         for (body, field, code) in [
             (
                 serde_json::json!({"logprobs": true}),
@@ -528,12 +535,16 @@ mod tests {
         let read = |body: Value| super::read(body.as_object().unwrap(), &operator);
         // Pins hold when a client says nothing, or the same.
         let (options, _) = read(serde_json::json!({})).unwrap();
-        assert_eq!(options.seed, Some(7));
+        assert_eq!(options.sampling.seed, Some(7));
         assert_eq!(options.max_tokens, Some(100), "the cap is the limit");
         let (options, _) =
             read(serde_json::json!({"seed": 7, "max_tokens": 20, "temperature": 0.9})).unwrap();
         assert_eq!(
-            (options.seed, options.max_tokens, options.temperature),
+            (
+                options.sampling.seed,
+                options.max_tokens,
+                options.sampling.temperature
+            ),
             (Some(7), Some(20), Some(0.9))
         );
         // Another value of a pinned field, or one above a cap, is refused by name.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use tinyagent::agent::RunOptions;
-use tinyagent::model::{ResponseFormat, ToolChoice};
+use tinyagent::model::{ResponseFormat, Sampling, ToolChoice};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::{Agent, AgentError, Event, Invocation, LlmAgent, Session};
 
@@ -46,7 +46,7 @@ async fn options_reach_the_model_and_a_token_limit_is_never_raised() {
         .unwrap();
     let sent = model.requests();
     assert_eq!(sent[0].max_tokens, Some(5));
-    assert_eq!(sent[0].temperature, Some(0.2));
+    assert_eq!(sent[0].sampling.temperature, Some(0.2));
     assert_eq!(sent[0].tool_choice, Some(ToolChoice::None));
     assert_eq!(sent[0].response_format, Some(format));
     assert_eq!(sent[1].max_tokens, Some(100));
@@ -120,33 +120,19 @@ impl tinyagent::Model for TemperatureOnly {
 
 #[tokio::test]
 async fn sampling_options_reach_a_model_that_takes_them_and_fail_one_that_does_not() {
-    let options = RunOptions::new()
-        .top_p(0.9)
-        .stop(["END"])
-        .seed(7)
-        .presence_penalty(0.5)
-        .frequency_penalty(0.25);
+    let options = RunOptions::new().sampling(
+        Sampling::new()
+            .top_p(0.9)
+            .stop(["END"])
+            .seed(7)
+            .presence_penalty(0.5)
+            .frequency_penalty(0.25),
+    );
     let model = Arc::new(ScriptedModel::new([reply::text("56")]));
     let takes_all = agent(model.clone(), None);
     assert!(takes_all.check_options(&options).is_ok());
     run(&takes_all, options.clone()).await.unwrap();
-    let sent = &model.requests()[0];
-    assert_eq!(
-        (
-            sent.top_p,
-            sent.stop.clone(),
-            sent.seed,
-            sent.presence_penalty,
-            sent.frequency_penalty
-        ),
-        (
-            Some(0.9),
-            vec!["END".to_owned()],
-            Some(7),
-            Some(0.5),
-            Some(0.25)
-        )
-    );
+    assert_eq!(model.requests()[0].sampling, options.sampling);
 
     // A model that would drop them: refused before the run and by the run, nothing sent.
     let plain = Arc::new(TemperatureOnly::default());
@@ -163,7 +149,9 @@ async fn sampling_options_reach_a_model_that_takes_them_and_fail_one_that_does_n
     };
     assert_eq!(option, "top_p");
     assert!(problem.contains("does not take `top_p`"), "{problem}");
-    let err = run(&agent, RunOptions::new().seed(1)).await.unwrap_err();
+    let err = run(&agent, RunOptions::new().sampling(Sampling::new().seed(1)))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AgentError::Options { option, .. } if option == "seed"),
         "{err:?}"
@@ -184,6 +172,10 @@ async fn sampling_options_reach_a_model_that_takes_them_and_fail_one_that_does_n
     ]);
     use tinyagent::Model;
     use tinyagent::model::SamplingOption;
+    // The agent's own temperature and the invocation's other settings combine.
+    let mut req = tinyagent::ModelRequest::new(vec![]).temperature(0.1);
+    req.sampling.overlay(&Sampling::new().seed(3));
+    assert_eq!(req.sampling, Sampling::new().temperature(0.1).seed(3));
     assert!(fallback.supports(SamplingOption::Temperature));
     assert!(!fallback.supports(SamplingOption::Seed));
 }

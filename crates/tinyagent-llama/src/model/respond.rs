@@ -25,6 +25,7 @@ impl LlamaModel {
         let plan = prompt::plan(req, &self.config, style)?;
         let max_tokens = req.max_tokens.unwrap_or(self.config.max_tokens).max(1);
         let temperature = req
+            .sampling
             .temperature
             .filter(|t| t.is_finite())
             .unwrap_or(self.config.temperature)

@@ -206,7 +206,7 @@ impl Bridge {
                 req.max_tokens = Some(request.max_tokens);
                 #[allow(clippy::cast_possible_truncation)] // a temperature, 0 to 2
                 {
-                    req.temperature = request.temperature.map(|t| t as f32);
+                    req.sampling.temperature = request.temperature.map(|t| t as f32);
                 }
                 let response = model.generate(&req).await.map_err(|e| {
                     ErrorData::internal_error(format!("the client's model failed: {e}"), None)

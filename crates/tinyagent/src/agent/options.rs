@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::context::Invocation;
-use crate::model::{Model, ModelRequest, ResponseFormat, SamplingOption, ToolChoice};
+use crate::model::{Model, ModelRequest, ResponseFormat, Sampling, SamplingOption, ToolChoice};
 
 /// Settings for one invocation that take the place of the agent's own for it.
 ///
@@ -33,18 +33,8 @@ use crate::model::{Model, ModelRequest, ResponseFormat, SamplingOption, ToolChoi
 pub struct RunOptions {
     /// The most tokens of one model reply (the lower of this and the agent's limit).
     pub max_tokens: Option<u32>,
-    /// The sampling temperature.
-    pub temperature: Option<f32>,
-    /// Nucleus sampling (see [`ModelRequest::top_p`]).
-    pub top_p: Option<f32>,
-    /// Stop sequences; empty for none.
-    pub stop: Vec<String>,
-    /// A seed for repeatable sampling (best effort).
-    pub seed: Option<u64>,
-    /// The presence penalty.
-    pub presence_penalty: Option<f32>,
-    /// The frequency penalty.
-    pub frequency_penalty: Option<f32>,
+    /// How the model picks its tokens; each setting set takes the place of the agent's.
+    pub sampling: Sampling,
     /// Which tools the model may or must call.
     pub tool_choice: Option<ToolChoice>,
     /// Whether one step's tool calls may run at once (`false`: one after another).
@@ -66,66 +56,24 @@ impl RunOptions {
         self
     }
 
-    /// Sets [`temperature`](Self::temperature).
+    /// Sets the temperature (a shortcut into [`sampling`](Self::sampling)).
     #[must_use]
     pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
+        self.sampling.temperature = Some(temperature);
         self
     }
 
-    /// Sets [`top_p`](Self::top_p).
+    /// Sets [`sampling`](Self::sampling).
     #[must_use]
-    pub fn top_p(mut self, top_p: f32) -> Self {
-        self.top_p = Some(top_p);
+    pub fn sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
         self
-    }
-
-    /// Sets [`stop`](Self::stop).
-    #[must_use]
-    pub fn stop(mut self, stop: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.stop = stop.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Sets [`seed`](Self::seed).
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
-
-    /// Sets [`presence_penalty`](Self::presence_penalty).
-    #[must_use]
-    pub fn presence_penalty(mut self, penalty: f32) -> Self {
-        self.presence_penalty = Some(penalty);
-        self
-    }
-
-    /// Sets [`frequency_penalty`](Self::frequency_penalty).
-    #[must_use]
-    pub fn frequency_penalty(mut self, penalty: f32) -> Self {
-        self.frequency_penalty = Some(penalty);
-        self
-    }
-
-    /// The sampling options these options set.
-    pub fn sampling_options(&self) -> impl Iterator<Item = SamplingOption> + use<> {
-        use SamplingOption as O;
-        let set = [
-            (O::Temperature, self.temperature.is_some()),
-            (O::TopP, self.top_p.is_some()),
-            (O::Stop, !self.stop.is_empty()),
-            (O::Seed, self.seed.is_some()),
-            (O::PresencePenalty, self.presence_penalty.is_some()),
-            (O::FrequencyPenalty, self.frequency_penalty.is_some()),
-        ];
-        set.into_iter().filter(|(_, on)| *on).map(|(o, _)| o)
     }
 
     /// Checks that `model` takes every sampling option these options set: the first it does
     /// not take, and why, otherwise.
     pub fn check(&self, model: &dyn Model) -> Result<(), (SamplingOption, String)> {
-        match self.sampling_options().find(|o| !model.supports(*o)) {
+        match self.sampling.options().find(|o| !model.supports(*o)) {
             None => Ok(()),
             Some(option) => Err((
                 option,
@@ -206,24 +154,7 @@ pub(crate) fn apply(
         // Never raised: the lower of the two.
         req.max_tokens = Some(req.max_tokens.map_or(max, |own| own.min(max)));
     }
-    if let Some(temperature) = options.temperature {
-        req.temperature = Some(temperature);
-    }
-    if options.top_p.is_some() {
-        req.top_p = options.top_p;
-    }
-    if !options.stop.is_empty() {
-        req.stop.clone_from(&options.stop);
-    }
-    if options.seed.is_some() {
-        req.seed = options.seed;
-    }
-    if options.presence_penalty.is_some() {
-        req.presence_penalty = options.presence_penalty;
-    }
-    if options.frequency_penalty.is_some() {
-        req.frequency_penalty = options.frequency_penalty;
-    }
+    req.sampling.overlay(&options.sampling);
     if let Some(choice) = &options.tool_choice {
         req.tool_choice = Some(choice.clone());
     }

@@ -24,7 +24,7 @@ use crate::error::{ToolError, ToolErrorKind};
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
-    ToolChoice, ToolDefinition, Usage,
+    Sampling, ToolChoice, ToolDefinition, Usage,
 };
 use crate::tools::middleware::{Approval, Decided};
 use crate::util::BoxFuture;
@@ -199,11 +199,13 @@ async fn drive(
         instruction: config.instruction.clone(),
         messages,
         tools: tools.definitions,
-        temperature: config.temperature,
+        sampling: Sampling {
+            temperature: config.temperature,
+            ..Sampling::default()
+        },
         max_tokens: config.max_tokens,
         tool_choice: config.tool_choice.clone(),
         response_format,
-        ..ModelRequest::default()
     };
     let mut parallel = config.parallel_tool_calls;
     let forced_choice = inv.options().is_some_and(|o| {

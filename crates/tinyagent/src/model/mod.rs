@@ -28,5 +28,5 @@ pub use response::FinishReason;
 pub(crate) use response::{ModelResponse, Usage};
 pub use response_builder::ModelResponseBuilder;
 pub use response_format::ResponseFormat;
-pub use sampling::SamplingOption;
+pub use sampling::{Sampling, SamplingOption};
 pub(crate) use traits::Model;

@@ -102,18 +102,9 @@ pub struct ModelRequest {
     /// The tools the model may call in this invocation (shared: every step of an invocation,
     /// and every invocation of an agent without resolvers, sends the same list).
     pub tools: Arc<[ToolDefinition]>,
-    /// Sampling temperature.
-    pub temperature: Option<f32>,
-    /// Nucleus sampling: only the most likely tokens whose probabilities add up to this.
-    pub top_p: Option<f32>,
-    /// Text at which the model stops (not included in its answer); empty for none.
-    pub stop: Vec<String>,
-    /// A seed for repeatable sampling (best effort: providers do not promise it).
-    pub seed: Option<u64>,
-    /// Penalises tokens that appeared at all so far (-2 to 2 where the API takes it).
-    pub presence_penalty: Option<f32>,
-    /// Penalises tokens by how often they appeared so far (-2 to 2 where the API takes it).
-    pub frequency_penalty: Option<f32>,
+    /// How the model picks its tokens (temperature, nucleus, stop sequences, seed,
+    /// penalties).
+    pub sampling: super::Sampling,
     /// The most tokens the model may produce in this step.
     pub max_tokens: Option<u32>,
     /// Whether and which tool the model must call.
@@ -146,60 +137,18 @@ impl ModelRequest {
         self
     }
 
-    /// Sets the temperature.
+    /// Sets the temperature (a shortcut into [`sampling`](Self::sampling)).
     #[must_use]
     pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
+        self.sampling.temperature = Some(temperature);
         self
     }
 
-    /// Sets [`top_p`](Self::top_p).
+    /// Sets how the model picks its tokens.
     #[must_use]
-    pub fn top_p(mut self, top_p: f32) -> Self {
-        self.top_p = Some(top_p);
+    pub fn sampling(mut self, sampling: super::Sampling) -> Self {
+        self.sampling = sampling;
         self
-    }
-
-    /// Sets the stop sequences.
-    #[must_use]
-    pub fn stop(mut self, stop: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.stop = stop.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Sets the seed.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
-
-    /// Sets the presence penalty.
-    #[must_use]
-    pub fn presence_penalty(mut self, penalty: f32) -> Self {
-        self.presence_penalty = Some(penalty);
-        self
-    }
-
-    /// Sets the frequency penalty.
-    #[must_use]
-    pub fn frequency_penalty(mut self, penalty: f32) -> Self {
-        self.frequency_penalty = Some(penalty);
-        self
-    }
-
-    /// The sampling options this request sets (for [`Model::supports`](super::Model::supports)).
-    pub fn sampling_options(&self) -> impl Iterator<Item = super::SamplingOption> + use<> {
-        use super::SamplingOption as O;
-        let set = [
-            (O::Temperature, self.temperature.is_some()),
-            (O::TopP, self.top_p.is_some()),
-            (O::Stop, !self.stop.is_empty()),
-            (O::Seed, self.seed.is_some()),
-            (O::PresencePenalty, self.presence_penalty.is_some()),
-            (O::FrequencyPenalty, self.frequency_penalty.is_some()),
-        ];
-        set.into_iter().filter(|(_, on)| *on).map(|(o, _)| o)
     }
 
     /// Sets the token limit of one step.
