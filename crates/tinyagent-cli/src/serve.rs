@@ -272,6 +272,9 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),
         StoreChoice::Postgres(url) | StoreChoice::Redis(url) => tinyagent::redact::url(url),
     };
+    server
+        .check(addr)
+        .map_err(|e| CliError::failure("serve", e))?;
     eprintln!(
         "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {})",
         match (key_count, &admin) {

@@ -71,6 +71,18 @@ impl Server {
         (crate::routes::router(Arc::new(state)), site, limits)
     }
 
+    /// What [`serve`](Self::serve) would refuse on `addr`, checked before it starts (so a
+    /// program can say it is serving only once it will): no API keys on an address other
+    /// than loopback, no agent, request fields pinned or capped that cannot be.
+    ///
+    /// ```
+    /// let server = tinyagent_server::Server::new();
+    /// assert!(server.check("127.0.0.1:8080".parse().unwrap()).is_err(), "no agent");
+    /// ```
+    pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        self.cannot_serve_on(addr).map_or(Ok(()), Err)
+    }
+
     /// Why the server may not serve on `addr`, if it may not.
     fn cannot_serve_on(&self, addr: SocketAddr) -> Option<ServeError> {
         if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
