@@ -67,10 +67,18 @@ impl LlamaModel {
                         ModelResponse::new(first.message, second.usage, first.finish_reason)
                     }
                 };
-                // A copy of the instruction before the answer is not part of it.
-                let chosen = match prompt::without_echoed_instruction(
+                // A copy of the instruction or of the question before the answer is not part
+                // of it.
+                let question = req
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User)
+                    .map(Message::text)
+                    .unwrap_or_default();
+                let chosen = match prompt::without_echoes(
                     &chosen.message.text(),
-                    &req.instruction,
+                    &[&req.instruction, &question],
                 ) {
                     Some(answer) => ModelResponse::new(
                         Message::assistant(answer),

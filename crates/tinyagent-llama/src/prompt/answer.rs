@@ -82,16 +82,22 @@ pub(crate) fn numbers_of(text: &str) -> Vec<f64> {
     out
 }
 
-/// `answer` without a copy of the system `instruction` the model wrote before it (small
-/// models sometimes start an answer by repeating their instruction); `None` when it has none,
-/// or when the instruction is all there is.
-pub(crate) fn without_echoed_instruction(answer: &str, instruction: &str) -> Option<String> {
-    let instruction = instruction.trim();
-    if instruction.is_empty() {
-        return None;
+/// `answer` without copies of the `echoes` the model wrote before it (small models sometimes
+/// start an answer by repeating their instruction, or the question); `None` when it has none,
+/// or when the copies are all there is.
+pub(crate) fn without_echoes(answer: &str, echoes: &[&str]) -> Option<String> {
+    let mut rest = answer.trim_start();
+    let mut found = false;
+    while let Some(after) = echoes
+        .iter()
+        .map(|e| e.trim())
+        .filter(|e| !e.is_empty())
+        .find_map(|e| rest.strip_prefix(e))
+    {
+        rest = after.trim_start();
+        found = true;
     }
-    let rest = answer.trim_start().strip_prefix(instruction)?.trim_start();
-    (!rest.is_empty()).then(|| rest.to_owned())
+    (found && !rest.is_empty()).then(|| rest.to_owned())
 }
 
 /// Whether `answer` quotes at least one value of the tool `results` (a number, or a string of

@@ -1,22 +1,25 @@
 use super::*;
 
 #[test]
-fn an_echoed_instruction_is_dropped_from_the_answer() {
+fn an_echoed_instruction_or_question_is_dropped_from_the_answer() {
     let instruction = "你是一个全能助手。";
+    let question = "再乘以 2 呢？";
+    let echoes = [instruction, question];
     assert_eq!(
-        without_echoed_instruction("你是一个全能助手。\n\nThe answer is 56.00.", instruction)
-            .as_deref(),
+        without_echoes("你是一个全能助手。\n\nThe answer is 56.00.", &echoes).as_deref(),
         Some("The answer is 56.00.")
     );
     assert_eq!(
-        without_echoed_instruction("The answer is 56.", instruction),
-        None
+        without_echoes("再乘以 2 呢？56 乘以 2 等于 112.00。", &echoes).as_deref(),
+        Some("56 乘以 2 等于 112.00。")
     );
     assert_eq!(
-        without_echoed_instruction("你是一个全能助手。", instruction),
-        None
+        without_echoes("你是一个全能助手。 再乘以 2 呢？ 112", &echoes).as_deref(),
+        Some("112")
     );
-    assert_eq!(without_echoed_instruction("anything", "  "), None);
+    assert_eq!(without_echoes("The answer is 56.", &echoes), None);
+    assert_eq!(without_echoes("你是一个全能助手。", &echoes), None);
+    assert_eq!(without_echoes("anything", &["  ", ""]), None);
 }
 use tinyagent::ToolResult;
 
