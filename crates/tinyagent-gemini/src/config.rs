@@ -186,14 +186,7 @@ impl Provider for GeminiConfig {
     )
     .key_header("x-goog-api-key")
     .rejected_hint("a bad parameter or tool schema")
-    .sampling(&[
-        SamplingOption::Temperature,
-        SamplingOption::TopP,
-        SamplingOption::Stop,
-        SamplingOption::Seed,
-        SamplingOption::PresencePenalty,
-        SamplingOption::FrequencyPenalty,
-    ]);
+    .sampling(&SamplingOption::ALL);
 
     fn common(&mut self) -> Common<'_> {
         let Self {

@@ -239,14 +239,7 @@ impl Provider for OpenAiConfig {
         DEFAULT_BASE_URL,
         concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
     )
-    .sampling(&[
-        SamplingOption::Temperature,
-        SamplingOption::TopP,
-        SamplingOption::Stop,
-        SamplingOption::Seed,
-        SamplingOption::PresencePenalty,
-        SamplingOption::FrequencyPenalty,
-    ]);
+    .sampling(&SamplingOption::ALL);
 
     fn common(&mut self) -> Common<'_> {
         let Self {

@@ -69,13 +69,7 @@ impl LlamaModel {
                 };
                 // A copy of the instruction or of the question before the answer is not part
                 // of it.
-                let question = req
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User)
-                    .map(Message::text)
-                    .unwrap_or_default();
+                let question = prompt::last_user_text(req).unwrap_or_default();
                 let chosen = match prompt::without_echoes(
                     &chosen.message.text(),
                     &[&req.instruction, &question],
@@ -331,13 +325,7 @@ impl LlamaModel {
         temperature: f32,
         tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
     ) -> Result<ModelResponse, ModelError> {
-        let question = req
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .map(Message::text)
-            .unwrap_or_default();
+        let question = prompt::last_user_text(req).unwrap_or_default();
         let mut spent = Speed::default();
         let mut gains = Vec::with_capacity(out.tools.len());
         {

@@ -130,7 +130,7 @@ pub(crate) fn quotes_results(answer: &str, results: &[String]) -> bool {
 }
 
 /// The text of the user's last message.
-pub(super) fn last_user_text(req: &ModelRequest) -> Option<String> {
+pub(crate) fn last_user_text(req: &ModelRequest) -> Option<String> {
     req.messages
         .iter()
         .rev()
