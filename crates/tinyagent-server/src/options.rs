@@ -183,10 +183,18 @@ impl Parameters {
             .map(|(_, c)| *c)
     }
 
-    /// A `400` when `value` is above the cap of `name` (`max_tokens` is lowered instead).
+    /// A `400` when `value` is above the cap of `name` (`max_tokens` is lowered instead; a
+    /// neutral value, which sets nothing, is never above a cap).
     fn within_cap(&self, name: &str, value: &Value) -> Result<(), ApiError> {
+        let neutral = match name {
+            "top_p" => value.as_f64() == Some(1.0),
+            "presence_penalty" | "frequency_penalty" => value.as_f64() == Some(0.0),
+            _ => false,
+        };
         match self.cap(name) {
-            Some(cap) if name != "max_tokens" && value.as_f64().is_some_and(|v| v > cap) => {
+            Some(cap)
+                if name != "max_tokens" && !neutral && value.as_f64().is_some_and(|v| v > cap) =>
+            {
                 Err(invalid(name, &format!("at most {cap} on this server")))
             }
             _ => Ok(()),
@@ -239,7 +247,7 @@ pub(crate) fn read(
             Some(Treatment::Refused(_)) => {}
             Some(Treatment::Honoured) => {
                 if let Some(pinned) = parameters.pin(name) {
-                    if pinned != value {
+                    if !same_meaning(name, pinned, value) {
                         return Err(invalid(
                             name,
                             &format!("left out or {pinned}: this server's operator set it"),
@@ -252,7 +260,9 @@ pub(crate) fn read(
         }
     }
     for (name, value) in &parameters.pinned {
-        if extra.get(name).is_none_or(Value::is_null) {
+        // A pin holds where the client said nothing, or sent a field the operator ignores.
+        let ignored = parameters.ignored.iter().any(|i| i == name);
+        if ignored || extra.get(name).is_none_or(Value::is_null) {
             parameters.within_cap(name, value)?;
             honour(name, value, &mut options, &mut shape)?;
         }
@@ -292,9 +302,11 @@ fn honour(
                 Some(number(name, value, -2.0, 2.0)?).filter(|p| *p != 0.0);
         }
         "seed" => {
+            // The spec's seed is an int64; negative ones are refused (no provider needs them).
             let seed = value
                 .as_u64()
-                .ok_or_else(|| invalid(name, "a whole number from 0"))?;
+                .filter(|s| i64::try_from(*s).is_ok())
+                .ok_or_else(|| invalid(name, "a whole number from 0 to 2^63 - 1"))?;
             options.sampling.seed = Some(seed);
         }
         "stop" => options.sampling.stop = stop(value)?,
@@ -309,9 +321,31 @@ fn honour(
             *shape = answer_shape(value)?;
             options.response_format = shape.as_ref().map(|s| s.format.clone());
         }
-        _ => unreachable!("every honoured field is read"),
+        // Only a pin of a field that cannot be pinned gets here (`Server::router` does not
+        // check pins the way `serve` does): the operator's mistake, not the client's.
+        _ => {
+            tracing::error!(
+                field = name,
+                "a pinned field this server cannot pin; ignored"
+            );
+        }
     }
     Ok(())
+}
+
+/// Whether two values of honoured field `name` ask for the same thing (`0` and `0.0`,
+/// `"END"` and `["END"]`): compared as read, not as JSON.
+fn same_meaning(name: &str, a: &Value, b: &Value) -> bool {
+    let read = |v: &Value| {
+        let (mut options, mut shape) = (RunOptions::new(), None);
+        honour(name, v, &mut options, &mut shape)
+            .ok()
+            .map(|()| options)
+    };
+    match (read(a), read(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 fn number(name: &str, value: &Value, low: f64, high: f64) -> Result<f32, ApiError> {
@@ -555,6 +589,34 @@ mod tests {
             let err = read(body).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(field), "{err:?}");
         }
+        // A pinned value sent in another JSON form is the same value.
+        let pinned_zero = Parameters {
+            pinned: vec![
+                ("temperature".to_owned(), serde_json::json!(0)),
+                ("stop".to_owned(), serde_json::json!(["END"])),
+            ],
+            caps: vec![("top_p".to_owned(), 0.9)],
+            ..Parameters::default()
+        };
+        let same = serde_json::json!({"temperature": 0.0, "stop": "END", "top_p": 1});
+        let (options, _) = super::read(same.as_object().unwrap(), &pinned_zero).unwrap();
+        assert_eq!(options.sampling.temperature, Some(0.0));
+        assert_eq!(
+            options.sampling.top_p, None,
+            "a neutral value is never above a cap"
+        );
+        // A pin holds over a field the operator also ignores.
+        let ignored_and_pinned = Parameters {
+            ignored: vec!["seed".to_owned()],
+            pinned: vec![("seed".to_owned(), serde_json::json!(42))],
+            ..Parameters::default()
+        };
+        let sent = serde_json::json!({"seed": 7});
+        let (options, _) = super::read(sent.as_object().unwrap(), &ignored_and_pinned).unwrap();
+        assert_eq!(options.sampling.seed, Some(42));
+        // The spec's seed is an int64.
+        let too_big = serde_json::json!({"seed": u64::MAX});
+        assert!(super::read(too_big.as_object().unwrap(), &Parameters::default()).is_err());
         // A token limit above the cap is lowered to it, as the agent's own limit lowers it.
         assert_eq!(
             read(serde_json::json!({"max_tokens": 500}))

@@ -23,8 +23,13 @@ impl Server {
     ///
     /// Mounted this way, the routes enforce the keys, body size, time and concurrency limits
     /// themselves; the choice of address (and whether a server without keys may listen on
-    /// it) is the app's. [`serve`](Self::serve) makes it for you.
+    /// it) is the app's. [`serve`](Self::serve) makes it for you. Ask
+    /// [`check`](Self::check) first: pinned or capped fields it would refuse are logged as an
+    /// error here, and a pin of a field that cannot be pinned is ignored.
     pub fn router(self) -> Router {
+        if let Err(problem) = self.parameters.check() {
+            tracing::error!(%problem, "the request fields the operator set cannot be used");
+        }
         let (router, site, _) = self.into_parts(Arc::new(AtomicBool::new(false)));
         // Every route behind the front door (request ids, the cross-site checks).
         router.layer(FrontLayer::new(site))

@@ -84,15 +84,21 @@ pub(crate) fn numbers_of(text: &str) -> Vec<f64> {
 
 /// `answer` without copies of the `echoes` the model wrote before it (small models sometimes
 /// start an answer by repeating their instruction, or the question); `None` when it has none,
-/// or when the copies are all there is.
+/// or when the copies are all there is. A copy counts only as a whole sentence (it ends with
+/// sentence punctuation, or a line break follows it): an answer that restates a question
+/// ("2 + 3" → "2 + 3 = 5") keeps it.
 pub(crate) fn without_echoes(answer: &str, echoes: &[&str]) -> Option<String> {
+    const SENTENCE_END: [char; 8] = ['?', '？', '.', '。', '!', '！', ':', '：'];
     let mut rest = answer.trim_start();
     let mut found = false;
     while let Some(after) = echoes
         .iter()
         .map(|e| e.trim())
         .filter(|e| !e.is_empty())
-        .find_map(|e| rest.strip_prefix(e))
+        .find_map(|e| {
+            let after = rest.strip_prefix(e)?;
+            (e.ends_with(SENTENCE_END) || after.starts_with(['\n', '\r'])).then_some(after)
+        })
     {
         rest = after.trim_start();
         found = true;

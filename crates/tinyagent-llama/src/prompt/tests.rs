@@ -18,6 +18,14 @@ fn an_echoed_instruction_or_question_is_dropped_from_the_answer() {
         Some("112")
     );
     assert_eq!(without_echoes("The answer is 56.", &echoes), None);
+    // A restated question is part of the answer.
+    assert_eq!(without_echoes("2 + 3 = 5", &["2 + 3"]), None);
+    assert_eq!(without_echoes("Hi there!", &["Hi"]), None);
+    assert_eq!(without_echoes("北京天气晴，25度", &["北京天气"]), None);
+    assert_eq!(
+        without_echoes("北京天气\n晴，25度", &["北京天气"]).as_deref(),
+        Some("晴，25度")
+    );
     assert_eq!(without_echoes("你是一个全能助手。", &echoes), None);
     assert_eq!(without_echoes("anything", &["  ", ""]), None);
 }
