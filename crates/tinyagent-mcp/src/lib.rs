@@ -32,6 +32,7 @@ mod command_line;
 mod content;
 mod errors;
 mod http;
+mod input_required;
 mod naming;
 mod oauth;
 mod remote_tool;

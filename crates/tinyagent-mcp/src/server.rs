@@ -20,6 +20,7 @@ use tinyagent::{Tool, ToolContext, ToolError};
 use crate::catalog::{Catalog, value_text};
 use crate::content::{error_result, success_result};
 pub use crate::errors::McpServeError;
+use crate::input_required::{Call, Waiting};
 use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
 
 use tinyagent_http::serve::ConnLimits;
@@ -99,6 +100,8 @@ pub(crate) struct ServerInner {
     pub(crate) tools: Vec<ServedTool>,
     pub(crate) by_name: HashMap<String, usize>,
     pub(crate) catalog: Catalog,
+    /// Calls waiting for their clients' answers (protocol 2026-07-28 and later).
+    pub(crate) waiting: Waiting,
 }
 
 pub(crate) struct ServedTool {
@@ -205,6 +208,7 @@ impl McpServer {
                 tools: served,
                 by_name,
                 catalog: Catalog::default(),
+                waiting: Waiting::default(),
             }),
             log_level: SessionLogLevel::default(),
         }
@@ -339,6 +343,7 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
                 allow_unauthenticated: shared.allow_unauthenticated,
                 http_limits: shared.http_limits,
                 catalog: shared.catalog.clone(),
+                waiting: shared.waiting.clone(),
                 tools: shared
                     .tools
                     .iter()
@@ -558,12 +563,48 @@ impl ServerHandler for McpServer {
         // The MCP request id is the call id; a cancelled request drops the tool's future.
         // Progress, logs, sampling and elicitation of the tool go to this client.
         let stateless = is_stateless(&context.peer);
+        let waiting = &self.inner.waiting;
+        if stateless {
+            // The call runs on a task of its own, so that it can wait for the client's
+            // answers across requests; a retry resumes it.
+            let call = match &request.request_state {
+                Some(state) => waiting.resume(state, &request.name, request.input_responses)?,
+                None => {
+                    let server = self.clone();
+                    let capabilities = context.meta.client_capabilities();
+                    let host = ServerHost {
+                        peer: context.peer.clone(),
+                        progress_token: context.meta.get_progress_token(),
+                        log_filter: LogFilter::for_request(&context.meta, true, &self.log_level),
+                        stateless,
+                        tool: request.name.to_string(),
+                        asker: None,
+                    };
+                    let id = request_id_text(&context.id);
+                    let name = request.name.clone();
+                    Call::start(&name, move |asker| async move {
+                        let host = ServerHost {
+                            asker: Some((capabilities, asker)),
+                            ..host
+                        };
+                        let ctx = ToolContext::new()
+                            .with_call_id(id)
+                            .with_host(Arc::new(host));
+                        server
+                            .call_with(&request.name, request.arguments, ctx)
+                            .await
+                    })
+                }
+            };
+            return waiting.drive(call, context.ct).await;
+        }
         let host = ServerHost {
             peer: context.peer.clone(),
             progress_token: context.meta.get_progress_token(),
             log_filter: LogFilter::for_request(&context.meta, stateless, &self.log_level),
             stateless,
             tool: request.name.to_string(),
+            asker: None,
         };
         let ctx = ToolContext::new()
             .with_call_id(request_id_text(&context.id))

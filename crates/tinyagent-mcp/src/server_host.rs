@@ -1,12 +1,14 @@
 //! The [`ToolHost`] of a tool served over MCP: progress and log messages become notifications
-//! to the client, sampling and elicitation become requests to it.
+//! to the client, sampling and elicitation become requests to it (on protocol 2026-07-28 and
+//! later, input-required results: see `input_required`).
 
 #![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); clients use them.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitationAction,
+    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
     LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::{Peer, RoleServer};
@@ -18,6 +20,7 @@ use tinyagent::{
 
 use crate::content::content_part;
 use crate::errors::service_error;
+use crate::input_required::Asker;
 
 /// The log level a session's client asked for with `logging/setLevel` (`None`: every message
 /// is sent). Sessions of the initialize handshake keep it; on connections of protocol
@@ -117,16 +120,11 @@ pub(crate) fn is_stateless(peer: &Peer<RoleServer>) -> bool {
 }
 
 /// The error of a request to a client that cannot be asked.
-fn cannot_ask(what: &str, capability: &str, stateless: bool) -> ToolError {
-    let why = if stateless {
-        "the MCP client speaks protocol 2026-07-28 or later, where a server asks through \
-             input-required results, which this server does not send; connect with the initialize \
-             handshake (protocol 2025-11-25)"
-            .to_owned()
-    } else {
-        format!("the MCP client did not declare the {capability} capability")
-    };
-    ToolError::unavailable(format!("{what} is not supported here: {why}")).retryable(false)
+fn cannot_ask(what: &str, capability: &str) -> ToolError {
+    ToolError::unavailable(format!(
+        "{what} is not supported here: the MCP client did not declare the {capability} capability"
+    ))
+    .retryable(false)
 }
 
 /// The host of one `tools/call`.
@@ -136,6 +134,25 @@ pub(crate) struct ServerHost {
     pub log_filter: LogFilter,
     pub stateless: bool,
     pub tool: String,
+    /// On protocol 2026-07-28 and later: the capabilities the request's `_meta` declares, and
+    /// how the call asks the client (through input-required results).
+    pub asker: Option<(Option<ClientCapabilities>, Asker)>,
+}
+
+impl ServerHost {
+    /// Whether the client declared `capability` (`sampling` or `elicitation`).
+    fn declares(&self, capability: fn(&ClientCapabilities) -> bool) -> bool {
+        match &self.asker {
+            Some((declared, _)) => declared.as_ref().is_some_and(capability),
+            None => {
+                !self.stateless
+                    && self
+                        .peer
+                        .peer_info()
+                        .is_some_and(|i| capability(&i.capabilities))
+            }
+        }
+    }
 }
 
 /// Decodes a JSON value into one of rmcp's (mostly non-exhaustive) wire types.
@@ -189,16 +206,10 @@ impl ToolHost for ServerHost {
 
     fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingReply, ToolError>> {
         Box::pin(async move {
-            let supported = !self.stateless
-                && self
-                    .peer
-                    .peer_info()
-                    .is_some_and(|info| info.capabilities.sampling.is_some());
-            if !supported {
+            if !self.declares(|c| c.sampling.is_some()) {
                 return Err(cannot_ask(
                     "sampling (asking the client's model)",
                     "sampling",
-                    self.stateless,
                 ));
             }
             let messages: Vec<Value> = request
@@ -218,39 +229,45 @@ impl ToolHost for ServerHost {
                 params["temperature"] = json!(t);
             }
             let params: CreateMessageRequestParams = wire(params, "sampling request")?;
-            let result: CreateMessageResult = self
-                .peer
-                .create_message(params)
-                .await
-                .map_err(|e| service_error("client", e, "asking the client's model"))?;
+            let result: CreateMessageResult = match &self.asker {
+                Some((_, asker)) => {
+                    let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+                    wire(asker.ask(request).await?, "sampling answer from the client")?
+                }
+                None => self
+                    .peer
+                    .create_message(params)
+                    .await
+                    .map_err(|e| service_error("client", e, "asking the client's model"))?,
+            };
             sampling_reply(result)
         })
     }
 
     fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, Result<Elicitation, ToolError>> {
         Box::pin(async move {
-            let supported = !self.stateless
-                && self
-                    .peer
-                    .peer_info()
-                    .is_some_and(|info| info.capabilities.elicitation.is_some());
-            if !supported {
-                return Err(cannot_ask(
-                    "elicitation (asking the user)",
-                    "elicitation",
-                    self.stateless,
-                ));
+            if !self.declares(|c| c.elicitation.is_some()) {
+                return Err(cannot_ask("elicitation (asking the user)", "elicitation"));
             }
             let params: ElicitRequestParams = wire(
                 json!({"mode": "form", "message": request.message,
                        "requestedSchema": request.schema}),
                 "elicitation request (the schema must be a flat object of primitive properties)",
             )?;
-            let result = self
-                .peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| service_error("client", e, "asking the user"))?;
+            let result: ElicitResult = match &self.asker {
+                Some((_, asker)) => {
+                    let request = InputRequest::Elicitation(ElicitRequest::new(params));
+                    wire(
+                        asker.ask(request).await?,
+                        "elicitation answer from the client",
+                    )?
+                }
+                None => self
+                    .peer
+                    .create_elicitation(params)
+                    .await
+                    .map_err(|e| service_error("client", e, "asking the user"))?,
+            };
             Ok(match result.action {
                 ElicitationAction::Accept => {
                     Elicitation::Accept(result.content.unwrap_or(Value::Null))

@@ -74,11 +74,33 @@ fn context_tools() -> Vec<Arc<dyn Tool>> {
             other => format!("{other:?}"),
         })
     });
+    let ask_both = tools::new_func(
+        "ask_both",
+        "Elicits, then samples",
+        |ctx: ToolContext, _: N| async move {
+            let who = match ctx
+                .elicit(
+                    "Who are you?",
+                    json!({"type": "object", "properties": {
+            "name": {"type": "string"}}}),
+                )
+                .await?
+            {
+                Elicitation::Accept(v) => v["name"].as_str().unwrap_or_default().to_owned(),
+                other => format!("{other:?}"),
+            };
+            let reply = ctx
+                .sample(SamplingRequest::text(format!("a poem for {who}"), 20))
+                .await?;
+            Ok::<_, ToolError>(reply.as_text().to_owned())
+        },
+    );
     vec![
         Arc::new(steps),
         Arc::new(chatty),
         Arc::new(ask_model),
         Arc::new(ask_user),
+        Arc::new(ask_both),
     ]
 }
 
@@ -102,14 +124,26 @@ async fn progress_logging_sampling_and_elicitation_reach_the_python_client() {
         "progress over both protocol generations"
     );
     assert_eq!(report["legacy_steps"]["text"], "2 steps");
-    assert_eq!(report["modern_ask_model"]["isError"], true);
-    assert!(
-        report["modern_ask_model"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("input-required results, which this server does not send"),
-        "{}",
-        report["modern_ask_model"]
+    // Protocol 2026-07-28: asked through input-required results, answered on the retry.
+    assert_eq!(
+        report["modern_ask_model"],
+        json!({"isError": false,
+               "text": "sampled: the weather report (max 50) [python-test-model Some(\"endTurn\")]"})
+    );
+    assert_eq!(
+        report["modern_ask_user"],
+        json!({"isError": false, "text": r#"accepted {"name":"Ada","fields":"fields,name"}"#})
+    );
+    assert_eq!(
+        report["modern_ask_both"],
+        json!({"isError": false, "text": "sampled: a poem for Ada (max 20)"}),
+        "two questions in a row: two rounds of one call"
+    );
+    assert_eq!(
+        report["modern_plain_ask_model"],
+        json!({"isError": true,
+               "text": "sampling (asking the client's model) is not supported here: the MCP \
+                        client did not declare the sampling capability"})
     );
     assert_eq!(
         report["logs"],
