@@ -15,8 +15,7 @@ use tinyagent::{
 use crate::content::{bound_parts, result_text, tool_output, truncate_result};
 use crate::errors::service_error;
 
-/// How long a call that had progress waits for the server to answer a ping before its
-/// answer is passed on.
+/// How long a call waits at most, once answered, for its progress to be passed on.
 const PROGRESS_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What an MCP server says about one of its tools, and how the toolset offers it: from
@@ -118,24 +117,13 @@ impl Tool for McpTool {
             let answer = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
             // Notifications the server sent before its answer are handled on tasks of their
             // own (rmcp spawns one per notification): give them a turn while the call still
-            // routes to this context. A call that had progress may have more on its way: a
-            // ping, answered after everything the server sent before it, lets those handlers
-            // run before the answer is passed on (a gateway must not answer before it has
-            // relayed the call's progress).
+            // routes to this context, and wait until the call's progress read before the
+            // answer has been passed on (a gateway must not answer before it has relayed
+            // it). A host that takes longer than a second to take progress gets no more.
             for _ in 0..8 {
                 tokio::task::yield_now().await;
             }
-            if call.had_progress() {
-                let _ = tokio::time::timeout(
-                    PROGRESS_SETTLE,
-                    self.peer
-                        .send_request(rmcp::model::ClientRequest::PingRequest(Default::default())),
-                )
-                .await;
-                for _ in 0..8 {
-                    tokio::task::yield_now().await;
-                }
-            }
+            let _ = tokio::time::timeout(PROGRESS_SETTLE, call.progress_passed_on()).await;
             drop(call);
             let result = match answer {
                 Ok(Ok(result)) => result,

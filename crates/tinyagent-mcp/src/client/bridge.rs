@@ -21,6 +21,10 @@ use tinyagent::{
     host::{Elicitation, ElicitationRequest, ToolHost},
 };
 
+use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ProgressToken, ServerNotification};
+use rmcp::service::RxJsonRpcMessage;
+
 use crate::server_host::log_level;
 use tinyagent::BoxFuture;
 
@@ -69,8 +73,11 @@ pub(crate) struct Bridge {
     /// The host of the call that ended last: a notification handled after its call's
     /// answer still reaches it when no other call runs.
     last: Mutex<Option<Arc<dyn ToolHost>>>,
-    /// The tokens of calls in flight that have had progress.
-    progressed: Mutex<std::collections::HashSet<String>>,
+    /// Per call in flight: how many progress notifications were read off the connection (in
+    /// wire order, before rmcp hands each to a task of its own) and how many were passed on.
+    progress: Mutex<HashMap<String, Counts>>,
+    /// Wakes calls waiting for their progress to be passed on.
+    relayed: tokio::sync::Notify,
     next: AtomicU64,
     pub(crate) sampling: Option<Arc<dyn Model>>,
     pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
@@ -82,24 +89,40 @@ pub(crate) struct CallGuard<'a> {
     pub(crate) token: String,
 }
 
+/// Progress notifications of one call: read off the connection, and passed on.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    read: u64,
+    passed: u64,
+}
+
 impl CallGuard<'_> {
-    /// Whether the server reported progress for this call (more may be on its way).
-    pub(crate) fn had_progress(&self) -> bool {
-        self.bridge
-            .progressed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&self.token)
+    /// Waits until every progress notification of this call read off the connection so far
+    /// has been passed on to the call's host. Called once the call's answer was read: the
+    /// server sent its progress before its answer, and the connection is read in order, so
+    /// the count is complete then, and a gateway never answers before it relayed it all.
+    pub(crate) async fn progress_passed_on(&self) {
+        loop {
+            let wake = self.bridge.relayed.notified();
+            tokio::pin!(wake);
+            wake.as_mut().enable();
+            let counts = self
+                .bridge
+                .counts()
+                .get(&self.token)
+                .copied()
+                .unwrap_or_default();
+            if counts.passed >= counts.read {
+                return;
+            }
+            wake.await;
+        }
     }
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.bridge
-            .progressed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.token);
+        self.bridge.counts().remove(&self.token);
         let host = self.bridge.lock().remove(&self.token).flatten();
         *self
             .bridge
@@ -126,12 +149,29 @@ impl Bridge {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Counts>> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sees each message as it is read off the connection, in order: counts the progress
+    /// notifications of calls in flight.
+    pub(crate) fn on_wire(&self, message: &RxJsonRpcMessage<RoleClient>) {
+        if let JsonRpcMessage::Notification(n) = message
+            && let ServerNotification::ProgressNotification(p) = &n.notification
+            && let Some(token) = token_text(&p.params.progress_token)
+            && let Some(counts) = self.counts().get_mut(&token)
+        {
+            counts.read += 1;
+        }
+    }
+
     /// Registers a call whose tool runs under `host`; its token goes out as the progress
     /// token.
     pub(crate) fn begin(&self, host: Option<Arc<dyn ToolHost>>) -> CallGuard<'_> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let token = tinyagent::store::new_id(&format!("call{n}"));
         self.lock().insert(token.clone(), host);
+        self.counts().insert(token.clone(), Counts::default());
         CallGuard {
             bridge: self,
             token,
@@ -159,23 +199,19 @@ impl Bridge {
     }
 
     pub(crate) async fn on_progress(&self, params: ProgressNotificationParam) {
-        let token = match serde_json::to_value(&params.progress_token) {
-            Ok(serde_json::Value::String(s)) => s,
-            Ok(other) => other.to_string(),
-            Err(_) => return,
+        let Some(token) = token_text(&params.progress_token) else {
+            return;
         };
-        if self.lock().contains_key(&token) {
-            self.progressed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(token.clone());
-        }
         // rmcp may send its own token (the request's) instead of the call's: then the one
         // call in flight is the one.
         if let Some(host) = self.by_token(&token).or_else(|| self.only_call()) {
             host.progress(params.progress, params.total, params.message)
                 .await;
         }
+        if let Some(counts) = self.counts().get_mut(&token) {
+            counts.passed += 1;
+        }
+        self.relayed.notify_waiters();
     }
 
     pub(crate) async fn on_log(&self, label: &str, params: LoggingMessageNotificationParam) {
@@ -300,4 +336,50 @@ fn sampling_request(
         request = request.temperature(t);
     }
     Ok(request)
+}
+
+/// A progress token as text (the form the bridge's tokens take).
+fn token_text(token: &ProgressToken) -> Option<String> {
+    match serde_json::to_value(token) {
+        Ok(serde_json::Value::String(s)) => Some(s),
+        Ok(other) => Some(other.to_string()),
+        Err(_) => None,
+    }
+}
+
+/// A client transport whose received messages the [`Bridge`] sees first, in wire order.
+pub(crate) struct Watched<T> {
+    inner: T,
+    bridge: Arc<Bridge>,
+}
+
+impl<T> Watched<T> {
+    pub(crate) fn new(inner: T, bridge: Arc<Bridge>) -> Self {
+        Self { inner, bridge }
+    }
+}
+
+impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleClient>
+    for Watched<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(message) = &message {
+            self.bridge.on_wire(message);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
 }

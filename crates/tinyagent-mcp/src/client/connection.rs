@@ -14,7 +14,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tinyagent::{Tool, ToolError};
 use tokio::sync::Mutex;
 
-use super::bridge::Bridge;
+use super::bridge::{Bridge, Watched};
 use super::endpoint::Endpoint;
 use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
 use crate::remote_tool::McpToolInfo;
@@ -159,6 +159,8 @@ impl Inner {
                     output,
                 } = spawned;
                 let mut garbage = output.garbage.subscribe();
+                let bridge = Arc::clone(&self.bridge);
+                let stream = futures::StreamExt::inspect(stream, move |m| bridge.on_wire(m));
                 let serve = client.serve((sink, stream));
                 tokio::pin!(serve);
                 let served = tokio::select! {
@@ -222,7 +224,7 @@ impl Inner {
                 let served = match &self.oauth {
                     None => {
                         client
-                            .serve(StreamableHttpClientTransport::from_config(config))
+                            .serve(self.watched(StreamableHttpClientTransport::from_config(config)))
                             .await
                     }
                     Some(oauth) => 'served: {
@@ -236,8 +238,9 @@ impl Inner {
                                     label: self.label.clone(),
                                     bridge: Arc::clone(&self.bridge),
                                 };
-                                let plain =
-                                    StreamableHttpClientTransport::from_config(config.clone());
+                                let plain = self.watched(
+                                    StreamableHttpClientTransport::from_config(config.clone()),
+                                );
                                 match probe.serve(plain).await {
                                     Err(e)
                                         if matches!(
@@ -254,7 +257,11 @@ impl Inner {
                         };
                         let http = AuthClient::new(reqwest::Client::new(), manager);
                         client
-                            .serve(StreamableHttpClientTransport::with_client(http, config))
+                            .serve(
+                                self.watched(StreamableHttpClientTransport::with_client(
+                                    http, config,
+                                )),
+                            )
                             .await
                     }
                 };
@@ -287,6 +294,11 @@ impl Inner {
                 Ok(self.connection(service, stale, None, None))
             }
         }
+    }
+
+    /// `transport`, its messages seen by the bridge as they arrive.
+    fn watched<T>(&self, transport: T) -> Watched<T> {
+        Watched::new(transport, Arc::clone(&self.bridge))
     }
 
     fn connection(
