@@ -360,9 +360,9 @@ pub struct AgentArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Model")]
 pub struct ModelArgs {
-    /// Who answers: openai (any OpenAI-compatible server), anthropic, gemini or local (the
-    /// embedded model) [env: TINYAGENT_PROVIDER; default: from the options and which key is
-    /// set, else local].
+    /// Who answers: openai (any OpenAI-compatible server), openai-responses (OpenAI's
+    /// Responses API), anthropic, gemini or local (the embedded model) [env:
+    /// TINYAGENT_PROVIDER; default: from the options and which key is set, else local].
     #[arg(long, value_name = "NAME", value_enum)]
     pub provider: Option<Provider>,
     /// Use the embedded local model even when a provider's key is set (--provider local).
@@ -411,6 +411,9 @@ pub enum Provider {
     /// The OpenAI Chat Completions API, or any server compatible with it (Ollama, vLLM,
     /// llama.cpp's server, DeepSeek, a gateway).
     Openai,
+    /// The OpenAI Responses API (OpenAI's main API; reasoning models keep their reasoning
+    /// between steps).
+    OpenaiResponses,
     /// The Anthropic Messages API (Claude).
     Anthropic,
     /// The Gemini API.
@@ -424,6 +427,7 @@ impl Provider {
     pub fn name(self) -> &'static str {
         match self {
             Self::Openai => "openai",
+            Self::OpenaiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
             Self::Local => "local",

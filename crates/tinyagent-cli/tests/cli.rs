@@ -1499,3 +1499,82 @@ async fn serve_mcp_passes_the_prompts_and_resources_of_the_servers_it_fronts() {
     assert!(format!("{order:?}").contains("order 9"), "{order:?}");
     upstream.shutdown().await;
 }
+
+/// A Responses API stream: one function call, or one text answer (the events a client reads).
+fn responses_stream(call: Option<(&str, &str)>, text: &str) -> String {
+    let mut events = vec![json!({"type": "response.created", "sequence_number": 0,
+        "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}})];
+    let item = match call {
+        Some((name, arguments)) => {
+            let added = json!({"id": "fc_1", "type": "function_call", "status": "in_progress",
+                "call_id": "call_1", "name": name, "arguments": ""});
+            events.push(
+                json!({"type": "response.output_item.added", "output_index": 0, "item": added}),
+            );
+            events.push(json!({"type": "response.function_call_arguments.delta",
+                "item_id": "fc_1", "output_index": 0, "delta": arguments}));
+            json!({"id": "fc_1", "type": "function_call", "status": "completed",
+                "call_id": "call_1", "name": name, "arguments": arguments})
+        }
+        None => {
+            events.push(
+                json!({"type": "response.output_text.delta", "item_id": "msg_1",
+                "output_index": 0, "content_index": 0, "delta": text}),
+            );
+            json!({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        }
+    };
+    events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+    events.push(
+        json!({"type": "response.completed", "response": {"id": "resp_1",
+        "object": "response", "status": "completed", "output": [item],
+        "usage": {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60}}}),
+    );
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_speaks_the_responses_api_with_provider_openai_responses() {
+    let server = MockServer::start().await;
+    for body in [
+        responses_stream(Some(("get_weather", r#"{"city":"北京"}"#)), ""),
+        responses_stream(None, "北京今天晴，22.5℃。"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path("/v1/responses"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    let mut cmd = tinyagent();
+    cmd.args(["run", "--provider", "openai-responses"])
+        .args(on(&server))
+        .arg("北京天气怎么样？");
+    let out = output(cmd).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert_eq!(stdout, "北京今天晴，22.5℃。\n");
+    assert!(
+        stderr.starts_with(r#"→ get_weather {"city":"北京"}"#),
+        "{stderr}"
+    );
+    let bodies: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json().unwrap())
+        .collect();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["tools"][0]["name"], "get_weather");
+    let input = bodies[1]["input"].as_array().unwrap();
+    assert_eq!(input[1]["type"], "function_call");
+    assert_eq!(input[2]["type"], "function_call_output");
+    assert_eq!(input[2]["call_id"], "call_1");
+    assert!(input[2]["output"].as_str().unwrap().contains("22.5"));
+}

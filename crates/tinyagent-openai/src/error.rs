@@ -67,17 +67,21 @@ impl ApiError {
 /// The error for a response with a failing status: the words every API shares
 /// ([`tinyagent_http::status_error`]), with OpenAI's own for a 404 and an account out of
 /// quota.
-pub(crate) fn status_error(config: &OpenAiConfig, status: StatusCode, body: &[u8]) -> ModelError {
+pub(crate) fn status_error(
+    model: &str,
+    api_key: Option<&str>,
+    status: StatusCode,
+    body: &[u8],
+) -> ModelError {
     let (api, detail) = error_body(body, ApiError::parse, ApiError::describe);
-    let failure = Failure::new(status, detail, &config.model, config.api_key.as_deref())
-        .too_long(api.is("context_length_exceeded"));
+    let failure =
+        Failure::new(status, detail, model, api_key).too_long(api.is("context_length_exceeded"));
     let own = match status.as_u16() {
         404 => Some((
             ModelErrorKind::InvalidRequest,
             format!(
                 "not found; check the base URL (OPENAI_BASE_URL, usually ending in /v1) and the \
-                 model name {:?} (OPENAI_MODEL)",
-                config.model
+                 model name {model:?} (OPENAI_MODEL)",
             ),
         )),
         429 if api.is("insufficient_quota") => Some((
@@ -125,30 +129,27 @@ mod tests {
 
     #[test]
     fn status_errors() {
-        let (keyed, keyless) = (OpenAiConfig::new("m").api_key("k"), OpenAiConfig::new("m"));
+        let keyed = |status, body: &[u8]| status_error("m", Some("k"), status, body);
+        let keyless = |status, body: &[u8]| status_error("m", None, status, body);
         let body = br#"{"error":{"message":"Incorrect API key provided: sk-xx.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
-        let e = status_error(&keyed, StatusCode::UNAUTHORIZED, body);
+        let e = keyed(StatusCode::UNAUTHORIZED, body);
         assert_eq!(e.kind(), ModelErrorKind::Authentication);
         assert!(e.message().contains("OPENAI_API_KEY"), "{e}");
         assert!(e.message().contains("Incorrect API key"), "{e}");
-        let e = status_error(&keyless, StatusCode::UNAUTHORIZED, b"");
+        let e = keyless(StatusCode::UNAUTHORIZED, b"");
         assert!(e.message().contains("none was sent"), "{e}");
-        let e = status_error(
-            &keyless,
-            StatusCode::BAD_GATEWAY,
-            b"<html>bad gateway</html>",
-        );
+        let e = keyless(StatusCode::BAD_GATEWAY, b"<html>bad gateway</html>");
         assert_eq!(e.kind(), ModelErrorKind::Unavailable);
         assert!(e.is_retryable());
         assert!(e.message().contains("<html>bad gateway"), "{e}");
         let quota = br#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
-        let e = status_error(&keyed, StatusCode::TOO_MANY_REQUESTS, quota);
+        let e = keyed(StatusCode::TOO_MANY_REQUESTS, quota);
         assert_eq!(e.kind(), ModelErrorKind::RateLimited);
         assert!(!e.is_retryable());
         let ctx = br#"{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
-        let e = status_error(&keyed, StatusCode::BAD_REQUEST, ctx);
+        let e = keyed(StatusCode::BAD_REQUEST, ctx);
         assert_eq!(e.kind(), ModelErrorKind::ContextLengthExceeded);
-        let e = status_error(&keyed, StatusCode::BAD_REQUEST, br#"{"detail":"nope"}"#);
+        let e = keyed(StatusCode::BAD_REQUEST, br#"{"detail":"nope"}"#);
         assert_eq!(e.kind(), ModelErrorKind::InvalidRequest);
         assert!(e.message().contains("nope"));
     }

@@ -1,7 +1,9 @@
 //! # tinyagent-openai
 //!
 //! A [`tinyagent::Model`] for the OpenAI Chat Completions wire format over HTTP, which
-//! OpenAI, Ollama, vLLM, llama.cpp's server, DeepSeek and Qwen's compatible mode all speak.
+//! OpenAI, Ollama, vLLM, llama.cpp's server, DeepSeek and Qwen's compatible mode all speak
+//! ([`OpenAiModel`]), and one for OpenAI's Responses API ([`ResponsesModel`]), where
+//! reasoning models keep their reasoning between steps.
 //!
 //! Configure it in code ([`OpenAiConfig`]) or from the environment:
 //!
@@ -61,6 +63,7 @@
 mod config;
 mod error;
 mod model;
+mod responses;
 mod stream;
 mod wire;
 
@@ -73,4 +76,5 @@ pub use config::{
     ENV_MODEL, MaxTokensField, OpenAiConfig,
 };
 pub use model::OpenAiModel;
+pub use responses::{ResponsesConfig, ResponsesModel};
 pub use tinyagent_http::{HttpConfig, HttpSettings};

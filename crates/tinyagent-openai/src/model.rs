@@ -42,7 +42,7 @@ impl Protocol for OpenAiConfig {
     type Decoder = Assembler;
 
     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError {
-        crate::error::status_error(self, status, body)
+        crate::error::status_error(&self.model, self.api_key.as_deref(), status, body)
     }
 
     fn parse_response(&self, body: &[u8], req: &ModelRequest) -> Result<ModelResponse, ModelError> {

@@ -212,7 +212,7 @@ pub enum Part {
         /// The reasoning text (for a redacted block, the provider's opaque data).
         text: String,
         /// The provider's signature over the text, which it checks when the block comes
-        /// back.
+        /// back (for OpenAI's Responses API: the reasoning item's id and encrypted content).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
         /// Whether the provider redacted the reasoning: `text` is then opaque data to send

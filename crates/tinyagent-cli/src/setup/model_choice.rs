@@ -79,7 +79,7 @@ fn vendor(provider: Provider) -> Vendor {
             default_base_url: tinyagent_gemini::DEFAULT_BASE_URL,
             default_model: tinyagent_gemini::DEFAULT_MODEL,
         },
-        Provider::Openai | Provider::Local => Vendor {
+        Provider::Openai | Provider::OpenaiResponses | Provider::Local => Vendor {
             base_url_env: tinyagent_openai::ENV_BASE_URL,
             api_key_env: tinyagent_openai::ENV_API_KEY,
             model_env: tinyagent_openai::ENV_MODEL,
@@ -135,7 +135,7 @@ pub fn choose_model(
         Some(name) => Some(
             <Provider as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
                 CliError::usage(format!("{ENV_PROVIDER}={name:?} is not a provider"))
-                    .with_hint("use openai, anthropic, gemini or local")
+                    .with_hint("use openai, openai-responses, anthropic, gemini or local")
             })?,
         ),
     };
@@ -246,7 +246,8 @@ pub fn choose_fallbacks(
             let provider = <Provider as clap::ValueEnum>::from_str(name, true).map_err(|_| {
                 CliError::usage(format!("--fallback {spec:?}: {name:?} is not a provider"))
                     .with_hint(
-                        "use openai, anthropic, gemini or local, with :MODEL to pick a model",
+                        "use openai, openai-responses, anthropic, gemini or local, with :MODEL \
+                         to pick a model",
                     )
             })?;
             if provider == Provider::Local {
@@ -364,6 +365,12 @@ pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
                     use tinyagent_gemini::{GeminiConfig, GeminiModel};
                     let config = configure!(GeminiConfig::new(model.as_str()));
                     let model = GeminiModel::new(config).map_err(refused)?;
+                    Ok(Arc::new(model))
+                }
+                Provider::OpenaiResponses => {
+                    use tinyagent_openai::{ResponsesConfig, ResponsesModel};
+                    let config = configure!(ResponsesConfig::new(model.as_str()));
+                    let model = ResponsesModel::new(config).map_err(refused)?;
                     Ok(Arc::new(model))
                 }
                 Provider::Openai | Provider::Local => {

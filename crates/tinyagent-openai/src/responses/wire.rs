@@ -1,0 +1,376 @@
+//! The Responses wire format: request bodies (`input` items) out, response objects in.
+
+use serde_json::{Map, Value, json};
+use tinyagent::model::{FinishReason, ModelErrorKind, ResponseFormat, ToolChoice, ToolDefinition};
+use tinyagent::tools::schema::strict_schema;
+use tinyagent::{
+    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall, Usage,
+    store::new_id,
+};
+use tinyagent_http::snippet;
+
+use super::ResponsesConfig;
+use crate::wire::{can_be_strict, history_arguments, sanitize_tool_name};
+
+/// The prefix of a [`Part::Reasoning`] signature that holds a Responses reasoning item: the
+/// item's id, a newline, and its encrypted content (empty when the API gave none).
+const REASONING_PREFIX: &str = "openai-responses:";
+
+/// Builds the request body for `req`.
+pub(crate) fn request_body(config: &ResponsesConfig, req: &ModelRequest, stream: bool) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(config.model.clone()));
+    if !req.instruction.is_empty() {
+        body.insert(
+            "instructions".into(),
+            Value::String(req.instruction.clone()),
+        );
+    }
+    body.insert("input".into(), Value::Array(input(req, config.store)));
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| tool(t, config.strict_tools))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        if let Some(parallel) = config.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), Value::Bool(parallel));
+        }
+        if let Some(choice) = &req.tool_choice {
+            body.insert("tool_choice".into(), tool_choice(choice));
+        }
+    }
+    if let Some(format) = &req.response_format {
+        body.insert("text".into(), json!({"format": text_format(format)}));
+    }
+    for (field, value) in tinyagent_http::sampling_fields(req, |o| Some(o.name())) {
+        body.insert(field.into(), value);
+    }
+    if let Some(max) = req.max_tokens.or(config.max_tokens) {
+        // The API's floor.
+        body.insert("max_output_tokens".into(), Value::from(max.max(16)));
+    }
+    if let Some(effort) = &config.reasoning {
+        body.insert("reasoning".into(), json!({"effort": effort}));
+        if !config.store {
+            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        }
+    }
+    body.insert("store".into(), Value::Bool(config.store));
+    if stream {
+        body.insert("stream".into(), Value::Bool(true));
+    }
+    for (k, v) in &config.http.extra_body {
+        body.insert(k.clone(), v.clone());
+    }
+    Value::Object(body)
+}
+
+/// The history as `input` items: messages, and the calls and results as their own items.
+fn input(req: &ModelRequest, stored: bool) -> Vec<Value> {
+    let mut out = Vec::with_capacity(req.messages.len());
+    for m in &req.messages {
+        match m.role {
+            Role::System => out.push(json!({"role": "system", "content": m.text()})),
+            Role::User => out.push(json!({"role": "user", "content": m.text()})),
+            Role::Assistant => assistant_items(m, stored, &mut out),
+            Role::Tool => {
+                let mut images = Vec::new();
+                for r in m.tool_results() {
+                    let output = if r.is_error && !r.content.starts_with("Error") {
+                        format!("Error: {}", r.content)
+                    } else {
+                        r.content.clone()
+                    };
+                    out.push(json!({
+                        "type": "function_call_output", "call_id": r.call_id, "output": output,
+                    }));
+                    let mut these: Vec<Value> = r
+                        .parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            ContentPart::Image { data, mime_type } => Some(json!({
+                                "type": "input_image", "detail": "auto",
+                                "image_url": format!("data:{mime_type};base64,{data}"),
+                            })),
+                            _ => None,
+                        })
+                        .collect();
+                    if !these.is_empty() {
+                        these.insert(
+                            0,
+                            json!({"type": "input_text", "text": format!(
+                                "The images returned by the {} tool (call {}):", r.name, r.call_id
+                            )}),
+                        );
+                        images.extend(these);
+                    }
+                }
+                if !images.is_empty() {
+                    out.push(json!({"role": "user", "content": images}));
+                }
+                let text = m.text();
+                if !text.is_empty() {
+                    out.push(json!({"role": "user", "content": text}));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An assistant message's parts in order: reasoning items this API gave (sent back as they
+/// came, when the API can read them: with their encrypted content, or stored), text as an
+/// assistant message, calls as `function_call` items.
+fn assistant_items(m: &Message, stored: bool, out: &mut Vec<Value>) {
+    let mut text = String::new();
+    let flush = |text: &mut String, out: &mut Vec<Value>| {
+        if !text.is_empty() {
+            out.push(json!({"role": "assistant", "content": std::mem::take(text)}));
+        }
+    };
+    for part in &m.parts {
+        match part {
+            Part::Text { text: t } => text.push_str(t),
+            Part::ToolCall(c) => {
+                flush(&mut text, out);
+                out.push(json!({
+                    "type": "function_call", "call_id": c.id, "name": c.name,
+                    "arguments": history_arguments(&c.arguments),
+                }));
+            }
+            Part::Reasoning {
+                text: summary,
+                signature: Some(signature),
+                ..
+            } => {
+                let Some((id, encrypted)) = signature
+                    .strip_prefix(REASONING_PREFIX)
+                    .and_then(|s| s.split_once('\n'))
+                else {
+                    continue;
+                };
+                if encrypted.is_empty() && !stored {
+                    continue;
+                }
+                flush(&mut text, out);
+                let summary: Vec<Value> = if summary.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![json!({"type": "summary_text", "text": summary})]
+                };
+                let mut item = json!({"type": "reasoning", "id": id, "summary": summary});
+                if !encrypted.is_empty() {
+                    item["encrypted_content"] = json!(encrypted);
+                }
+                out.push(item);
+            }
+            _ => {}
+        }
+    }
+    flush(&mut text, out);
+}
+
+/// A function tool: flat (`name`, `parameters` beside `type`), strict when asked and possible.
+fn tool(def: &ToolDefinition, strict: bool) -> Value {
+    let schema = if def.input_schema.is_object() {
+        def.input_schema.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    };
+    let strict = strict && can_be_strict(&schema);
+    let parameters = if strict {
+        strict_schema(&schema)
+    } else {
+        schema
+    };
+    let mut tool = json!({
+        "type": "function", "name": def.name, "parameters": parameters, "strict": strict,
+    });
+    if !def.description.is_empty() {
+        tool["description"] = json!(def.description);
+    }
+    tool
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+        _ => json!("auto"),
+    }
+}
+
+/// Structured outputs: `{"type": "json_schema", name, schema, strict}`, strict when the
+/// schema can be.
+fn text_format(format: &ResponseFormat) -> Value {
+    let object_root = format.schema.get("type").and_then(Value::as_str) == Some("object");
+    let strict = object_root && can_be_strict(&format.schema);
+    let schema = if strict {
+        strict_schema(&format.schema)
+    } else {
+        format.schema.clone()
+    };
+    json!({"type": "json_schema", "name": format.name, "schema": schema, "strict": strict})
+}
+
+/// One output item as the message's parts: text, a call, or reasoning.
+pub(crate) fn item_parts(item: &Value, offered: &[ToolDefinition], parts: &mut Vec<Part>) {
+    match item.get("type").and_then(Value::as_str) {
+        Some("message") => {
+            let text: String = item
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| match c.get("type").and_then(Value::as_str) {
+                    Some("output_text") => c.get("text").and_then(Value::as_str),
+                    Some("refusal") => c.get("refusal").and_then(Value::as_str),
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() {
+                parts.push(Part::text(text));
+            }
+        }
+        Some("function_call") => {
+            let Some(name) = item
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.trim().is_empty())
+            else {
+                return;
+            };
+            let id = item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map_or_else(|| new_id("call"), str::to_owned);
+            let arguments = match item.get("arguments") {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => String::new(),
+                Some(other) => other.to_string(),
+            };
+            parts.push(Part::ToolCall(ToolCall::new(
+                id,
+                sanitize_tool_name(name, offered),
+                arguments,
+            )));
+        }
+        Some("reasoning") => {
+            let summary: Vec<&str> = item
+                .get("summary")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.get("text").and_then(Value::as_str))
+                .collect();
+            let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+            let encrypted = item
+                .get("encrypted_content")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let signature =
+                (!id.is_empty()).then(|| format!("{REASONING_PREFIX}{id}\n{encrypted}"));
+            parts.push(Part::reasoning(summary.join("\n\n"), signature));
+        }
+        // Built-in tools' items (web search and the like) are not asked for.
+        _ => {}
+    }
+}
+
+/// The usage of a response object.
+pub(crate) fn usage(response: &Value) -> Usage {
+    let mut usage = Usage::default();
+    let Some(u) = response.get("usage").filter(|u| u.is_object()) else {
+        return usage;
+    };
+    usage.input_tokens = u.get("input_tokens").and_then(Value::as_u64);
+    usage.output_tokens = u.get("output_tokens").and_then(Value::as_u64);
+    usage.cached_input_tokens = u
+        .pointer("/input_tokens_details/cached_tokens")
+        .and_then(Value::as_u64);
+    usage.reasoning_tokens = u
+        .pointer("/output_tokens_details/reasoning_tokens")
+        .and_then(Value::as_u64);
+    usage
+}
+
+/// Why a response ended: its status and incomplete reason, and whether it holds calls.
+pub(crate) fn finish_reason(response: &Value, has_calls: bool) -> FinishReason {
+    let status = response.get("status").and_then(Value::as_str);
+    let reason = response
+        .pointer("/incomplete_details/reason")
+        .and_then(Value::as_str);
+    match (status, reason) {
+        // A cut-off reply stays cut off even with calls: their arguments may be incomplete.
+        (Some("incomplete"), Some("max_output_tokens")) => FinishReason::Length,
+        (Some("incomplete"), Some("content_filter")) => FinishReason::ContentFilter,
+        (Some("incomplete"), Some(other)) => FinishReason::Other(other.to_owned()),
+        (Some("incomplete"), None) => FinishReason::Length,
+        _ if has_calls => FinishReason::ToolCalls,
+        _ => FinishReason::Stop,
+    }
+}
+
+/// The error of a response whose status is `failed` (or that carries an `error`).
+pub(crate) fn response_error(response: &Value) -> Option<ModelError> {
+    let failed = response.get("status").and_then(Value::as_str) == Some("failed");
+    match response.get("error").filter(|e| !e.is_null()) {
+        Some(err) => Some(crate::error::error_in_body(err)),
+        None if failed => Some(ModelError::new(
+            ModelErrorKind::Unavailable,
+            "the response failed without saying why (status \"failed\")",
+        )),
+        None => None,
+    }
+}
+
+/// A response object as a [`ModelResponse`]; `items` (the items a stream delivered one by
+/// one, with the call ids its start events gave) replace its `output` when there are any.
+pub(crate) fn response(
+    value: &Value,
+    items: Option<&[Value]>,
+    offered: &[ToolDefinition],
+) -> Result<ModelResponse, ModelError> {
+    if let Some(err) = response_error(value) {
+        return Err(err);
+    }
+    let output = match (items, value.get("output").and_then(Value::as_array)) {
+        (Some(items), _) if !items.is_empty() => items,
+        (_, Some(output)) => output.as_slice(),
+        (_, None) => {
+            return Err(ModelError::invalid_response(format!(
+                "the response has no output: {}",
+                snippet(value.to_string().as_bytes())
+            )));
+        }
+    };
+    let mut parts = Vec::new();
+    for item in output {
+        item_parts(item, offered, &mut parts);
+    }
+    let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
+    Ok(ModelResponse::new(
+        Message::new(Role::Assistant, parts),
+        usage(value),
+        finish_reason(value, has_calls),
+    ))
+}
+
+/// Turns a non-streaming response body into a [`ModelResponse`].
+pub(crate) fn parse_response(
+    body: &[u8],
+    offered: &[ToolDefinition],
+) -> Result<ModelResponse, ModelError> {
+    let value = tinyagent_http::parse_json(body, "the response")?;
+    if !value.is_object() {
+        return Err(ModelError::invalid_response(format!(
+            "the response is not a JSON object: {}",
+            snippet(body)
+        )));
+    }
+    response(&value, None, offered)
+}
