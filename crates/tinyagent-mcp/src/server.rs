@@ -20,7 +20,7 @@ use tinyagent::{Tool, ToolContext, ToolError};
 use crate::catalog::{Catalog, value_text};
 use crate::content::{error_result, success_result};
 pub use crate::errors::McpServeError;
-use crate::input_required::{Call, Waiting};
+use crate::input_required::Waiting;
 use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
 
 use tinyagent_http::serve::ConnLimits;
@@ -60,7 +60,7 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
 pub struct McpServer {
     pub(crate) inner: Arc<ServerInner>,
     /// The session's `logging/setLevel` (each HTTP session gets its own).
-    log_level: SessionLogLevel,
+    pub(crate) log_level: SessionLogLevel,
 }
 
 /// Who may call the endpoint.
@@ -270,7 +270,7 @@ impl McpServer {
         self.call_with(name, arguments, ToolContext::new()).await
     }
 
-    async fn call_with(
+    pub(crate) async fn call_with(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
@@ -359,7 +359,7 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
     }
 }
 
-fn request_id_text(id: &rmcp::model::RequestId) -> String {
+pub(crate) fn request_id_text(id: &rmcp::model::RequestId) -> String {
     match id {
         rmcp::model::NumberOrString::Number(n) => n.to_string(),
         rmcp::model::NumberOrString::String(s) => s.to_string(),
@@ -563,40 +563,8 @@ impl ServerHandler for McpServer {
         // The MCP request id is the call id; a cancelled request drops the tool's future.
         // Progress, logs, sampling and elicitation of the tool go to this client.
         let stateless = is_stateless(&context.peer);
-        let waiting = &self.inner.waiting;
         if stateless {
-            // The call runs on a task of its own, so that it can wait for the client's
-            // answers across requests; a retry resumes it.
-            let call = match &request.request_state {
-                Some(state) => waiting.resume(state, &request.name, request.input_responses)?,
-                None => {
-                    let server = self.clone();
-                    let capabilities = context.meta.client_capabilities();
-                    let host = ServerHost {
-                        peer: context.peer.clone(),
-                        progress_token: context.meta.get_progress_token(),
-                        log_filter: LogFilter::for_request(&context.meta, true, &self.log_level),
-                        stateless,
-                        tool: request.name.to_string(),
-                        asker: None,
-                    };
-                    let id = request_id_text(&context.id);
-                    let name = request.name.clone();
-                    Call::start(&name, move |asker| async move {
-                        let host = ServerHost {
-                            asker: Some((capabilities, asker)),
-                            ..host
-                        };
-                        let ctx = ToolContext::new()
-                            .with_call_id(id)
-                            .with_host(Arc::new(host));
-                        server
-                            .call_with(&request.name, request.arguments, ctx)
-                            .await
-                    })
-                }
-            };
-            return waiting.drive(call, context.ct).await;
+            return self.call_waiting(request, context).await;
         }
         let host = ServerHost {
             peer: context.peer.clone(),

@@ -56,7 +56,7 @@ struct StreamOptions {
 }
 
 #[derive(Debug, Deserialize)]
-struct ChatMessage {
+pub(crate) struct ChatMessage {
     role: String,
     #[serde(default)]
     content: Option<Content>,
@@ -125,7 +125,7 @@ pub(crate) struct Admit {
 }
 
 /// The conversation of a request: its history, and the user message to answer (the last).
-fn conversation(
+pub(crate) fn conversation(
     messages: Vec<ChatMessage>,
     admit: Admit,
 ) -> Result<(Vec<Message>, Message), ApiError> {
@@ -261,7 +261,7 @@ fn usage_json(usage: &Usage) -> Value {
 
 /// Whether an event is one clients see as a `tinyagent` event: the tool calls and their
 /// progress.
-fn is_reported(event: &Event) -> bool {
+pub(crate) fn is_reported(event: &Event) -> bool {
     matches!(
         event,
         Event::ToolCallStarted { .. }
@@ -274,8 +274,8 @@ fn is_reported(event: &Event) -> bool {
 /// The assistant's text across the run's steps, as streamed: steps that wrote text are
 /// separated by a blank line.
 #[derive(Default)]
-struct Transcript {
-    text: String,
+pub(crate) struct Transcript {
+    pub(crate) text: String,
     step_text: bool,
     /// Where the current step's text starts in `text`.
     step_start: usize,
@@ -283,7 +283,7 @@ struct Transcript {
 
 impl Transcript {
     /// The piece to send for a text delta.
-    fn delta(&mut self, text: &str) -> String {
+    pub(crate) fn delta(&mut self, text: &str) -> String {
         let mut piece = String::new();
         if !self.step_text && !self.text.is_empty() && !text.is_empty() {
             piece.push_str("\n\n");
@@ -296,19 +296,19 @@ impl Transcript {
         piece
     }
 
-    fn step_done(&mut self) {
+    pub(crate) fn step_done(&mut self) {
         self.step_text = false;
         self.step_start = self.text.len();
     }
 
     /// The model's reply restarts: the current step's text so far is void.
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.text.truncate(self.step_start);
         self.step_text = false;
     }
 }
 
-fn timeout_error(state: &AppState) -> ApiError {
+pub(crate) fn timeout_error(state: &AppState) -> ApiError {
     let limit = state
         .limits
         .request_timeout
@@ -423,15 +423,15 @@ async fn answer(
     Err(ApiError::internal("the agent's run ended without an answer").code("no_answer"))
 }
 
-/// A run that paused under Chat Completions, which has no way to resume it: an error that
-/// says where approvals are given.
-fn paused(pending: Vec<tinyagent::agent::PendingCall>) -> ApiError {
+/// A run that paused under Chat Completions (or the Responses API), which has no way to
+/// resume it: an error that says where approvals are given.
+pub(crate) fn paused(pending: Vec<tinyagent::agent::PendingCall>) -> ApiError {
     let names: Vec<&str> = pending.iter().map(|p| p.call.name.as_str()).collect();
     ApiError::new(
         axum::http::StatusCode::CONFLICT,
         "invalid_request_error",
         format!(
-            "the agent's call to {} waits for approval, which Chat Completions cannot give; \
+            "the agent's call to {} waits for approval, which this API cannot give; \
              use the session API (POST /v1/sessions/{{id}}/messages, then \
              POST /v1/sessions/{{id}}/resume)",
             names.join(", ")
@@ -440,7 +440,7 @@ fn paused(pending: Vec<tinyagent::agent::PendingCall>) -> ApiError {
     .code("approval_required")
 }
 
-fn event_json(event: &Event) -> Value {
+pub(crate) fn event_json(event: &Event) -> Value {
     serde_json::to_value(event)
         .unwrap_or_else(|err| json!({"type": "unserializable", "error": err.to_string()}))
 }

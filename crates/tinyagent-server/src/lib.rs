@@ -75,6 +75,7 @@ mod listen;
 mod options;
 mod page;
 mod request_id;
+mod responses;
 mod routes;
 mod scoped;
 mod server;

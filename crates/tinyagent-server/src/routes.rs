@@ -24,6 +24,7 @@ const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/responses", post(crate::responses::create))
         .route("/v1/models", get(models))
         .route("/v1/agents", get(agents))
         .route("/v1/sessions", get(sessions::list))

@@ -136,5 +136,12 @@ except openai.NotFoundError as err:
 for request in sent:
     check("CreateChatCompletionRequest", request)
 
-print("validated against OpenAI's OpenAPI spec:", ", ".join(f"{n} {c}" for n, c in checked.items()))
-assert all(checked.values()), checked
+names = [
+    "CreateChatCompletionRequest",
+    "CreateChatCompletionResponse",
+    "CreateChatCompletionStreamResponse",
+    "ErrorResponse",
+    "ListModelsResponse",
+]
+print("validated against OpenAI's OpenAPI spec:", ", ".join(f"{n} {checked[n]}" for n in names))
+assert all(checked[n] for n in names), checked
