@@ -21,10 +21,12 @@ mod bridge;
 mod catalog;
 mod connection;
 mod endpoint;
+mod health;
 
 pub(crate) use bridge::Bridge;
 pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 pub use catalog::{McpPromptInfo, McpResourceInfo};
+pub use health::McpHealth;
 
 use endpoint::Endpoint;
 
@@ -220,6 +222,7 @@ impl McpToolset {
                 bridge: Arc::new(Bridge::default()),
                 state: Mutex::new(None),
                 outage: Default::default(),
+                health: Default::default(),
             }),
         }
     }
@@ -244,6 +247,7 @@ impl McpToolset {
                 )),
                 state: Mutex::new(None),
                 outage: Default::default(),
+                health: Default::default(),
             },
         };
         f(&mut inner);
@@ -415,6 +419,7 @@ impl McpToolset {
         if !alive {
             if state.is_some() {
                 tracing::info!(server = %inner.label, "MCP server connection lost; reconnecting");
+                inner.health.set(McpHealth::Lost);
             }
             *state = None;
             inner.check_outage()?;

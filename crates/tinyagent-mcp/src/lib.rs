@@ -49,7 +49,7 @@ pub use catalog::{
     McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, PromptRole, ResourceBody,
 };
 pub use client::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpHealth,
     McpPromptInfo, McpResourceInfo, McpToolset, elicitation_fn,
 };
 pub use content::{

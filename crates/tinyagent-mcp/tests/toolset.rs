@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{PythonHttpServer, eventually, fixture, require_python_mcp};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::{AgentExt, LlmAgent, Session, Tool, ToolContext, ToolErrorKind};
-use tinyagent_mcp::{McpServer, McpToolset};
+use tinyagent_mcp::{McpHealth, McpServer, McpToolset};
 
 fn stdio_toolset() -> McpToolset {
     require_python_mcp();
@@ -215,8 +215,13 @@ async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_re
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
 
-    // The next invocation starts the server again.
+    // The next invocation starts the server again; watchers see the connection lost, then
+    // made.
+    let mut health = toolset.health();
+    assert_eq!(*health.borrow_and_update(), McpHealth::Connected);
     let tools = toolset.tools().await.expect("reconnect");
+    assert!(health.has_changed().unwrap(), "lost, then connected again");
+    assert_eq!(*health.borrow(), McpHealth::Connected);
     let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
         .await
         .unwrap();
@@ -228,7 +233,10 @@ async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocat
     let server = PythonHttpServer::start();
     let port = server.port();
     let toolset = McpToolset::http(&server.url).server_name("fixture-http");
+    let mut health = toolset.health();
+    assert_eq!(*health.borrow(), McpHealth::NotConnected);
     let tools = toolset.tools().await.unwrap();
+    assert_eq!(*health.borrow_and_update(), McpHealth::Connected);
     let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
     assert!(
@@ -245,6 +253,19 @@ async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocat
         ToolErrorKind::Unavailable,
         "nothing listens now: {err}"
     );
+    // Watchers hear that the server went away.
+    assert!(health.has_changed().unwrap());
+    match &*health.borrow_and_update() {
+        McpHealth::Unreachable {
+            failures: 1,
+            retry_in,
+            error,
+        } => {
+            assert_eq!(*retry_in, Duration::from_secs(1));
+            assert!(error.contains("fixture-http"), "{error}");
+        }
+        other => panic!("expected unreachable after one failure, got {other:?}"),
+    }
     // Until the back-off (1 s after one failure) has passed, invocations fail at once instead
     // of each waiting on the dead server.
     let err = toolset.tools().await.unwrap_err();
@@ -260,6 +281,11 @@ async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocat
     let _server = PythonHttpServer::start_on(port);
     tokio::time::sleep_until(failed_at + Duration::from_secs(1)).await;
     let tools = toolset.tools().await.expect("reconnect");
+    assert_eq!(
+        *health.borrow(),
+        McpHealth::Connected,
+        "and that it is back"
+    );
     let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
         .await
         .unwrap();

@@ -40,6 +40,8 @@ pub(super) struct Inner {
     pub(super) state: Mutex<Option<Connection>>,
     /// Failed connection attempts in a row, and when the next may start.
     pub(super) outage: std::sync::Mutex<Outage>,
+    /// The server's health, for [`McpToolset::health`](super::McpToolset::health).
+    pub(super) health: super::health::HealthCell,
 }
 
 /// A server that could not be reached: how many attempts failed in a row, and when the next
@@ -106,6 +108,11 @@ impl Inner {
         outage.retry_at = Some(tokio::time::Instant::now() + delay);
         tracing::warn!(server = %self.label, failures = outage.failures, retry_in = ?delay,
             error = %err, "MCP server unreachable");
+        self.health.set(super::McpHealth::Unreachable {
+            failures: outage.failures,
+            retry_in: delay,
+            error: err.message().to_owned(),
+        });
     }
 
     /// Notes a connection made: the server is back, if it was away.
@@ -115,6 +122,7 @@ impl Inner {
             tracing::info!(server = %self.label, failures = outage.failures, "MCP server is back");
         }
         *outage = Outage::default();
+        self.health.set(super::McpHealth::Connected);
     }
 
     pub(super) async fn connect(&self) -> Result<Connection, ToolError> {
