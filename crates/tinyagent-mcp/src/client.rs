@@ -26,7 +26,7 @@ mod health;
 pub(crate) use bridge::Bridge;
 pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 pub use catalog::{McpPromptInfo, McpResourceInfo};
-pub use health::McpHealth;
+pub use connection::McpHealth;
 
 use endpoint::Endpoint;
 

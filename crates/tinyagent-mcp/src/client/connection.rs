@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::sync::watch;
+
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -41,7 +43,7 @@ pub(super) struct Inner {
     /// Failed connection attempts in a row, and when the next may start.
     pub(super) outage: std::sync::Mutex<Outage>,
     /// The server's health, for [`McpToolset::health`](super::McpToolset::health).
-    pub(super) health: super::health::HealthCell,
+    pub(super) health: HealthCell,
 }
 
 /// A server that could not be reached: how many attempts failed in a row, and when the next
@@ -108,7 +110,7 @@ impl Inner {
         outage.retry_at = Some(tokio::time::Instant::now() + delay);
         tracing::warn!(server = %self.label, failures = outage.failures, retry_in = ?delay,
             error = %err, "MCP server unreachable");
-        self.health.set(super::McpHealth::Unreachable {
+        self.health.set(McpHealth::Unreachable {
             failures: outage.failures,
             retry_in: delay,
             error: err.message().to_owned(),
@@ -122,7 +124,7 @@ impl Inner {
             tracing::info!(server = %self.label, failures = outage.failures, "MCP server is back");
         }
         *outage = Outage::default();
-        self.health.set(super::McpHealth::Connected);
+        self.health.set(McpHealth::Connected);
     }
 
     pub(super) async fn connect(&self) -> Result<Connection, ToolError> {
@@ -388,5 +390,55 @@ impl ClientHandler for ToolsetClient {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.label, "MCP server's tool list changed");
         self.stale.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Whether an [`McpToolset`](super::McpToolset)'s server is reachable, as the toolset last found it; watch it
+/// with [`McpToolset::health`](super::McpToolset::health).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpHealth {
+    /// No connection was made yet (the toolset connects on first use).
+    NotConnected,
+    /// Connected: the handshake and the tool listing succeeded.
+    Connected,
+    /// The connection was lost (the process exited, the HTTP session ended); the next
+    /// invocation reconnects.
+    Lost,
+    /// Connecting failed `failures` times in a row; invocations fail at once until the next
+    /// attempt, `retry_in` after the last failure.
+    Unreachable {
+        /// Failed attempts in a row.
+        failures: u32,
+        /// How long after the last failure the next attempt may start.
+        retry_in: Duration,
+        /// Why the last attempt failed.
+        error: String,
+    },
+}
+
+/// The health of one toolset's server, and its watchers.
+#[derive(Debug)]
+pub(super) struct HealthCell(watch::Sender<McpHealth>);
+
+impl Default for HealthCell {
+    fn default() -> Self {
+        Self(watch::Sender::new(McpHealth::NotConnected))
+    }
+}
+
+impl HealthCell {
+    /// A new watcher.
+    pub(super) fn subscribe(&self) -> watch::Receiver<McpHealth> {
+        self.0.subscribe()
+    }
+
+    /// Sets the health; watchers are told when it changes.
+    pub(super) fn set(&self, health: McpHealth) {
+        self.0.send_if_modified(|now| {
+            let changed = *now != health;
+            *now = health;
+            changed
+        });
     }
 }
