@@ -104,29 +104,48 @@ impl Tool for McpTool {
             let arguments = arguments_of(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
-            // The call's progress token: the server's progress and logs, and what it asks
-            // during the call, reach this call's host.
+            // The call: the server's progress and logs, and what it asks during the call,
+            // reach this call's host. rmcp gives the request a progress token of its own,
+            // which the call adopts as soon as the request is on its way.
             let call = self.bridge.begin(ctx.host().cloned());
-            let mut meta = rmcp::model::RequestMetaObject::default();
-            meta.set_progress_token(rmcp::model::ProgressToken(
-                rmcp::model::NumberOrString::String(call.token.clone().into()),
-            ));
-            params.meta = Some(meta);
             let label = &self.label;
             let timeout = self.call_timeout;
-            let answer = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
+            let answer = tokio::time::timeout(timeout, async {
+                let request = rmcp::model::ClientRequest::CallToolRequest(
+                    rmcp::model::CallToolRequest::new(params),
+                );
+                let handle = self
+                    .peer
+                    .send_request_with_option(
+                        request,
+                        rmcp::service::PeerRequestOptions::no_options(),
+                    )
+                    .await?;
+                call.adopt(&handle.progress_token);
+                let id = handle.id.clone();
+                let cancel = CancelOnDrop(Some((self.peer.clone(), id)));
+                let result = handle.await_response().await;
+                cancel.disarm();
+                result
+            })
+            .await;
             // Notifications the server sent before its answer are handled on tasks of their
-            // own (rmcp spawns one per notification): give them a turn while the call still
-            // routes to this context, and wait until the call's progress read before the
-            // answer has been passed on (a gateway must not answer before it has relayed
-            // it). A host that takes longer than a second to take progress gets no more.
-            for _ in 0..8 {
-                tokio::task::yield_now().await;
-            }
+            // own (rmcp spawns one per notification): wait until every progress notification
+            // of the call read off the connection before its answer has been passed on (a
+            // gateway must not answer before it has relayed it). A host that takes longer
+            // than a second to take progress gets no more.
             let _ = tokio::time::timeout(PROGRESS_SETTLE, call.progress_passed_on()).await;
             drop(call);
             let result = match answer {
-                Ok(Ok(result)) => result,
+                Ok(Ok(rmcp::model::ServerResult::CallToolResult(result))) => result,
+                Ok(Ok(other)) => {
+                    return Err(ToolError::failed(format!(
+                        "MCP tool `{}` of server `{label}` answered with something other than a \
+                         tool result: {}",
+                        self.remote,
+                        serde_json::to_string(&other).unwrap_or_default()
+                    )));
+                }
                 Ok(Err(err)) => {
                     let doing = format!("calling tool `{}`", self.remote);
                     let err = service_error(label, err, &doing);
@@ -198,6 +217,32 @@ fn kind_of(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// Tells the server a call is abandoned (a timeout, the caller gone) unless disarmed: what
+/// rmcp's own `call_tool` does, for the call sent here.
+struct CancelOnDrop(Option<(Peer<RoleClient>, rmcp::model::RequestId)>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some((peer, id)) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let params = rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the call was abandoned".to_owned()),
+                );
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
     }
 }
 

@@ -275,6 +275,35 @@ async fn a_python_servers_progress_and_logs_reach_the_calling_tools_context() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_on_one_toolset_each_get_their_own_progress_before_their_answer() {
+    // Two calls in flight at once on one connection: each one's progress reaches its own
+    // context, all of it before the call returns (nothing is waited for afterwards).
+    let toolset = context_server();
+    let steps = remote(&toolset, "steps").await;
+    let (three, five) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+    let (ctx3, ctx5) = (
+        ToolContext::new().with_host(three.clone()),
+        ToolContext::new().with_host(five.clone()),
+    );
+    let (a, b) = tokio::join!(
+        steps.handle(&ctx3, r#"{"n": 3}"#),
+        steps.handle(&ctx5, r#"{"n": 5}"#)
+    );
+    assert_eq!(
+        (a.unwrap(), b.unwrap()),
+        ("3 steps".into(), "5 steps".into())
+    );
+    for (recorder, n) in [(&three, 3), (&five, 5)] {
+        let mut seen = recorder.seen.lock().unwrap().clone();
+        seen.sort();
+        let expected: Vec<String> = (1..=n)
+            .map(|i| format!(r#"progress {i}/Some({n}.0) Some("step {i}")"#))
+            .collect();
+        assert_eq!(seen, expected, "the call of {n} steps");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_servers_sampling_is_answered_by_the_toolsets_model() {
     use tinyagent::testing::{ScriptedModel, reply};
     let model = Arc::new(ScriptedModel::new([reply::text("Rust is fast.")]));

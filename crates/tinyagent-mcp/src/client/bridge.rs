@@ -78,6 +78,8 @@ pub(crate) struct Bridge {
     progress: Mutex<HashMap<String, Counts>>,
     /// Wakes calls waiting for their progress to be passed on.
     relayed: tokio::sync::Notify,
+    /// The progress tokens rmcp gave calls' requests, to the calls' own tokens.
+    aliases: Mutex<HashMap<String, String>>,
     next: AtomicU64,
     pub(crate) sampling: Option<Arc<dyn Model>>,
     pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
@@ -89,6 +91,9 @@ pub(crate) struct CallGuard<'a> {
     pub(crate) token: String,
 }
 
+/// The most progress counts kept at once (calls in flight and tokens not adopted yet).
+const MAX_COUNTED: usize = 4096;
+
 /// Progress notifications of one call: read off the connection, and passed on.
 #[derive(Debug, Default, Clone, Copy)]
 struct Counts {
@@ -97,6 +102,22 @@ struct Counts {
 }
 
 impl CallGuard<'_> {
+    /// Takes `token` (the one rmcp gave the call's request) as the call's too: the server's
+    /// progress under it reaches this call, and counts for it.
+    pub(crate) fn adopt(&self, token: &ProgressToken) {
+        let Some(token) = token_text(token) else {
+            return;
+        };
+        let mut counts = self.bridge.counts();
+        // Notifications read before the token was adopted were counted under it already.
+        let early = counts.remove(&token).unwrap_or_default();
+        let own = counts.entry(self.token.clone()).or_default();
+        own.read += early.read;
+        own.passed += early.passed;
+        drop(counts);
+        self.bridge.aliases().insert(token, self.token.clone());
+    }
+
     /// Waits until every progress notification of this call read off the connection so far
     /// has been passed on to the call's host. Called once the call's answer was read: the
     /// server sent its progress before its answer, and the connection is read in order, so
@@ -123,6 +144,7 @@ impl CallGuard<'_> {
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         self.bridge.counts().remove(&self.token);
+        self.bridge.aliases().retain(|_, call| *call != self.token);
         let host = self.bridge.lock().remove(&self.token).flatten();
         *self
             .bridge
@@ -153,15 +175,35 @@ impl Bridge {
         self.progress.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn aliases(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.aliases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The counts of the call a token belongs to (its own, or one rmcp gave its request);
+    /// for a token no call has adopted yet (a notification that overtook the adoption),
+    /// counts kept under the token itself, while calls are in flight.
+    fn count(&self, token: &str, f: impl FnOnce(&mut Counts)) {
+        let key = self.aliases().get(token).cloned();
+        let mut counts = self.counts();
+        match key {
+            Some(call) => f(counts.entry(call).or_default()),
+            None if counts.contains_key(token) => f(counts.get_mut(token).expect("present")),
+            // Not adopted yet: kept under the token, bounded, until a call adopts it.
+            None if !self.lock().is_empty() && counts.len() < MAX_COUNTED => {
+                f(counts.entry(token.to_owned()).or_default());
+            }
+            None => {}
+        }
+    }
+
     /// Sees each message as it is read off the connection, in order: counts the progress
     /// notifications of calls in flight.
     pub(crate) fn on_wire(&self, message: &RxJsonRpcMessage<RoleClient>) {
         if let JsonRpcMessage::Notification(n) = message
             && let ServerNotification::ProgressNotification(p) = &n.notification
             && let Some(token) = token_text(&p.params.progress_token)
-            && let Some(counts) = self.counts().get_mut(&token)
         {
-            counts.read += 1;
+            self.count(&token, |c| c.read += 1);
         }
     }
 
@@ -178,9 +220,13 @@ impl Bridge {
         }
     }
 
-    /// The host of the call with this token.
+    /// The host of the call with this token (its own, or the one rmcp gave its request).
     fn by_token(&self, token: &str) -> Option<Arc<dyn ToolHost>> {
-        self.lock().get(token).cloned().flatten()
+        let own = self.aliases().get(token).cloned();
+        self.lock()
+            .get(own.as_deref().unwrap_or(token))
+            .cloned()
+            .flatten()
     }
 
     /// The host of the one call in flight, or of the last call when none is (a notification
@@ -208,9 +254,7 @@ impl Bridge {
             host.progress(params.progress, params.total, params.message)
                 .await;
         }
-        if let Some(counts) = self.counts().get_mut(&token) {
-            counts.passed += 1;
-        }
+        self.count(&token, |c| c.passed += 1);
         self.relayed.notify_waiters();
     }
 
