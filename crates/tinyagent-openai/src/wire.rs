@@ -83,13 +83,8 @@ fn messages(req: &ModelRequest) -> Vec<Value> {
                 let mut images = Vec::new();
                 for r in m.tool_results() {
                     images.extend(tool_result_images(r));
-                    let content = if r.is_error && !r.content.starts_with("Error") {
-                        format!("Error: {}", r.content)
-                    } else {
-                        r.content.clone()
-                    };
                     out.push(
-                        json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
+                        json!({"role": "tool", "tool_call_id": r.call_id, "content": result_text(r)}),
                     );
                 }
                 if !images.is_empty() {
@@ -173,21 +168,50 @@ pub(crate) fn history_arguments(arguments: &str) -> String {
     }
 }
 
-/// Structured outputs: `{"type": "json_schema", "json_schema": {name, schema, strict}}`, the
-/// schema in the strict dialect when it can be (an object at the root, no maps), as it is
-/// otherwise (then not strict).
+/// Structured outputs: `{"type": "json_schema", "json_schema": {name, schema, strict}}`.
 fn response_format(format: &ResponseFormat) -> Value {
-    let object_root = format.schema.get("type").and_then(Value::as_str) == Some("object");
-    let strict = object_root && can_be_strict(&format.schema);
-    let schema = if strict {
-        strict_schema(&format.schema)
-    } else {
-        format.schema.clone()
-    };
+    let (schema, strict) = answer_schema(format);
     json!({
         "type": "json_schema",
         "json_schema": {"name": format.name, "schema": schema, "strict": strict},
     })
+}
+
+/// An answer's schema as structured outputs take it, and whether it is strict: in the strict
+/// dialect when it can be (an object at the root, no maps), as it is otherwise.
+pub(crate) fn answer_schema(format: &ResponseFormat) -> (Value, bool) {
+    let object_root = format.schema.get("type").and_then(Value::as_str) == Some("object");
+    let strict = object_root && can_be_strict(&format.schema);
+    if strict {
+        (strict_schema(&format.schema), true)
+    } else {
+        (format.schema.clone(), false)
+    }
+}
+
+/// A tool's parameters as sent, and whether they are strict: with `strict` asked and the
+/// schema able to be (no maps), in the strict dialect; an input schema that is not an object
+/// is sent as an empty object schema.
+pub(crate) fn tool_parameters(def: &ToolDefinition, strict: bool) -> (Value, bool) {
+    let schema = if def.input_schema.is_object() {
+        def.input_schema.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    };
+    if strict && can_be_strict(&schema) {
+        (strict_schema(&schema), true)
+    } else {
+        (schema, false)
+    }
+}
+
+/// A tool result's text as the model reads it: an error says so.
+pub(crate) fn result_text(r: &ToolResult) -> String {
+    if r.is_error && !r.content.starts_with("Error") {
+        format!("Error: {}", r.content)
+    } else {
+        r.content.clone()
+    }
 }
 
 fn tool(def: &ToolDefinition, strict: bool) -> Value {
@@ -196,21 +220,11 @@ fn tool(def: &ToolDefinition, strict: bool) -> Value {
     if !def.description.is_empty() {
         function.insert("description".into(), Value::String(def.description.clone()));
     }
-    let schema = if def.input_schema.is_object() {
-        def.input_schema.clone()
-    } else {
-        json!({"type": "object", "properties": {}})
-    };
+    let (parameters, is_strict) = tool_parameters(def, strict);
+    function.insert("parameters".into(), parameters);
+    // Sent only when asked for: few servers besides OpenAI know the field.
     if strict {
-        if can_be_strict(&schema) {
-            function.insert("parameters".into(), strict_schema(&schema));
-            function.insert("strict".into(), Value::Bool(true));
-        } else {
-            function.insert("parameters".into(), schema);
-            function.insert("strict".into(), Value::Bool(false));
-        }
-    } else {
-        function.insert("parameters".into(), schema);
+        function.insert("strict".into(), Value::Bool(is_strict));
     }
     json!({"type": "function", "function": function})
 }

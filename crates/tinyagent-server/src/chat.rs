@@ -373,12 +373,20 @@ pub(crate) async fn completions(
     }
 }
 
-/// Runs to the end and answers with one `chat.completion`.
-async fn answer(
+/// A run read to its end: the answer's text as it would have streamed, the run's usage, and
+/// the events clients see as `tinyagent` events.
+pub(crate) struct Outcome {
+    pub(crate) text: String,
+    pub(crate) usage: Usage,
+    pub(crate) reported: Vec<Value>,
+}
+
+/// Reads a run to its end, for an answer given whole (Chat Completions and the Responses API
+/// alike).
+pub(crate) async fn run_to_end(
     state: &AppState,
-    meta: Meta,
     mut steps: BoxStream<'static, Step>,
-) -> Result<Response, ApiError> {
+) -> Result<Outcome, ApiError> {
     let mut transcript = Transcript::default();
     let mut reported = Vec::new();
     while let Some(step) = steps.next().await {
@@ -386,9 +394,9 @@ async fn answer(
             Step::TimedOut => return Err(timeout_error(state)),
             Step::Event(event) => event?,
         };
-        match &event {
+        match event {
             Event::TextDelta(text) => {
-                transcript.delta(text);
+                transcript.delta(&text);
             }
             Event::Usage { .. } => transcript.step_done(),
             Event::ReplyRestarted { .. } => {
@@ -397,30 +405,44 @@ async fn answer(
             }
             Event::Finished { usage, answer, .. } => {
                 if transcript.text.is_empty() {
-                    transcript.text.clone_from(answer);
+                    transcript.text = answer;
                 }
-                let body = json!({
-                    "id": meta.id,
-                    "object": "chat.completion",
-                    "created": meta.created,
-                    "model": meta.model,
-                    "choices": [{
-                        "index": 0,
-                        "message": {"role": "assistant", "content": transcript.text, "refusal": null},
-                        "logprobs": null,
-                        "finish_reason": "stop",
-                    }],
-                    "usage": usage_json(usage),
-                    "tinyagent": {"events": reported},
+                return Ok(Outcome {
+                    text: transcript.text,
+                    usage,
+                    reported,
                 });
-                return Ok(axum::Json(body).into_response());
             }
-            Event::Paused { pending, .. } => return Err(paused(pending.clone())),
-            other if is_reported(other) => reported.push(event_json(other)),
+            Event::Paused { pending, .. } => return Err(paused(pending)),
+            other if is_reported(&other) => reported.push(event_json(&other)),
             _ => {}
         }
     }
     Err(ApiError::internal("the agent's run ended without an answer").code("no_answer"))
+}
+
+/// Runs to the end and answers with one `chat.completion`.
+async fn answer(
+    state: &AppState,
+    meta: Meta,
+    steps: BoxStream<'static, Step>,
+) -> Result<Response, ApiError> {
+    let outcome = run_to_end(state, steps).await?;
+    let body = json!({
+        "id": meta.id,
+        "object": "chat.completion",
+        "created": meta.created,
+        "model": meta.model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": outcome.text, "refusal": null},
+            "logprobs": null,
+            "finish_reason": "stop",
+        }],
+        "usage": usage_json(&outcome.usage),
+        "tinyagent": {"events": outcome.reported},
+    });
+    Ok(axum::Json(body).into_response())
 }
 
 /// A run that paused under Chat Completions (or the Responses API), which has no way to

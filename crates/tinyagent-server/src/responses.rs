@@ -23,7 +23,8 @@ use tinyagent::{Event, Session, Usage};
 use tokio::time::Instant;
 
 use crate::chat::{
-    Admit, ChatMessage, Transcript, conversation, event_json, is_reported, paused, timeout_error,
+    Admit, ChatMessage, Transcript, conversation, event_json, is_reported, paused, run_to_end,
+    timeout_error,
 };
 use crate::error::ApiError;
 use crate::extract::ApiJson;
@@ -375,38 +376,12 @@ pub(crate) async fn create(
 async fn answer(
     state: &AppState,
     meta: Meta,
-    mut steps: BoxStream<'static, Step>,
+    steps: BoxStream<'static, Step>,
 ) -> Result<Response, ApiError> {
-    let mut transcript = Transcript::default();
-    let mut reported = Vec::new();
-    while let Some(step) = steps.next().await {
-        let event = match step {
-            Step::TimedOut => return Err(timeout_error(state)),
-            Step::Event(event) => event?,
-        };
-        match &event {
-            Event::TextDelta(text) => {
-                transcript.delta(text);
-            }
-            Event::Usage { .. } => transcript.step_done(),
-            Event::ReplyRestarted { .. } => {
-                transcript.restart();
-                reported.push(event_json(&event));
-            }
-            Event::Finished { usage, answer, .. } => {
-                if transcript.text.is_empty() {
-                    transcript.text.clone_from(answer);
-                }
-                let mut body = meta.response("completed", Some(&transcript.text), Some(usage));
-                body["tinyagent"] = json!({"events": reported});
-                return Ok(axum::Json(body).into_response());
-            }
-            Event::Paused { pending, .. } => return Err(paused(pending.clone())),
-            other if is_reported(other) => reported.push(event_json(other)),
-            _ => {}
-        }
-    }
-    Err(ApiError::internal("the agent's run ended without an answer").code("no_answer"))
+    let outcome = run_to_end(state, steps).await?;
+    let mut body = meta.response("completed", Some(&outcome.text), Some(&outcome.usage));
+    body["tinyagent"] = json!({"events": outcome.reported});
+    Ok(axum::Json(body).into_response())
 }
 
 /// The numbered events of one stream.

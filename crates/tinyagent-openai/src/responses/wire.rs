@@ -2,7 +2,6 @@
 
 use serde_json::{Map, Value, json};
 use tinyagent::model::{FinishReason, ModelErrorKind, ResponseFormat, ToolChoice, ToolDefinition};
-use tinyagent::tools::schema::strict_schema;
 use tinyagent::{
     ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall, Usage,
     store::new_id,
@@ -10,7 +9,9 @@ use tinyagent::{
 use tinyagent_http::snippet;
 
 use super::ResponsesConfig;
-use crate::wire::{can_be_strict, history_arguments, sanitize_tool_name};
+use crate::wire::{
+    answer_schema, history_arguments, result_text, sanitize_tool_name, tool_parameters,
+};
 
 /// The prefix of a [`Part::Reasoning`] signature that holds a Responses reasoning item: the
 /// item's id, a newline, and its encrypted content (empty when the API gave none).
@@ -78,13 +79,9 @@ fn input(req: &ModelRequest, stored: bool) -> Vec<Value> {
             Role::Tool => {
                 let mut images = Vec::new();
                 for r in m.tool_results() {
-                    let output = if r.is_error && !r.content.starts_with("Error") {
-                        format!("Error: {}", r.content)
-                    } else {
-                        r.content.clone()
-                    };
                     out.push(json!({
-                        "type": "function_call_output", "call_id": r.call_id, "output": output,
+                        "type": "function_call_output", "call_id": r.call_id,
+                        "output": result_text(r),
                     }));
                     let mut these: Vec<Value> = r
                         .parts
@@ -174,17 +171,7 @@ fn assistant_items(m: &Message, stored: bool, out: &mut Vec<Value>) {
 
 /// A function tool: flat (`name`, `parameters` beside `type`), strict when asked and possible.
 fn tool(def: &ToolDefinition, strict: bool) -> Value {
-    let schema = if def.input_schema.is_object() {
-        def.input_schema.clone()
-    } else {
-        json!({"type": "object", "properties": {}})
-    };
-    let strict = strict && can_be_strict(&schema);
-    let parameters = if strict {
-        strict_schema(&schema)
-    } else {
-        schema
-    };
+    let (parameters, strict) = tool_parameters(def, strict);
     let mut tool = json!({
         "type": "function", "name": def.name, "parameters": parameters, "strict": strict,
     });
@@ -203,16 +190,9 @@ fn tool_choice(choice: &ToolChoice) -> Value {
     }
 }
 
-/// Structured outputs: `{"type": "json_schema", name, schema, strict}`, strict when the
-/// schema can be.
+/// Structured outputs: `{"type": "json_schema", name, schema, strict}`, flat.
 fn text_format(format: &ResponseFormat) -> Value {
-    let object_root = format.schema.get("type").and_then(Value::as_str) == Some("object");
-    let strict = object_root && can_be_strict(&format.schema);
-    let schema = if strict {
-        strict_schema(&format.schema)
-    } else {
-        format.schema.clone()
-    };
+    let (schema, strict) = answer_schema(format);
     json!({"type": "json_schema", "name": format.name, "schema": schema, "strict": strict})
 }
 
