@@ -1,0 +1,476 @@
+//! [`A2aAgentTool`]: a remote A2A agent as a tool of a tinyagent agent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{
+    AgentCard, Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task,
+    TaskState,
+};
+use a2a_client::agent_card::AgentCardResolver;
+use a2a_client::auth::AuthInterceptor;
+use a2a_client::jsonrpc::JsonRpcTransportFactory;
+use a2a_client::rest::RestTransportFactory;
+use a2a_client::{A2AClient, A2AClientFactory, Transport};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tinyagent::tools::{ToolInput, ToolOutput};
+use tinyagent::{BoxFuture, Tool, ToolContext, ToolError};
+
+use crate::text::parts_text;
+
+/// How long a call to a remote agent may take by default.
+pub const DEFAULT_A2A_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long connecting to a remote agent may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a remote A2A agent could not be reached or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum A2aError {
+    /// The agent card could not be fetched or read.
+    #[error("could not read the agent card at {url}: {message}")]
+    Card {
+        /// Where it was looked for.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// No interface of the card can be spoken (this crate speaks JSON-RPC and HTTP+JSON,
+    /// protocol 1.x).
+    #[error("cannot talk to the agent {agent:?}: {message}")]
+    Connect {
+        /// The agent's name, from its card.
+        agent: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("could not build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// A remote [A2A](https://a2a-protocol.org) agent (protocol 1.0) as a tool: the model sends
+/// it a `message` and reads its answer.
+///
+/// [`connect`](Self::connect) reads the agent card at `{url}/.well-known/agent-card.json`;
+/// the tool is named and described after it (a name the model can call: letters, digits, `_`
+/// and `-`). A call sends one message in a new context and, when the agent streams, reports
+/// its `working` updates as the call's progress; the answer is the text of the task's
+/// artifacts (or of its final message). A task that fails, is rejected or cancelled, or asks
+/// for input is an error result with the agent's words. A call dropped before its end (a
+/// timeout, a cancelled run) cancels the remote task.
+///
+/// ```no_run
+/// use tinyagent::LlmAgent;
+/// use tinyagent::testing::ScriptedModel;
+/// use tinyagent_a2a::A2aAgentTool;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let researcher = A2aAgentTool::connect("http://127.0.0.1:9000")
+///     .await?
+///     .bearer_token("sk-remote-key");
+/// let agent = LlmAgent::builder("lead")
+///     .model(ScriptedModel::new([]))
+///     .tool(researcher)
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct A2aAgentTool {
+    name: String,
+    description: String,
+    schema: Value,
+    card: Arc<AgentCard>,
+    http: reqwest::Client,
+    bearer: Option<String>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for A2aAgentTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aAgentTool")
+            .field("name", &self.name)
+            .field("agent", &self.card.name)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aAgentTool {
+    /// Reads the agent card under `url` (the agent's base URL) and makes the tool.
+    pub async fn connect(url: &str) -> Result<Self, A2aError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| A2aError::Client(e.to_string()))?;
+        let resolver = AgentCardResolver::new(Some(http.clone()));
+        let card = tokio::time::timeout(CONNECT_TIMEOUT, resolver.resolve(url))
+            .await
+            .map_err(|_| A2aError::Card {
+                url: url.to_owned(),
+                message: format!("no answer in {} s", CONNECT_TIMEOUT.as_secs()),
+            })?
+            .map_err(|e| A2aError::Card {
+                url: url.to_owned(),
+                message: e.to_string(),
+            })?;
+        Ok(Self::from_card(card, http))
+    }
+
+    /// The tool for the agent of `card`, reached with `http`.
+    pub fn from_card(card: AgentCard, http: reqwest::Client) -> Self {
+        let name = tool_name(&card.name);
+        let mut description = card.description.clone();
+        let skills: Vec<String> = card
+            .skills
+            .iter()
+            .filter(|s| s.name != card.name)
+            .map(|s| format!("{}: {}", s.name, s.description))
+            .collect();
+        if !skills.is_empty() {
+            description.push_str(" Skills: ");
+            description.push_str(&skills.join("; "));
+        }
+        Self {
+            name,
+            description,
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "message": {
+                        "type": "string",
+                        "description": "What to ask the agent, in full: it does not see this conversation"
+                    }
+                },
+                "required": ["message"],
+                "additionalProperties": false
+            }),
+            card: Arc::new(card),
+            http,
+            bearer: None,
+            timeout: DEFAULT_A2A_TIMEOUT,
+        }
+    }
+
+    /// Calls the tool by another name.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Describes the tool to the model in other words.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every call.
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer = Some(token.into());
+        self
+    }
+
+    /// How long a call may take ([`DEFAULT_A2A_TIMEOUT`]); a call past it is cancelled.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The remote agent's card.
+    pub fn card(&self) -> &AgentCard {
+        &self.card
+    }
+
+    async fn client(&self) -> Result<Arc<A2AClient<Box<dyn Transport>>>, ToolError> {
+        let mut factory = A2AClientFactory::builder()
+            .no_defaults()
+            .register(Arc::new(JsonRpcTransportFactory::new(Some(
+                self.http.clone(),
+            ))))
+            .register(Arc::new(RestTransportFactory::new(Some(self.http.clone()))));
+        if let Some(token) = &self.bearer {
+            factory = factory.with_interceptor(Arc::new(AuthInterceptor::bearer(token.clone())));
+        }
+        let client = factory
+            .build()
+            .create_from_card(&self.card)
+            .await
+            .map_err(|e| {
+                ToolError::unavailable(format!("cannot reach the agent {}: {e}", self.card.name))
+            })?;
+        Ok(Arc::new(client))
+    }
+
+    async fn ask(&self, ctx: &ToolContext, text: String) -> Result<ToolOutput, ToolError> {
+        let client = self.client().await?;
+        let request = SendMessageRequest {
+            message: Message::new(Role::User, vec![Part::text(text)]),
+            configuration: None,
+            metadata: None,
+            tenant: None,
+        };
+        let mut call = RemoteCall::new(client.clone());
+        if self.card.capabilities.streaming != Some(true) {
+            let answer = client
+                .send_message(&request)
+                .await
+                .map_err(|e| self.failed(&e.to_string()))?;
+            let outcome = match answer {
+                SendMessageResponse::Message(m) => Outcome::Answer(parts_text(&m.parts)),
+                SendMessageResponse::Task(task) => call.task(task),
+            };
+            return self.finish(call, outcome);
+        }
+        let mut events = client
+            .send_streaming_message(&request)
+            .await
+            .map_err(|e| self.failed(&e.to_string()))?;
+        let mut step = 0.0;
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| self.failed(&e.to_string()))?;
+            match call.event(event) {
+                Outcome::Going(Some(note)) => {
+                    step += 1.0;
+                    ctx.progress(step, None, Some(&note)).await;
+                }
+                Outcome::Going(None) => {}
+                outcome => return self.finish(call, outcome),
+            }
+        }
+        let outcome = call.ended();
+        self.finish(call, outcome)
+    }
+
+    fn finish(&self, mut call: RemoteCall, outcome: Outcome) -> Result<ToolOutput, ToolError> {
+        call.disarm();
+        match outcome {
+            Outcome::Answer(text) => Ok(ToolOutput::text(text)),
+            Outcome::Stopped(state, text) => Err(ToolError::failed(format!(
+                "the agent {} {}: {}",
+                self.card.name,
+                state_words(state),
+                if text.is_empty() {
+                    "(no reason given)"
+                } else {
+                    &text
+                }
+            ))),
+            Outcome::Going(_) => Err(self.failed("the stream ended before the task did")),
+        }
+    }
+
+    fn failed(&self, message: &str) -> ToolError {
+        ToolError::unavailable(format!("the agent {} failed: {message}", self.card.name))
+    }
+}
+
+fn state_words(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Failed => "failed",
+        TaskState::Rejected => "refused the task",
+        TaskState::Canceled => "cancelled the task",
+        TaskState::InputRequired => "asks for more input",
+        TaskState::AuthRequired => "asks for authorization",
+        _ => "stopped",
+    }
+}
+
+/// Where a remote task stands.
+enum Outcome {
+    /// Still running; a note for the call's progress, if the update said something.
+    Going(Option<String>),
+    /// Done, with this answer.
+    Answer(String),
+    /// Over or waiting without an answer, with the agent's words.
+    Stopped(TaskState, String),
+}
+
+/// One message sent to a remote agent: its task and artifacts as they arrive, and the
+/// cancellation owed if the call is dropped before the task ends.
+struct RemoteCall {
+    client: Arc<A2AClient<Box<dyn Transport>>>,
+    task_id: Option<String>,
+    artifacts: Vec<(String, String)>,
+    armed: bool,
+}
+
+impl RemoteCall {
+    fn new(client: Arc<A2AClient<Box<dyn Transport>>>) -> Self {
+        Self {
+            client,
+            task_id: None,
+            artifacts: Vec::new(),
+            armed: true,
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    fn artifact(&mut self, id: &str, text: String, append: bool) {
+        match self.artifacts.iter_mut().find(|(a, _)| a == id) {
+            Some((_, old)) if append => old.push_str(&text),
+            Some((_, old)) => *old = text,
+            None => self.artifacts.push((id.to_owned(), text)),
+        }
+    }
+
+    fn answer(&self) -> String {
+        self.artifacts
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn settle(&self, state: TaskState, message: Option<&Message>) -> Outcome {
+        let said = message.map(|m| parts_text(&m.parts)).unwrap_or_default();
+        match state {
+            TaskState::Completed => {
+                let answer = self.answer();
+                Outcome::Answer(if answer.is_empty() { said } else { answer })
+            }
+            TaskState::Failed
+            | TaskState::Rejected
+            | TaskState::Canceled
+            | TaskState::InputRequired
+            | TaskState::AuthRequired => Outcome::Stopped(state, said),
+            _ => Outcome::Going((!said.is_empty()).then_some(said)),
+        }
+    }
+
+    fn task(&mut self, task: Task) -> Outcome {
+        self.task_id = Some(task.id.clone());
+        for artifact in task.artifacts.iter().flatten() {
+            self.artifact(&artifact.artifact_id, parts_text(&artifact.parts), false);
+        }
+        self.settle(task.status.state, task.status.message.as_ref())
+    }
+
+    fn event(&mut self, event: StreamResponse) -> Outcome {
+        match event {
+            StreamResponse::Message(m) => Outcome::Answer(parts_text(&m.parts)),
+            StreamResponse::Task(task) => self.task(task),
+            StreamResponse::StatusUpdate(update) => {
+                self.task_id = Some(update.task_id.clone());
+                self.settle(update.status.state, update.status.message.as_ref())
+            }
+            StreamResponse::ArtifactUpdate(update) => {
+                self.task_id = Some(update.task_id.clone());
+                let text = parts_text(&update.artifact.parts);
+                self.artifact(
+                    &update.artifact.artifact_id,
+                    text,
+                    update.append.unwrap_or(false),
+                );
+                Outcome::Going(None)
+            }
+        }
+    }
+
+    fn ended(&self) -> Outcome {
+        Outcome::Going(None)
+    }
+}
+
+impl Drop for RemoteCall {
+    fn drop(&mut self) {
+        let (true, Some(id)) = (self.armed, self.task_id.take()) else {
+            return;
+        };
+        let client = self.client.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let request = a2a::CancelTaskRequest {
+                    id,
+                    metadata: None,
+                    tenant: None,
+                };
+                if let Err(err) = client.cancel_task(&request).await {
+                    tracing::debug!(error = %err, "cancelling an abandoned remote task");
+                }
+            });
+        }
+    }
+}
+
+impl Tool for A2aAgentTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn title(&self) -> Option<&str> {
+        Some(&self.card.name)
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let value = input.into_value()?;
+            let Some(text) = value.get("message").and_then(Value::as_str) else {
+                return Err(ToolError::invalid_input("`message` (a string) is required"));
+            };
+            match tokio::time::timeout(self.timeout, self.ask(ctx, text.to_owned())).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ToolError::timed_out(format!(
+                    "the agent {} did not answer in {} s",
+                    self.card.name,
+                    self.timeout.as_secs()
+                ))),
+            }
+        })
+    }
+}
+
+/// A tool name from an agent's name: letters, digits, `_` and `-`, at most 64.
+fn tool_name(agent: &str) -> String {
+    let name: String = agent
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let name = name.trim_matches('_').to_owned();
+    if name.is_empty() {
+        "remote_agent".to_owned()
+    } else {
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_become_tool_names() {
+        assert_eq!(tool_name("Weather Agent"), "Weather_Agent");
+        assert_eq!(tool_name("天气"), "remote_agent");
+        assert_eq!(tool_name("a-b_c"), "a-b_c");
+        assert_eq!(tool_name(&"x".repeat(80)).len(), 64);
+    }
+}
