@@ -48,7 +48,7 @@ mod turn;
 
 pub use service::{A2aService, AGENT_CARD_PATH, DEFAULT_MAX_RUNNING};
 pub use tasks::DEFAULT_MAX_TASKS;
-pub use tool::{A2aAgentTool, A2aError, DEFAULT_A2A_TIMEOUT};
+pub use tool::{A2aAgentTool, A2aAgentToolBuilder, A2aError, DEFAULT_A2A_TIMEOUT};
 pub use turn::{ANSWER_ARTIFACT, EVENT_METADATA_KEY};
 
 /// The A2A protocol's types (`a2a-lf`), for cards, messages and tasks.

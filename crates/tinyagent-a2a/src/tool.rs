@@ -7,7 +7,6 @@ use a2a::{
     AgentCard, Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task,
     TaskState,
 };
-use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransportFactory;
 use a2a_client::rest::RestTransportFactory;
@@ -54,7 +53,8 @@ pub enum A2aError {
 /// A remote [A2A](https://a2a-protocol.org) agent (protocol 1.0) as a tool: the model sends
 /// it a `message` and reads its answer.
 ///
-/// [`connect`](Self::connect) reads the agent card at `{url}/.well-known/agent-card.json`;
+/// [`connect`](Self::connect) reads the agent card at `{url}/.well-known/agent-card.json`
+/// (with the [builder](Self::builder)'s key, if any);
 /// the tool is named and described after it (a name the model can call: letters, digits, `_`
 /// and `-`). A call sends one message in a new context and, when the agent streams, reports
 /// its `working` updates as the call's progress; the answer is the text of the task's
@@ -68,9 +68,10 @@ pub enum A2aError {
 /// use tinyagent_a2a::A2aAgentTool;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let researcher = A2aAgentTool::connect("http://127.0.0.1:9000")
-///     .await?
-///     .bearer_token("sk-remote-key");
+/// let researcher = A2aAgentTool::builder("http://127.0.0.1:8080/a2a/researcher")
+///     .bearer_token("sk-remote-key")
+///     .connect()
+///     .await?;
 /// let agent = LlmAgent::builder("lead")
 ///     .model(ScriptedModel::new([]))
 ///     .tool(researcher)
@@ -98,25 +99,131 @@ impl std::fmt::Debug for A2aAgentTool {
     }
 }
 
-impl A2aAgentTool {
-    /// Reads the agent card under `url` (the agent's base URL) and makes the tool.
-    pub async fn connect(url: &str) -> Result<Self, A2aError> {
+/// Builds an [`A2aAgentTool`]: [`A2aAgentTool::builder`], then [`connect`](Self::connect).
+#[derive(Debug, Clone)]
+pub struct A2aAgentToolBuilder {
+    url: String,
+    name: Option<String>,
+    description: Option<String>,
+    bearer: Option<String>,
+    timeout: Duration,
+}
+
+impl A2aAgentToolBuilder {
+    /// Calls the tool by another name than the agent's.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Describes the tool to the model in other words than the card's.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request, the card's included.
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer = Some(token.into());
+        self
+    }
+
+    /// How long a call may take ([`DEFAULT_A2A_TIMEOUT`]); a call past it is cancelled.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Reads the agent card at `{url}/.well-known/agent-card.json` and makes the tool.
+    pub async fn connect(self) -> Result<A2aAgentTool, A2aError> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| A2aError::Client(e.to_string()))?;
-        let resolver = AgentCardResolver::new(Some(http.clone()));
-        let card = tokio::time::timeout(CONNECT_TIMEOUT, resolver.resolve(url))
-            .await
-            .map_err(|_| A2aError::Card {
-                url: url.to_owned(),
-                message: format!("no answer in {} s", CONNECT_TIMEOUT.as_secs()),
-            })?
-            .map_err(|e| A2aError::Card {
-                url: url.to_owned(),
-                message: e.to_string(),
-            })?;
-        Ok(Self::from_card(card, http))
+        let url = format!(
+            "{}{}",
+            self.url.trim_end_matches('/'),
+            crate::AGENT_CARD_PATH
+        );
+        let card = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            fetch_card(&http, &url, self.bearer.as_deref()),
+        )
+        .await
+        .map_err(|_| A2aError::Card {
+            url: url.clone(),
+            message: format!("no answer in {} s", CONNECT_TIMEOUT.as_secs()),
+        })?
+        .map_err(|message| A2aError::Card { url, message })?;
+        let mut tool = A2aAgentTool::from_card(card, http);
+        if let Some(name) = self.name {
+            tool.name = name;
+        }
+        if let Some(description) = self.description {
+            tool.description = description;
+        }
+        tool.bearer = self.bearer;
+        tool.timeout = self.timeout;
+        Ok(tool)
+    }
+}
+
+/// The largest agent card read.
+const MAX_CARD_BYTES: usize = 1 << 20;
+
+async fn fetch_card(
+    http: &reqwest::Client,
+    url: &str,
+    bearer: Option<&str>,
+) -> Result<AgentCard, String> {
+    let mut request = http.get(url).header("accept", "application/json");
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| e.without_url().to_string())?;
+    let status = response.status();
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| e.without_url().to_string())?
+    {
+        if body.len() + chunk.len() > MAX_CARD_BYTES {
+            return Err(format!("the card is over {MAX_CARD_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&body);
+        let text: String = text.chars().take(200).collect();
+        return Err(format!("HTTP {status}: {text}"));
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("not an agent card: {e}"))
+}
+
+impl A2aAgentTool {
+    /// Starts building the tool for the agent whose base URL is `url`.
+    pub fn builder(url: impl Into<String>) -> A2aAgentToolBuilder {
+        A2aAgentToolBuilder {
+            url: url.into(),
+            name: None,
+            description: None,
+            bearer: None,
+            timeout: DEFAULT_A2A_TIMEOUT,
+        }
+    }
+
+    /// Reads the agent card under `url` (the agent's base URL) and makes the tool; the
+    /// [`builder`](Self::builder) sets a key, a timeout, a name.
+    pub async fn connect(url: &str) -> Result<Self, A2aError> {
+        Self::builder(url).connect().await
     }
 
     /// The tool for the agent of `card`, reached with `http`.
@@ -152,34 +259,6 @@ impl A2aAgentTool {
             bearer: None,
             timeout: DEFAULT_A2A_TIMEOUT,
         }
-    }
-
-    /// Calls the tool by another name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Describes the tool to the model in other words.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
-
-    /// Sends `Authorization: Bearer <token>` with every call.
-    #[must_use]
-    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
-        self.bearer = Some(token.into());
-        self
-    }
-
-    /// How long a call may take ([`DEFAULT_A2A_TIMEOUT`]); a call past it is cancelled.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
     }
 
     /// The remote agent's card.

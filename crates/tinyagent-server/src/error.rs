@@ -193,11 +193,18 @@ impl From<StoreError> for ApiError {
 
 impl From<AgentError> for ApiError {
     fn from(err: AgentError) -> Self {
-        let err = match err {
-            AgentError::Store(err) => return err.into(),
-            other => other,
-        };
-        let this = match &err {
+        match err {
+            AgentError::Store(err) => err.into(),
+            other => Self::from_run(&other),
+        }
+    }
+}
+
+impl ApiError {
+    /// The answer for a run that failed for another reason than its store (the error is
+    /// logged in full).
+    pub(crate) fn from_run(err: &AgentError) -> Self {
+        let this = match err {
             // The model's error names the provider's URL and quotes its answer: log only.
             AgentError::Model(_) => Self::new(
                 StatusCode::BAD_GATEWAY,

@@ -152,12 +152,23 @@ impl Scoped {
     }
 
     fn stop(&self, id: &str, stop: Stop) -> StoreError {
+        // The post's own answer says more (its status, its code); an A2A task reads this.
+        let why = match &stop {
+            Stop::HistoryFull { count, max } => format!(
+                ": it holds {count} messages, and this server keeps at most {max} in one \
+                 conversation; start a new one"
+            ),
+            Stop::TooManySessions { max } => format!(
+                ": this API key has {max} conversations, the most this server keeps for one key"
+            ),
+            Stop::Replay(_) | Stop::KeyReused => String::new(),
+        };
         if let Some(post) = &self.post {
             *lock(&post.stop) = Some(stop);
         }
         StoreError::InvalidInput {
             what: "session",
-            reason: format!("the message to session {id:?} was refused"),
+            reason: format!("the message to session {id:?} was refused{why}"),
         }
     }
 
