@@ -55,3 +55,8 @@ pub use turn::{ANSWER_ARTIFACT, EVENT_METADATA_KEY};
 pub use a2a as protocol;
 /// The A2A server crate (`a2a-server-lf`), for other bindings of [`A2aService::handler`].
 pub use a2a_server as server;
+
+/// The guide's examples (`docs/a2a.md`), compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/a2a.md")]
+pub struct GuideDoctests;

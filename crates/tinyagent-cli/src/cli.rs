@@ -511,6 +511,11 @@ pub struct ToolArgs {
     /// (owner-only) under the user's configuration folder for the next runs.
     #[arg(long)]
     pub mcp_oauth: bool,
+    /// A remote A2A agent as a tool (repeatable): its base URL, where
+    /// /.well-known/agent-card.json is, such as http://127.0.0.1:8080/a2a/assistant. The key
+    /// it needs, if any, is read from TINYAGENT_A2A_KEY.
+    #[arg(long, value_name = "URL")]
+    pub a2a: Vec<String>,
 }
 
 /// A `Name: value` header from the command line; its value is kept out of `Debug` output.

@@ -357,7 +357,10 @@ pub async fn serve_mcp(
     options: McpHttpOptions,
     args: &ToolArgs,
 ) -> Result<(), CliError> {
-    let default_tools = args.tools.is_empty() && args.mcp.is_empty() && args.mcp_url.is_empty();
+    let default_tools = args.tools.is_empty()
+        && args.mcp.is_empty()
+        && args.mcp_url.is_empty()
+        && args.a2a.is_empty();
     // The MCP servers' connections live as long as the server serves their tools.
     let mut toolsets = Vec::new();
     let tools: Vec<Arc<dyn Tool>> = if default_tools {

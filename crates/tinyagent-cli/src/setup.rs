@@ -31,16 +31,19 @@ pub const DEMO_TOOLS: [&str; 3] = ["get_weather", "calculator", "get_current_tim
 /// option is given at all.
 pub fn builtin_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
     let mut names: Vec<&str> = Vec::new();
-    let requested: Vec<&str> =
-        if args.tools.is_empty() && args.mcp.is_empty() && args.mcp_url.is_empty() {
-            vec!["demo"]
-        } else {
-            args.tools
-                .iter()
-                .map(|t| t.trim())
-                .filter(|t| !t.is_empty())
-                .collect()
-        };
+    let requested: Vec<&str> = if args.tools.is_empty()
+        && args.mcp.is_empty()
+        && args.mcp_url.is_empty()
+        && args.a2a.is_empty()
+    {
+        vec!["demo"]
+    } else {
+        args.tools
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
     for item in requested {
         match item {
             "none" => {}
@@ -68,6 +71,36 @@ pub fn builtin_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
             "get_current_time" => tinyagent_demo::time_tool(),
             _ => tinyagent_demo::translator_tool(),
         });
+    }
+    Ok(tools)
+}
+
+/// The remote A2A agents the options give, as tools (an agent whose card cannot be read
+/// fails here).
+pub async fn a2a_tools(args: &ToolArgs) -> Result<Vec<Arc<dyn Tool>>, CliError> {
+    let key = std::env::var("TINYAGENT_A2A_KEY")
+        .ok()
+        .filter(|k| !k.is_empty());
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for url in &args.a2a {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(CliError::usage(format!(
+                "invalid A2A agent URL {:?}: expected http:// or https://, such as \
+                 http://127.0.0.1:8080/a2a/assistant",
+                tinyagent::redact::url(url)
+            )));
+        }
+        let mut builder = tinyagent_a2a::A2aAgentTool::builder(url.as_str());
+        if let Some(key) = &key {
+            builder = builder.bearer_token(key.as_str());
+        }
+        let tool = builder.connect().await.map_err(|e| {
+            CliError::failure("a2a", tinyagent::redact::url(&e.to_string())).with_hint(
+                "check the URL (the agent's base, without /.well-known/agent-card.json) and, \
+                 for a server with keys, TINYAGENT_A2A_KEY",
+            )
+        })?;
+        tools.push(Arc::new(tool));
     }
     Ok(tools)
 }
@@ -200,6 +233,13 @@ pub async fn all_tools(args: &ToolArgs) -> Result<ToolList, CliError> {
             remote_name: None,
         })
         .collect();
+    for tool in a2a_tools(args).await? {
+        out.push(SourcedTool {
+            tool,
+            source: "a2a".to_owned(),
+            remote_name: None,
+        });
+    }
     let mut not_offered = Vec::new();
     let toolsets = connect_toolsets(args).await?;
     for toolset in &toolsets {
@@ -277,7 +317,8 @@ pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
 
 /// Builds the agent under a name of the caller's choosing.
 pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, CliError> {
-    let tools = builtin_tools(&args.tools)?;
+    let mut tools = builtin_tools(&args.tools)?;
+    tools.extend(a2a_tools(&args.tools).await?);
     let choice = choose_model(&args.model, |name| std::env::var(name).ok())?;
     let fallbacks = choose_fallbacks(&args.model, |name| std::env::var(name).ok())?;
     // Tool servers first: a broken one fails before a model is loaded.

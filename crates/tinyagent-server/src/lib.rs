@@ -64,6 +64,7 @@
 //! # Ok(()) }
 //! ```
 
+mod a2a;
 mod answer_shape;
 mod auth;
 mod chat;

@@ -16,7 +16,7 @@ use tinyagent::store::ListOptions;
 use crate::auth;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{chat, sessions};
+use crate::{a2a, chat, sessions};
 
 /// How long `/readyz` waits for the store.
 const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -34,6 +34,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
         .route("/v1/sessions/{id}/resume", post(sessions::resume))
+        .route("/a2a/{agent}", post(a2a::call))
+        .route("/a2a/{agent}/.well-known/agent-card.json", get(a2a::card))
+        .route("/.well-known/agent-card.json", get(a2a::default_card))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()

@@ -135,9 +135,14 @@ pub(crate) struct Scoped {
 
 impl Scoped {
     pub(crate) fn view(state: &AppState, caller: &Caller) -> Self {
+        Self::of(state.store.clone(), caller.owner.clone())
+    }
+
+    /// The store `inner` as the owner `owner` sees it (`None`: every session).
+    pub(crate) fn of(inner: Arc<dyn SessionStore>, owner: Option<Arc<str>>) -> Self {
         Self {
-            inner: state.store.clone(),
-            owner: caller.owner.clone(),
+            inner,
+            owner,
             post: None,
         }
     }

@@ -72,6 +72,7 @@ impl Server {
             client_tool_results: self.client_tool_results,
             parameters: self.parameters,
             tenancy: self.tenancy,
+            a2a: crate::state::A2aTenants::default(),
         };
         (crate::routes::router(Arc::new(state)), site, limits)
     }

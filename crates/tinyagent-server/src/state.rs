@@ -77,6 +77,8 @@ pub(crate) struct AppState {
     /// Chat Completions fields accepted and not used, by the operator's choice.
     pub(crate) parameters: crate::options::Parameters,
     pub(crate) tenancy: crate::tenancy::Tenancy,
+    /// Each agent's A2A service per key.
+    pub(crate) a2a: A2aTenants,
 }
 
 impl AppState {
@@ -93,4 +95,10 @@ impl AppState {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// The A2A service of each (agent, key) pair: its JSON-RPC router, made on first use.
+#[derive(Default)]
+pub(crate) struct A2aTenants {
+    pub(crate) routers: std::sync::Mutex<HashMap<(String, Arc<str>), axum::Router>>,
 }

@@ -1,0 +1,146 @@
+//! A2A on `serve`: each agent at `POST /a2a/{agent}` (JSON-RPC, protocol 1.0), its card at
+//! `GET /a2a/{agent}/.well-known/agent-card.json`, and the first agent's card at
+//! `GET /.well-known/agent-card.json` — all behind the API keys, like `/v1/agents`.
+//!
+//! Each key is a tenant: it has its own tasks (another key's task does not exist for it) and
+//! at most [`max_concurrent_per_key`](crate::Server::max_concurrent_per_key) of them running
+//! per agent; an A2A context is one of its sessions, under the same history and session
+//! limits as the session API, and listed there too.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, Uri, header};
+use axum::response::{IntoResponse, Response};
+use tinyagent::AgentError;
+use tinyagent::agent::SessionRunner;
+use tinyagent::store::StoreError;
+use tinyagent_a2a::A2aService;
+
+use crate::error::ApiError;
+use crate::scoped::{PostChecks, Scoped, lock};
+use crate::state::AppState;
+use crate::tenancy::Caller;
+
+/// `GET /.well-known/agent-card.json`: the first agent's card.
+pub(crate) async fn default_card(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Response {
+    match state.agents.first() {
+        Some(agent) => card_of(&state, agent.name(), &headers),
+        None => ApiError::not_found("this server has no agent").into_response(),
+    }
+}
+
+/// `GET /a2a/{agent}/.well-known/agent-card.json`.
+pub(crate) async fn card(
+    State(state): State<Arc<AppState>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    card_of(&state, &agent, &headers)
+}
+
+fn card_of(state: &AppState, agent: &str, headers: &HeaderMap) -> Response {
+    let Some(runner) = runner(state, agent) else {
+        return unknown(state, agent).into_response();
+    };
+    // The Host header passed the server's host rule, so it names this server.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
+    let url = format!("http://{host}/a2a/{agent}");
+    let card = A2aService::new(runner.clone())
+        .bearer_auth(!state.keys.is_empty())
+        .card(&url);
+    axum::Json(card).into_response()
+}
+
+/// `POST /a2a/{agent}`: one JSON-RPC request to the agent, for the caller's tenant.
+pub(crate) async fn call(
+    State(state): State<Arc<AppState>>,
+    axum::Extension(caller): axum::Extension<Caller>,
+    Path(agent): Path<String>,
+    request: Request,
+) -> Response {
+    let Some(runner) = runner(&state, &agent) else {
+        return unknown(&state, &agent).into_response();
+    };
+    let mut router = {
+        let mut routers = lock(&state.a2a.routers);
+        routers
+            .entry((agent.clone(), caller.name.clone()))
+            .or_insert_with(|| tenant_router(&state, &caller, runner.clone()))
+            .clone()
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.uri = Uri::from_static("/");
+    // The A2A router allows larger bodies than this server: the operator's limit holds.
+    let body = http_body_util::Limited::new(body, state.limits.max_body_bytes);
+    let request = Request::from_parts(parts, axum::body::Body::new(body));
+    match tower_service::Service::call(&mut router, request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+fn runner<'a>(state: &'a AppState, agent: &str) -> Option<&'a SessionRunner> {
+    state.runners.get(agent)
+}
+
+fn unknown(state: &AppState, agent: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no agent named {agent:?}; this server's agents are: {}",
+        state.agent_names()
+    ))
+    .code("agent_not_found")
+}
+
+/// The A2A service of one agent for one key: its runs use the key's view of the store, with
+/// the limits of a session post.
+fn tenant_router(state: &AppState, caller: &Caller, runner: SessionRunner) -> Router {
+    let store = state.store.clone();
+    let owner = caller.owner.clone();
+    let (max_history, max_sessions) = (
+        state.tenancy.max_history,
+        state.tenancy.max_sessions_per_key,
+    );
+    let service = A2aService::from_runner_fn(move || {
+        let checks = Arc::new(PostChecks {
+            max_history,
+            max_sessions,
+            idempotency: None,
+            stop: Mutex::new(None),
+            run: Mutex::default(),
+        });
+        let view = Scoped::of(store.clone(), owner.clone()).posting(checks);
+        runner
+            .with_store(Arc::new(view))
+            .owner(owner.clone())
+            .keep_interrupted(true)
+    })
+    .max_running(state.limits.max_concurrent_per_key)
+    .run_timeout(state.limits.request_timeout)
+    .bearer_auth(!state.keys.is_empty())
+    .error_text(error_text);
+    tinyagent_a2a::server::jsonrpc::jsonrpc_router(service.handler())
+}
+
+/// What a task that failed says: what the other APIs say, without the server's internals.
+fn error_text(err: &AgentError) -> String {
+    match err {
+        // A limit of this server (a full history, too many conversations): its own words.
+        AgentError::Store(store @ StoreError::InvalidInput { .. }) => store.to_string(),
+        AgentError::Store(store @ (StoreError::Busy { .. } | StoreError::Conflict { .. })) => {
+            store.to_string()
+        }
+        AgentError::Store(other) => {
+            tracing::error!(error = %tinyagent::redact::url(&other.to_string()), "A2A task: the session store failed");
+            "the session store is unavailable; try again later".to_owned()
+        }
+        other => ApiError::from_run(other).message,
+    }
+}
