@@ -5,7 +5,8 @@
 //!
 //! - [`A2aService`]: any agent served as an A2A agent: its card at
 //!   `/.well-known/agent-card.json`, `SendMessage` and `SendStreamingMessage` over JSON-RPC,
-//!   tasks that can be read, listed, cancelled and followed. `tinyagent serve` mounts one per
+//!   tasks that can be read, listed, cancelled and followed; protocol 0.3's `message/send`,
+//!   `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe` on the same URL. `tinyagent serve` mounts one per
 //!   agent under `/a2a/{agent}`, behind its keys and limits.
 //! - [`A2aAgentTool`]: a remote A2A agent as a tool, its `working` updates as the call's
 //!   progress.
@@ -40,11 +41,13 @@
 
 mod card;
 mod executor;
+mod jsonrpc;
 mod service;
 mod tasks;
 mod text;
 mod tool;
 mod turn;
+mod v03;
 
 pub use service::{A2aService, AGENT_CARD_PATH, DEFAULT_MAX_RUNNING};
 pub use tasks::DEFAULT_MAX_TASKS;

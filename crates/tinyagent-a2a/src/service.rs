@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use a2a::AgentCard;
 use a2a_server::DefaultRequestHandler;
-use a2a_server::agent_card::{StaticAgentCard, WELL_KNOWN_AGENT_CARD_PATH, agent_card_router};
 use tinyagent::agent::SessionRunner;
 use tinyagent::store::MemoryStore;
 use tinyagent::{Agent, AgentError};
 use tokio::sync::Semaphore;
 
-use crate::card::agent_card;
+use crate::card::{agent_card, card_json};
 use crate::executor::{DescribeFn, RunExecutor, RunnerFn};
 use crate::tasks::{BoundedTaskStore, DEFAULT_MAX_TASKS};
 
@@ -22,7 +21,8 @@ pub const DEFAULT_MAX_RUNNING: usize = 8;
 
 /// A tinyagent agent served over [A2A](https://a2a-protocol.org) (protocol 1.0, JSON-RPC
 /// binding): `SendMessage` and `SendStreamingMessage` run the agent, `GetTask`, `ListTasks`,
-/// `CancelTask` and `SubscribeToTask` follow its tasks.
+/// `CancelTask` and `SubscribeToTask` follow its tasks; a 0.3 client's `message/send`,
+/// `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe` reach the same tasks.
 ///
 /// Each A2A context is a session of the [`SessionRunner`]'s store (the context id is the
 /// session id), so a conversation goes on across tasks. A task's events:
@@ -178,14 +178,29 @@ impl A2aService {
         Arc::new(handler)
     }
 
+    /// The JSON-RPC endpoint (`POST /`) of a new tenant ([`handler`](Self::handler)): protocol
+    /// 1.0's methods, and 0.3's (`message/send`, `message/stream`, `tasks/get`,
+    /// `tasks/cancel`, `tasks/resubscribe`) translated on the same URL.
+    pub fn jsonrpc_router(&self) -> axum::Router {
+        crate::jsonrpc::jsonrpc_router(self.handler())
+    }
+
+    /// The card as served: the 1.0 card, with the fields a 0.3 client reads (`url`,
+    /// `protocolVersion`, `preferredTransport`, `security`) merged in.
+    pub fn card_json(&self, url: &str) -> serde_json::Value {
+        card_json(&self.card(url))
+    }
+
     /// An axum router for one tenant: the card at `/.well-known/agent-card.json` and the
     /// JSON-RPC endpoint at `/`, whose public address `url` the card gives.
     pub fn router(&self, url: impl Into<String>) -> axum::Router {
-        let card = self.card(&url.into());
-        a2a_server::jsonrpc::jsonrpc_router(self.handler())
-            .merge(agent_card_router(Arc::new(StaticAgentCard::new(card))))
+        let card = self.card_json(&url.into());
+        self.jsonrpc_router().route(
+            AGENT_CARD_PATH,
+            axum::routing::get(move || async move { axum::Json(card) }),
+        )
     }
 }
 
 /// The path of the agent card under an agent's A2A base URL.
-pub const AGENT_CARD_PATH: &str = WELL_KNOWN_AGENT_CARD_PATH;
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";

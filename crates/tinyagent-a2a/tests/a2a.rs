@@ -268,3 +268,78 @@ async fn an_unreachable_card_is_a_clear_error() {
     let err = A2aAgentTool::connect(&url).await.unwrap_err();
     assert!(err.to_string().contains("agent card"), "{err}");
 }
+
+#[tokio::test]
+async fn a_0_3_client_sends_reads_and_cancels_on_the_same_endpoint() {
+    let remote = weather_agent(ScriptedModel::new([
+        reply::tool_call("call_w", "get_weather", r#"{"city":"北京"}"#),
+        reply::text("晴"),
+    ]));
+    let url = serve(A2aService::from_agent(remote)).await;
+    let http = reqwest::Client::new();
+    let rpc = |method: &str, params: serde_json::Value| {
+        http.post(format!("{url}/"))
+            .json(&json!({"jsonrpc": "2.0", "id": "r1", "method": method, "params": params}))
+            .send()
+    };
+    let message = json!({"message": {"kind": "message", "messageId": "m1", "role": "user",
+        "parts": [{"kind": "text", "text": "北京天气？"}]}});
+    let sent: serde_json::Value = rpc("message/send", message)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = &sent["result"];
+    assert_eq!(sent["id"], "r1");
+    assert_eq!(task["kind"], "task", "{sent}");
+    assert_eq!(task["status"]["state"], "completed", "{sent}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0],
+        json!({"kind": "text", "text": "晴"})
+    );
+    assert_eq!(task["history"][0]["role"], "user", "{sent}");
+
+    let id = task["id"].as_str().unwrap();
+    let got: serde_json::Value = rpc("tasks/get", json!({"id": id}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["result"]["id"], id);
+    assert_eq!(got["result"]["status"]["state"], "completed");
+
+    // A finished task cannot be cancelled; a task that does not exist is not found.
+    let cancel: serde_json::Value = rpc("tasks/cancel", json!({"id": id}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(cancel["error"]["code"], -32002, "{cancel}");
+    let missing: serde_json::Value = rpc("tasks/get", json!({"id": "nope"}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(missing["error"]["code"], -32001, "{missing}");
+    let bad: serde_json::Value = rpc(
+        "message/send",
+        json!({"message": {"role": "robot", "parts": []}}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let push: serde_json::Value = rpc("tasks/pushNotificationConfig/set", json!({}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(push["error"]["code"], -32003, "{push}");
+}

@@ -1,4 +1,5 @@
-//! A2A on `serve`: each agent at `POST /a2a/{agent}` (JSON-RPC, protocol 1.0), its card at
+//! A2A on `serve`: each agent at `POST /a2a/{agent}` (JSON-RPC, protocol 1.0 and 0.3's
+//! method names), its card at
 //! `GET /a2a/{agent}/.well-known/agent-card.json`, and the first agent's card at
 //! `GET /.well-known/agent-card.json` — all behind the API keys, like `/v1/agents`.
 //!
@@ -55,7 +56,7 @@ fn card_of(state: &AppState, agent: &str, headers: &HeaderMap) -> Response {
     let url = format!("http://{host}/a2a/{agent}");
     let card = A2aService::new(runner.clone())
         .bearer_auth(!state.keys.is_empty())
-        .card(&url);
+        .card_json(&url);
     axum::Json(card).into_response()
 }
 
@@ -126,7 +127,7 @@ fn tenant_router(state: &AppState, caller: &Caller, runner: SessionRunner) -> Ro
     .run_timeout(state.limits.request_timeout)
     .bearer_auth(!state.keys.is_empty())
     .error_text(error_text);
-    tinyagent_a2a::server::jsonrpc::jsonrpc_router(service.handler())
+    service.jsonrpc_router()
 }
 
 /// What a task that failed says: what the other APIs say, without the server's internals.

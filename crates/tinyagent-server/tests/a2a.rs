@@ -23,7 +23,7 @@ fn adding_model(questions: usize) -> Arc<ScriptedModel> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_a2a_python_sdk_talks_to_an_agent_on_serve() {
-    let model = adding_model(2);
+    let model = adding_model(4);
     let server = Running::start(
         Server::new()
             .agent(agent("calc", model.clone()))
@@ -46,8 +46,13 @@ async fn the_a2a_python_sdk_talks_to_an_agent_on_serve() {
         stdout.contains("streamed: 7 + 8 = 15 after tool_call_started tool_call_finished"),
         "{stdout}"
     );
+    assert!(stdout.contains("0.3 message/send: 7 + 8 = 15"), "{stdout}");
+    assert!(
+        stdout.contains("0.3 message/stream: 7 + 8 = 15"),
+        "{stdout}"
+    );
     assert!(stdout.contains("other key:"), "{stdout}");
-    assert_eq!(model.request_count(), 4, "both questions ran the tool");
+    assert_eq!(model.request_count(), 8, "every question ran the tool");
 
     // The context is one of alice's sessions, with both turns; bob has none.
     let sessions: Value = client()
@@ -60,7 +65,11 @@ async fn the_a2a_python_sdk_talks_to_an_agent_on_serve() {
         .await
         .unwrap();
     let data = sessions["data"].as_array().unwrap();
-    assert_eq!(data.len(), 1, "{sessions}");
+    assert_eq!(
+        data.len(),
+        3,
+        "one context of two turns, and each 0.3 task's: {sessions}"
+    );
     let theirs: Value = client()
         .get(server.url("/v1/sessions"))
         .bearer_auth("sk-bob")

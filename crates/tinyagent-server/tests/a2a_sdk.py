@@ -19,7 +19,9 @@ from a2a.types.a2a_pb2 import (
     SendMessageRequest,
     TaskState,
 )
-from google.protobuf.json_format import MessageToDict
+from a2a.client import ClientFactory
+from a2a.types.a2a_pb2 import AgentCard
+from google.protobuf.json_format import MessageToDict, ParseDict
 
 URL = os.environ["TINYAGENT_A2A_URL"]
 KEY = os.environ["TINYAGENT_KEY"]
@@ -85,6 +87,32 @@ async def main():
         got = await client.get_task(GetTaskRequest(id=task.id))
         check(got.id == task.id, "get_task")
         print(f"listed: {len(tasks.tasks)} tasks in one context")
+
+        # A 0.3 client (the SDK's compat transport, chosen by a card that offers only the 0.3
+        # interface) on the same endpoint: message/send and message/stream.
+        response = await alice.get(f"{URL}/.well-known/agent-card.json")
+        card_json = response.json()
+        check(card_json["protocolVersion"] == "0.3.0" and card_json["url"] == URL, f"0.3 fields: {card_json}")
+        card = ParseDict(card_json, AgentCard(), ignore_unknown_fields=True)
+        legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+        check(len(legacy) == 1, f"a 0.3 interface: {card.supported_interfaces}")
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(legacy)
+        for streaming in (False, True):
+            old = ClientFactory(ClientConfig(httpx_client=alice, streaming=streaming)).create(card)
+            check("Compat" in type(old._transport).__name__, f"the compat transport: {type(old._transport)}")
+            request = SendMessageRequest(message=new_text_message("0.3?", role=Role.ROLE_USER))
+            final = None
+            async for event in old.send_message(request):
+                if event.HasField("task"):
+                    final = event.task
+                elif event.HasField("status_update") and event.status_update.status.state == TaskState.TASK_STATE_COMPLETED:
+                    final = get_message_text(event.status_update.status.message)
+            if not streaming:
+                check(final.status.state == TaskState.TASK_STATE_COMPLETED, f"0.3 send: {final}")
+                final = get_artifact_text(final.artifacts[0])
+            check(final == "7 + 8 = 15", f"0.3 answer ({streaming=}): {final!r}")
+            print(f"0.3 {'message/stream' if streaming else 'message/send'}: {final}")
 
         other = await create_client(URL, client_config=ClientConfig(httpx_client=bob, streaming=False))
         theirs = await other.list_tasks(ListTasksRequest())
