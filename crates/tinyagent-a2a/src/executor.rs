@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use a2a::{A2AError, StreamResponse, TaskState};
+use a2a::{A2AError, Message, PartContent, StreamResponse, TaskState};
 use a2a_server::{AgentExecutor, ExecutorContext};
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
-use tinyagent::AgentError;
-use tinyagent::agent::SessionRunner;
-use tokio::sync::Semaphore;
+use tinyagent::agent::{Decisions, SessionRunner};
+use tinyagent::{AgentError, Event};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::text::message_text;
@@ -50,16 +51,129 @@ impl Drop for Running {
     }
 }
 
+/// What a task's message asks: a new turn, or decisions for a paused run.
+enum Start {
+    Message(String),
+    Resume(Decisions),
+}
+
+/// A message with a data part `{"decisions": {"call_1": "approve", ...}}` decides on the calls
+/// a paused run waits for; any other message is a new turn.
+fn start(message: &Message) -> Result<Start, A2AError> {
+    let decisions = message.parts.iter().find_map(|part| match &part.content {
+        PartContent::Data(value) => value.get("decisions").cloned(),
+        _ => None,
+    });
+    match decisions {
+        Some(value) => serde_json::from_value(value)
+            .map(Start::Resume)
+            .map_err(|e| {
+                A2AError::invalid_params(format!(
+                    "`decisions` must map call ids to \"approve\" or {{\"deny\": \"why\"}}: {e}"
+                ))
+            }),
+        None => message_text(message).map(Start::Message),
+    }
+}
+
+/// How long text is gathered into one artifact chunk.
+const TEXT_BATCH: Duration = Duration::from_millis(50);
+
+/// One task's run, as the unfold of [`RunExecutor::execute`] walks it.
+struct Run {
+    events: BoxStream<'static, Result<Event, AgentError>>,
+    turn: Turn,
+    /// An event read ahead while gathering text.
+    ahead: Option<Option<Result<Event, AgentError>>>,
+    over: bool,
+    describe: DescribeFn,
+    token: CancellationToken,
+    deadline: Option<(Duration, Instant)>,
+    /// The task's slot and its place among the running tasks, released with the run.
+    _held: (OwnedSemaphorePermit, Running),
+}
+
+impl Run {
+    /// The next event of the run, text deltas that come within [`TEXT_BATCH`] of each other
+    /// merged; `None` when the task is cancelled.
+    async fn next(&mut self) -> Option<Option<Result<Event, AgentError>>> {
+        let first = match self.ahead.take() {
+            Some(next) => next,
+            None => tokio::select! {
+                () = self.token.cancelled() => return None,
+                next = self.events.next() => next,
+            },
+        };
+        let Some(Ok(Event::TextDelta(mut text))) = first else {
+            return Some(first);
+        };
+        let until = Instant::now() + TEXT_BATCH;
+        loop {
+            match tokio::time::timeout_at(until, self.events.next()).await {
+                Ok(Some(Ok(Event::TextDelta(more)))) => text.push_str(&more),
+                Ok(other) => {
+                    self.ahead = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        Some(Some(Ok(Event::TextDelta(text))))
+    }
+
+    /// The task's next events; `None` when it is over.
+    async fn step(&mut self) -> Option<Vec<StreamResponse>> {
+        if self.over {
+            return None;
+        }
+        let deadline = self.deadline;
+        let sleep = async {
+            match deadline {
+                Some((_, at)) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let next = tokio::select! {
+            () = sleep => {
+                self.over = true;
+                let limit = deadline.map_or(0, |(limit, _)| limit.as_secs());
+                let text = format!(
+                    "the run took longer than this server allows ({limit} s) and was stopped"
+                );
+                return Some(vec![self.turn.status(TaskState::Failed, Some(text))]);
+            }
+            next = self.next() => next?,
+        };
+        let out = match next {
+            Some(Ok(event)) => {
+                let out = self.turn.event(event);
+                self.over = out.iter().any(is_final);
+                return Some(out);
+            }
+            Some(Err(err)) => vec![
+                self.turn
+                    .status(TaskState::Failed, Some((self.describe)(&err))),
+            ],
+            None => vec![self.turn.status(
+                TaskState::Failed,
+                Some("the run ended without an answer".into()),
+            )],
+        };
+        self.over = true;
+        Some(out)
+    }
+}
+
 impl AgentExecutor for RunExecutor {
     fn execute(
         &self,
         ctx: ExecutorContext,
     ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
         let turn = Turn::new(ctx.task_id.clone(), ctx.context_id.clone());
-        let text = match ctx.message.as_ref().map(message_text) {
-            Some(Ok(text)) => text,
+        let start = match ctx.message.as_ref().map(start) {
+            Some(Ok(start)) => start,
             Some(Err(err)) => {
-                return once(turn.status(TaskState::Rejected, Some(err.to_string())));
+                return once(turn.status(TaskState::Rejected, Some(err.message)));
             }
             None => {
                 return once(turn.status(
@@ -97,58 +211,28 @@ impl AgentExecutor for RunExecutor {
             task_id: ctx.task_id.clone(),
         };
         let runner = (self.runner)();
-        let describe = self.describe.clone();
-        let deadline = self
-            .run_timeout
-            .map(|d| (d, tokio::time::Instant::now() + d));
-        let events = runner.run(ctx.context_id.clone(), text);
+        let events = match start {
+            Start::Message(text) => runner.run(ctx.context_id.clone(), text),
+            Start::Resume(decisions) => runner.resume(ctx.context_id.clone(), decisions),
+        };
         let working = turn.status(TaskState::Working, None);
-        let run = stream::unfold(
-            (events, turn, false, Some((permit, running))),
-            move |(mut events, mut turn, done, held)| {
-                let token = token.clone();
-                let describe = describe.clone();
-                async move {
-                    if done {
-                        return None;
-                    }
-                    let sleep = async {
-                        match deadline {
-                            Some((_, at)) => tokio::time::sleep_until(at).await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    let next = tokio::select! {
-                        () = token.cancelled() => return None,
-                        () = sleep => {
-                            let (limit, _) = deadline.expect("a deadline passed");
-                            let text = format!(
-                                "the run took longer than this server allows ({} s) and was stopped",
-                                limit.as_secs()
-                            );
-                            return Some((vec![turn.status(TaskState::Failed, Some(text))], (events, turn, true, None)));
-                        }
-                        next = events.next() => next,
-                    };
-                    let out = match next {
-                        Some(Ok(event)) => {
-                            let out = turn.event(event);
-                            let over = out.iter().any(is_final);
-                            return Some((out, (events, turn, over, held)));
-                        }
-                        Some(Err(err)) => vec![turn.status(TaskState::Failed, Some(describe(&err)))],
-                        None => vec![turn.status(
-                            TaskState::Failed,
-                            Some("the run ended without an answer".into()),
-                        )],
-                    };
-                    Some((out, (events, turn, true, None)))
-                }
-            },
-        )
+        let run = Run {
+            events,
+            turn,
+            ahead: None,
+            over: false,
+            describe: self.describe.clone(),
+            token,
+            deadline: self.run_timeout.map(|d| (d, Instant::now() + d)),
+            _held: (permit, running),
+        };
+        let steps = stream::unfold(run, |mut run| async move {
+            let out = run.step().await?;
+            Some((out, run))
+        })
         .flat_map(stream::iter);
         stream::once(async move { working })
-            .chain(run)
+            .chain(steps)
             .map(Ok)
             .boxed()
     }

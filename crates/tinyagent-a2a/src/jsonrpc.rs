@@ -7,7 +7,7 @@ use a2a_server::DefaultRequestHandler;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -26,16 +26,35 @@ pub(crate) fn jsonrpc_router(handler: Arc<DefaultRequestHandler>) -> Router {
         .with_state(Endpoint { handler, v1 })
 }
 
+fn refuse(status: StatusCode, code: i32, message: &str) -> Response {
+    let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (status, axum::Json(error)).into_response()
+}
+
 async fn dispatch(State(endpoint): State<Endpoint>, request: Request) -> Response {
+    // A page of another site can send a form or `text/plain` without asking first; JSON it
+    // cannot, unless the server allows it.
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            -32600,
+            "send JSON-RPC with `Content-Type: application/json`",
+        );
+    }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, a2a_server::jsonrpc::MAX_REQUEST_BODY_BYTES).await
-    {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            let error = json!({"jsonrpc": "2.0", "id": null,
-                "error": {"code": -32600, "message": "the request body is too large"}});
-            return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(error)).into_response();
-        }
+    let max = a2a_server::jsonrpc::MAX_REQUEST_BODY_BYTES;
+    let Ok(bytes) = axum::body::to_bytes(body, max).await else {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            "the request body could not be read whole: it is too large, or it was cut",
+        );
     };
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
     let method = parsed
@@ -45,6 +64,17 @@ async fn dispatch(State(endpoint): State<Endpoint>, request: Request) -> Respons
     if let (Some(method), Some(request)) = (method, &parsed) {
         if crate::v03::METHODS.contains(&method) {
             return crate::v03::handle(&endpoint.handler, &parts.headers, request.clone()).await;
+        }
+        // A task that asks for push notifications would be stored before the handler says it
+        // cannot have them, and then wait forever: refused first.
+        let push = request
+            .pointer("/params/configuration/taskPushNotificationConfig")
+            .is_some_and(|c| !c.is_null());
+        if push {
+            let id = request.get("id").cloned().unwrap_or(Value::Null);
+            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32003,
+                "message": "push notifications are not supported by this agent"}});
+            return axum::Json(error).into_response();
         }
     }
     let request = Request::from_parts(parts, Body::from(bytes));

@@ -42,6 +42,7 @@
 mod card;
 mod executor;
 mod jsonrpc;
+mod remote_call;
 mod service;
 mod tasks;
 mod text;

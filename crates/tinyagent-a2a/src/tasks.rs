@@ -12,16 +12,66 @@ use async_trait::async_trait;
 /// How many tasks a store keeps by default (per tenant on `tinyagent serve`).
 pub const DEFAULT_MAX_TASKS: usize = 1000;
 
+/// How many bytes of tasks (their messages and artifacts, roughly) a store keeps.
+pub(crate) const MAX_TASK_BYTES: usize = 32 << 20;
+
 pub(crate) struct BoundedTaskStore {
     max: usize,
+    max_bytes: usize,
     inner: Mutex<Inner>,
 }
 
 #[derive(Default)]
 struct Inner {
-    tasks: HashMap<TaskId, (Task, u64)>,
+    /// Each task, its version and its size.
+    tasks: HashMap<TaskId, (Task, u64, usize)>,
     /// Task ids, oldest first.
     order: VecDeque<TaskId>,
+    bytes: usize,
+}
+
+/// About how many bytes a task holds: its messages' and artifacts' parts.
+fn weight(task: &Task) -> usize {
+    let parts = |parts: &[a2a::Part]| -> usize {
+        parts
+            .iter()
+            .map(|p| {
+                64 + match &p.content {
+                    a2a::PartContent::Text(t) | a2a::PartContent::Url(t) => t.len(),
+                    a2a::PartContent::Raw(b) => b.len(),
+                    a2a::PartContent::Data(v) => v.to_string().len(),
+                }
+            })
+            .sum()
+    };
+    let messages: usize = task.history.iter().flatten().map(|m| parts(&m.parts)).sum();
+    let artifacts: usize = task
+        .artifacts
+        .iter()
+        .flatten()
+        .map(|a| parts(&a.parts))
+        .sum();
+    let status = task.status.message.as_ref().map_or(0, |m| parts(&m.parts));
+    256 + messages + artifacts + status
+}
+
+impl Inner {
+    /// Forgets the oldest task at rest; false when every task is busy.
+    fn evict_one(&mut self) -> bool {
+        let Some(at) = self.order.iter().position(|id| {
+            self.tasks
+                .get(id)
+                .is_none_or(|(t, _, _)| at_rest(&t.status.state))
+        }) else {
+            return false;
+        };
+        if let Some(id) = self.order.remove(at) {
+            if let Some((_, _, size)) = self.tasks.remove(&id) {
+                self.bytes -= size;
+            }
+        }
+        true
+    }
 }
 
 /// A task nothing will write to again unless a client sends to it: finished, or waiting.
@@ -31,8 +81,13 @@ fn at_rest(state: &TaskState) -> bool {
 
 impl BoundedTaskStore {
     pub(crate) fn new(max: usize) -> Self {
+        Self::with_bytes(max, MAX_TASK_BYTES)
+    }
+
+    fn with_bytes(max: usize, max_bytes: usize) -> Self {
         Self {
             max: max.max(1),
+            max_bytes,
             inner: Mutex::default(),
         }
     }
@@ -52,31 +107,29 @@ impl TaskStore for BoundedTaskStore {
                 task.id
             )));
         }
-        while inner.tasks.len() >= self.max {
-            let Some(at) = inner.order.iter().position(|id| {
-                inner
-                    .tasks
-                    .get(id)
-                    .is_none_or(|(t, _)| at_rest(&t.status.state))
-            }) else {
+        let size = weight(&task);
+        while inner.tasks.len() >= self.max || inner.bytes + size > self.max_bytes {
+            if inner.tasks.is_empty() {
+                break;
+            }
+            if !inner.evict_one() {
                 return Err(A2AError::unsupported_operation(format!(
-                    "this server keeps at most {} tasks for you and all of them are running; \
-                     retry when one has finished",
-                    self.max
+                    "this server keeps at most {} tasks ({} MiB) for you and all of them are \
+                     running; retry when one has finished",
+                    self.max,
+                    self.max_bytes >> 20
                 )));
-            };
-            if let Some(id) = inner.order.remove(at) {
-                inner.tasks.remove(&id);
             }
         }
         inner.order.push_back(task.id.clone());
-        inner.tasks.insert(task.id.clone(), (task, 1));
+        inner.bytes += size;
+        inner.tasks.insert(task.id.clone(), (task, 1, size));
         Ok(1)
     }
 
     async fn update(&self, task: Task) -> Result<u64, A2AError> {
         let mut inner = self.lock();
-        let (stored, version) = inner
+        let (stored, version, size) = inner
             .tasks
             .get_mut(&task.id)
             .ok_or_else(|| A2AError::task_not_found(&task.id))?;
@@ -86,13 +139,19 @@ impl TaskStore for BoundedTaskStore {
                 task.id, stored.status.state, task.status.state
             )));
         }
+        let (old, new) = (*size, weight(&task));
         *version += 1;
         *stored = task;
-        Ok(*version)
+        *size = new;
+        let version = *version;
+        inner.bytes = inner.bytes - old + new;
+        // A task that grew past the budget makes room by forgetting older ones at rest.
+        while inner.bytes > self.max_bytes && inner.evict_one() {}
+        Ok(version)
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<Task>, A2AError> {
-        Ok(self.lock().tasks.get(task_id).map(|(t, _)| t.clone()))
+        Ok(self.lock().tasks.get(task_id).map(|(t, _, _)| t.clone()))
     }
 
     async fn list(&self, req: &ListTasksRequest) -> Result<ListTasksResponse, A2AError> {
@@ -101,7 +160,7 @@ impl TaskStore for BoundedTaskStore {
             .order
             .iter()
             .rev()
-            .filter_map(|id| inner.tasks.get(id).map(|(t, _)| t))
+            .filter_map(|id| inner.tasks.get(id).map(|(t, _, _)| t))
             .filter(|t| req.context_id.as_ref().is_none_or(|c| t.context_id == *c))
             .filter(|t| req.status.as_ref().is_none_or(|s| t.status.state == *s))
             .filter(|t| {
@@ -143,7 +202,7 @@ impl TaskStore for BoundedTaskStore {
 
     async fn begin_cancel(&self, task_id: &str) -> Result<Task, A2AError> {
         let mut inner = self.lock();
-        let (task, version) = inner
+        let (task, version, _) = inner
             .tasks
             .get_mut(task_id)
             .ok_or_else(|| A2AError::task_not_found(task_id))?;
@@ -203,6 +262,33 @@ mod tests {
         let listed = store.list(&all()).await.unwrap();
         let ids: Vec<_> = listed.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["d", "c"], "newest first");
+    }
+
+    #[tokio::test]
+    async fn the_bytes_kept_are_bounded_too() {
+        let store = BoundedTaskStore::with_bytes(100, 2_200);
+        let mut big = task("a", TaskState::Completed);
+        big.history = Some(vec![a2a::Message::new(
+            a2a::Role::User,
+            vec![a2a::Part::text("x".repeat(1_500))],
+        )]);
+        store.create(big).await.unwrap();
+        store.create(task("b", TaskState::Working)).await.unwrap();
+        assert!(store.get("a").await.unwrap().is_some(), "under the budget");
+        let mut bigger = task("c", TaskState::Submitted);
+        bigger.history = Some(vec![a2a::Message::new(
+            a2a::Role::User,
+            vec![a2a::Part::text("y".repeat(1_000))],
+        )]);
+        store.create(bigger).await.unwrap();
+        assert!(
+            store.get("a").await.unwrap().is_none(),
+            "forgotten to make room"
+        );
+        assert!(
+            store.get("b").await.unwrap().is_some(),
+            "a running task stays"
+        );
     }
 
     #[tokio::test]

@@ -3,10 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a::{
-    AgentCard, Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task,
-    TaskState,
-};
+use a2a::{AgentCard, Message, Part, Role, SendMessageRequest, SendMessageResponse};
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransportFactory;
 use a2a_client::rest::RestTransportFactory;
@@ -16,10 +13,17 @@ use serde_json::{Value, json};
 use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{BoxFuture, Tool, ToolContext, ToolError};
 
+use crate::remote_call::{Outcome, RemoteCall, state_words};
 use crate::text::parts_text;
 
 /// How long a call to a remote agent may take by default.
 pub const DEFAULT_A2A_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How often a task that a remote agent answered before its end is read again.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The longest answer read from a remote agent.
+const MAX_ANSWER_BYTES: usize = 4 << 20;
 
 /// How long connecting to a remote agent may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -86,7 +90,16 @@ pub struct A2aAgentTool {
     card: Arc<AgentCard>,
     http: reqwest::Client,
     bearer: Option<String>,
+    /// The origin the card was read from, where the key may go.
+    origin: Option<String>,
     timeout: Duration,
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization())
 }
 
 impl std::fmt::Debug for A2aAgentTool {
@@ -167,6 +180,7 @@ impl A2aAgentToolBuilder {
             tool.description = description;
         }
         tool.bearer = self.bearer;
+        tool.origin = origin(&self.url);
         tool.timeout = self.timeout;
         Ok(tool)
     }
@@ -257,6 +271,7 @@ impl A2aAgentTool {
             card: Arc::new(card),
             http,
             bearer: None,
+            origin: None,
             timeout: DEFAULT_A2A_TIMEOUT,
         }
     }
@@ -267,6 +282,23 @@ impl A2aAgentTool {
     }
 
     async fn client(&self) -> Result<Arc<A2AClient<Box<dyn Transport>>>, ToolError> {
+        if let (Some(_), Some(base)) = (&self.bearer, &self.origin) {
+            // The key goes where the user sent it, not wherever a card points.
+            let elsewhere = self
+                .card
+                .supported_interfaces
+                .iter()
+                .filter(|i| i.protocol_version.starts_with("1."))
+                .find(|i| origin(&i.url).as_deref() != Some(base.as_str()));
+            if let Some(interface) = elsewhere {
+                return Err(ToolError::denied(format!(
+                    "the card of {} sends calls to {}, not to {base} where its key was given; \
+                     the key is not sent elsewhere (connect to that address instead)",
+                    self.card.name,
+                    tinyagent::redact::url(&interface.url)
+                )));
+            }
+        }
         let mut factory = A2AClientFactory::builder()
             .no_defaults()
             .register(Arc::new(JsonRpcTransportFactory::new(Some(
@@ -300,10 +332,25 @@ impl A2aAgentTool {
                 .send_message(&request)
                 .await
                 .map_err(|e| self.failed(&e.to_string()))?;
-            let outcome = match answer {
+            let mut outcome = match answer {
                 SendMessageResponse::Message(m) => Outcome::Answer(parts_text(&m.parts)),
                 SendMessageResponse::Task(task) => call.task(task),
             };
+            // A task still running is read again until it ends (the call's timeout bounds it).
+            while let (Outcome::Going(_), Some(id)) = (&outcome, call.task_id.clone()) {
+                tokio::time::sleep(POLL_INTERVAL).await;
+                let request = a2a::GetTaskRequest {
+                    id,
+                    history_length: Some(0),
+                    tenant: None,
+                };
+                let task = client
+                    .get_task(&request)
+                    .await
+                    .map_err(|e| self.failed(&e.to_string()))?;
+                call.artifacts.clear();
+                outcome = call.task(task);
+            }
             return self.finish(call, outcome);
         }
         let mut events = client
@@ -313,6 +360,9 @@ impl A2aAgentTool {
         let mut step = 0.0;
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| self.failed(&e.to_string()))?;
+            if call.answer_bytes() > MAX_ANSWER_BYTES {
+                return self.finish(call, Outcome::Going(None));
+            }
             match call.event(event) {
                 Outcome::Going(Some(note)) => {
                     step += 1.0;
@@ -327,7 +377,16 @@ impl A2aAgentTool {
     }
 
     fn finish(&self, mut call: RemoteCall, outcome: Outcome) -> Result<ToolOutput, ToolError> {
-        call.disarm();
+        // A task that has not ended is cancelled when the call is dropped.
+        if !matches!(outcome, Outcome::Going(_)) {
+            call.disarm();
+        }
+        if call.answer_bytes() > MAX_ANSWER_BYTES {
+            return Err(self.failed(&format!(
+                "its answer is over {} MiB",
+                MAX_ANSWER_BYTES >> 20
+            )));
+        }
         match outcome {
             Outcome::Answer(text) => Ok(ToolOutput::text(text)),
             Outcome::Stopped(state, text) => Err(ToolError::failed(format!(
@@ -345,139 +404,9 @@ impl A2aAgentTool {
     }
 
     fn failed(&self, message: &str) -> ToolError {
+        // What the client crate says may quote URLs; their credentials stay out.
+        let message = tinyagent::redact::url(message);
         ToolError::unavailable(format!("the agent {} failed: {message}", self.card.name))
-    }
-}
-
-fn state_words(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Failed => "failed",
-        TaskState::Rejected => "refused the task",
-        TaskState::Canceled => "cancelled the task",
-        TaskState::InputRequired => "asks for more input",
-        TaskState::AuthRequired => "asks for authorization",
-        _ => "stopped",
-    }
-}
-
-/// Where a remote task stands.
-enum Outcome {
-    /// Still running; a note for the call's progress, if the update said something.
-    Going(Option<String>),
-    /// Done, with this answer.
-    Answer(String),
-    /// Over or waiting without an answer, with the agent's words.
-    Stopped(TaskState, String),
-}
-
-/// One message sent to a remote agent: its task and artifacts as they arrive, and the
-/// cancellation owed if the call is dropped before the task ends.
-struct RemoteCall {
-    client: Arc<A2AClient<Box<dyn Transport>>>,
-    task_id: Option<String>,
-    artifacts: Vec<(String, String)>,
-    armed: bool,
-}
-
-impl RemoteCall {
-    fn new(client: Arc<A2AClient<Box<dyn Transport>>>) -> Self {
-        Self {
-            client,
-            task_id: None,
-            artifacts: Vec::new(),
-            armed: true,
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-
-    fn artifact(&mut self, id: &str, text: String, append: bool) {
-        match self.artifacts.iter_mut().find(|(a, _)| a == id) {
-            Some((_, old)) if append => old.push_str(&text),
-            Some((_, old)) => *old = text,
-            None => self.artifacts.push((id.to_owned(), text)),
-        }
-    }
-
-    fn answer(&self) -> String {
-        self.artifacts
-            .iter()
-            .map(|(_, t)| t.as_str())
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn settle(&self, state: TaskState, message: Option<&Message>) -> Outcome {
-        let said = message.map(|m| parts_text(&m.parts)).unwrap_or_default();
-        match state {
-            TaskState::Completed => {
-                let answer = self.answer();
-                Outcome::Answer(if answer.is_empty() { said } else { answer })
-            }
-            TaskState::Failed
-            | TaskState::Rejected
-            | TaskState::Canceled
-            | TaskState::InputRequired
-            | TaskState::AuthRequired => Outcome::Stopped(state, said),
-            _ => Outcome::Going((!said.is_empty()).then_some(said)),
-        }
-    }
-
-    fn task(&mut self, task: Task) -> Outcome {
-        self.task_id = Some(task.id.clone());
-        for artifact in task.artifacts.iter().flatten() {
-            self.artifact(&artifact.artifact_id, parts_text(&artifact.parts), false);
-        }
-        self.settle(task.status.state, task.status.message.as_ref())
-    }
-
-    fn event(&mut self, event: StreamResponse) -> Outcome {
-        match event {
-            StreamResponse::Message(m) => Outcome::Answer(parts_text(&m.parts)),
-            StreamResponse::Task(task) => self.task(task),
-            StreamResponse::StatusUpdate(update) => {
-                self.task_id = Some(update.task_id.clone());
-                self.settle(update.status.state, update.status.message.as_ref())
-            }
-            StreamResponse::ArtifactUpdate(update) => {
-                self.task_id = Some(update.task_id.clone());
-                let text = parts_text(&update.artifact.parts);
-                self.artifact(
-                    &update.artifact.artifact_id,
-                    text,
-                    update.append.unwrap_or(false),
-                );
-                Outcome::Going(None)
-            }
-        }
-    }
-
-    fn ended(&self) -> Outcome {
-        Outcome::Going(None)
-    }
-}
-
-impl Drop for RemoteCall {
-    fn drop(&mut self) {
-        let (true, Some(id)) = (self.armed, self.task_id.take()) else {
-            return;
-        };
-        let client = self.client.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let request = a2a::CancelTaskRequest {
-                    id,
-                    metadata: None,
-                    tenant: None,
-                };
-                if let Err(err) = client.cancel_task(&request).await {
-                    tracing::debug!(error = %err, "cancelling an abandoned remote task");
-                }
-            });
-        }
     }
 }
 

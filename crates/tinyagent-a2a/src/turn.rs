@@ -116,7 +116,9 @@ impl Turn {
                     self.status(
                         TaskState::InputRequired,
                         Some(format!(
-                            "the run is paused: {} wait for a decision from the operator",
+                            "the run is paused: {} wait for a decision. To go on, send this \
+                             task a message with a data part {{\"decisions\": {{\"<call id>\": \
+                             \"approve\"}}}} (or {{\"deny\": \"why\"}} for a call)",
                             calls.join(", ")
                         )),
                     ),

@@ -21,6 +21,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
+/// How often a quiet 0.3 stream sends a comment line.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The 0.3 methods this endpoint answers.
 pub(crate) const METHODS: &[&str] = &[
     "message/send",
@@ -137,10 +140,20 @@ fn stream_or_error(
         Ok(events) => events,
         Err(err) => return axum::Json(envelope(&id, Err(err))).into_response(),
     };
-    let frames = events.map(move |event| {
-        let body = envelope(&id, event.map(|e| event_json(&e)));
-        Ok::<_, Infallible>(Bytes::from(format!("data: {body}\n\n")))
+    let frames = events
+        .map(move |event| {
+            let body = envelope(&id, event.map(|e| event_json(&e)));
+            Some(Bytes::from(format!("data: {body}\n\n")))
+        })
+        .chain(futures::stream::once(async { None }));
+    // A comment line now and then keeps proxies from cutting a quiet stream (a long tool call).
+    let beats = futures::stream::unfold((), |()| async {
+        tokio::time::sleep(KEEP_ALIVE).await;
+        Some((Some(Bytes::from_static(b": keep-alive\n\n")), ()))
     });
+    let frames = futures::stream::select(frames, beats)
+        .take_while(|frame| std::future::ready(frame.is_some()))
+        .filter_map(|frame| std::future::ready(frame.map(Ok::<_, Infallible>)));
     let mut response = Body::from_stream(frames).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -178,6 +191,12 @@ fn send_request(params: &Value) -> Result<SendMessageRequest, A2AError> {
         .get("message")
         .ok_or_else(|| A2AError::invalid_params("`message` is required"))?;
     let configuration = params.get("configuration").filter(|c| !c.is_null());
+    if configuration
+        .and_then(|c| c.get("pushNotificationConfig"))
+        .is_some_and(|p| !p.is_null())
+    {
+        return Err(A2AError::push_notification_not_supported());
+    }
     Ok(SendMessageRequest {
         message: message_from(message)?,
         configuration: configuration.map(|c| SendMessageConfiguration {
@@ -285,7 +304,9 @@ fn part_json(part: &Part) -> Value {
     };
     match &part.content {
         PartContent::Text(text) => json!({"kind": "text", "text": text}),
-        PartContent::Data(data) => json!({"kind": "data", "data": data}),
+        // 0.3's data parts hold objects.
+        PartContent::Data(data) if data.is_object() => json!({"kind": "data", "data": data}),
+        PartContent::Data(data) => json!({"kind": "data", "data": {"value": data}}),
         PartContent::Raw(bytes) => file("bytes", json!(BASE64.encode(bytes))),
         PartContent::Url(url) => file("uri", json!(url)),
     }

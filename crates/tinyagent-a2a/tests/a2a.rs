@@ -343,3 +343,129 @@ async fn a_0_3_client_sends_reads_and_cancels_on_the_same_endpoint() {
         .unwrap();
     assert_eq!(push["error"]["code"], -32003, "{push}");
 }
+
+#[tokio::test]
+async fn a_paused_run_asks_for_input_and_decisions_resume_it() {
+    use tinyagent::tools::middleware::{Approval, ApprovalLayer, approval_fn};
+    let agent = LlmAgent::builder("weather")
+        .model(ScriptedModel::new([
+            reply::tool_call("call_1", "get_weather", r#"{"city":"Beijing"}"#),
+            reply::text("Sunny, 22.5°C."),
+        ]))
+        .tool(tinyagent_demo::weather_tool())
+        .middleware([ApprovalLayer::new(approval_fn(|_| async {
+            Approval::defer("a person approves lookups")
+        }))
+        .into()])
+        .build()
+        .unwrap();
+    let url = serve(A2aService::from_agent(agent)).await;
+    let card = AgentCardResolver::new(None).resolve(&url).await.unwrap();
+    let client = A2AClientFactory::builder()
+        .build()
+        .create_from_card(&card)
+        .await
+        .unwrap();
+    let SendMessageResponse::Task(paused) = client
+        .send_message(&request("Weather in Beijing?", None))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    assert_eq!(paused.status.state, TaskState::InputRequired);
+    let why = paused
+        .status
+        .message
+        .as_ref()
+        .and_then(|m| m.text())
+        .unwrap();
+    assert!(
+        why.contains("get_weather (call_1)") && why.contains("decisions"),
+        "{why}"
+    );
+
+    let mut decision = Message::new(
+        Role::User,
+        vec![Part::data(json!({"decisions": {"call_1": "approve"}}))],
+    );
+    decision.task_id = Some(paused.id.clone());
+    decision.context_id = Some(paused.context_id.clone());
+    let SendMessageResponse::Task(done) = client
+        .send_message(&SendMessageRequest {
+            message: decision,
+            configuration: None,
+            metadata: None,
+            tenant: None,
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    assert_eq!(done.id, paused.id, "the same task goes on");
+    assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
+    let answer = done.status.message.as_ref().and_then(|m| m.text());
+    assert_eq!(answer, Some("Sunny, 22.5°C."));
+}
+
+#[tokio::test]
+async fn the_key_goes_only_where_it_was_given_and_requests_are_json() {
+    // A card that sends calls to another address than the one it was read from.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app =
+        A2aService::from_agent(weather_agent(ScriptedModel::new([]))).router("http://127.0.0.2:9/");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let tool = A2aAgentTool::builder(&url)
+        .bearer_token("sk-secret")
+        .connect()
+        .await
+        .unwrap();
+    let err = tinyagent::Tool::handle(&tool, &tinyagent::ToolContext::new(), r#"{"message":"hi"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), tinyagent::ToolErrorKind::Denied, "{err}");
+    assert!(err.message().contains("not sent elsewhere"), "{err}");
+
+    // Another site's page cannot post a form or text to the endpoint.
+    let http = reqwest::Client::new();
+    let text = http
+        .post(format!("{url}/"))
+        .header("content-type", "text/plain")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.status(), 415);
+
+    // Push notifications are refused before a task is made.
+    let push: serde_json::Value = http
+        .post(format!("{url}/"))
+        .header("a2a-version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+            "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+            "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:1/hook"}}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(push["error"]["code"], -32003, "{push}");
+    let listed: serde_json::Value = http
+        .post(format!("{url}/"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(listed["result"].is_object(), "{listed}");
+    let tasks = listed["result"]["tasks"].as_array().map_or(0, Vec::len);
+    assert_eq!(tasks, 0, "no task was made: {listed}");
+}

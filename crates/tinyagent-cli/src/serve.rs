@@ -283,6 +283,7 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
             (n, Some((admin_name, _))) => format!("{n} API key(s) and admin key {admin_name:?}"),
         }
     );
+    eprintln!("tinyagent: OpenAI API at http://{addr}/v1, A2A agent at http://{addr}/a2a/{name}");
     server
         .serve(listener, stop_signal())
         .await

@@ -48,12 +48,20 @@ fn card_of(state: &AppState, agent: &str, headers: &HeaderMap) -> Response {
     let Some(runner) = runner(state, agent) else {
         return unknown(state, agent).into_response();
     };
-    // The Host header passed the server's host rule, so it names this server.
+    // The Host header passed the server's host rule, so it names this server. Behind a proxy
+    // that ends TLS, the proxy's `X-Forwarded-Proto: https` makes the card say so (a client
+    // that sends it itself only misleads itself: the card is what it asked for).
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("localhost");
-    let url = format!("http://{host}/a2a/{agent}");
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
+    let scheme = if https { "https" } else { "http" };
+    let url = format!("{scheme}://{host}/a2a/{agent}");
     let card = A2aService::new(runner.clone())
         .bearer_auth(!state.keys.is_empty())
         .card_json(&url);
@@ -138,8 +146,15 @@ fn error_text(err: &AgentError) -> String {
         AgentError::Store(store @ (StoreError::Busy { .. } | StoreError::Conflict { .. })) => {
             store.to_string()
         }
+        // Another key's conversation does not exist for this one.
+        AgentError::Store(StoreError::NotFound { .. }) => {
+            "this contextId is not one of your conversations; leave it out to start one".to_owned()
+        }
         AgentError::Store(other) => {
-            tracing::error!(error = %tinyagent::redact::url(&other.to_string()), "A2A task: the session store failed");
+            tracing::warn!(
+                error = %tinyagent::redact::url(&other.to_string()),
+                "A2A task: the session store failed"
+            );
             "the session store is unavailable; try again later".to_owned()
         }
         other => ApiError::from_run(other).message,
