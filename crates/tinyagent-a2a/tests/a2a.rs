@@ -28,6 +28,16 @@ async fn serve(service: A2aService) -> String {
     url
 }
 
+/// The A2A project's client for the agent at `url`, from its card.
+async fn client(url: &str) -> a2a_client::A2AClient<Box<dyn a2a_client::Transport>> {
+    let card = AgentCardResolver::new(None).resolve(url).await.unwrap();
+    A2AClientFactory::builder()
+        .build()
+        .create_from_card(&card)
+        .await
+        .unwrap()
+}
+
 fn weather_agent(model: ScriptedModel) -> LlmAgent {
     LlmAgent::builder("weather")
         .description("Answers questions about the weather")
@@ -110,12 +120,7 @@ async fn a_context_is_one_conversation_across_tasks() {
         reply::text("You said hi."),
     ]));
     let url = serve(A2aService::new(SessionRunner::new(remote, store.clone()))).await;
-    let card = AgentCardResolver::new(None).resolve(&url).await.unwrap();
-    let client = A2AClientFactory::builder()
-        .build()
-        .create_from_card(&card)
-        .await
-        .unwrap();
+    let client = client(&url).await;
     let SendMessageResponse::Task(first) = client.send_message(&request("hi", None)).await.unwrap()
     else {
         panic!("a task")
@@ -175,12 +180,7 @@ async fn cancelling_a_task_stops_its_run_and_a_full_handler_rejects_more() {
         .build()
         .unwrap();
     let url = serve(A2aService::from_agent(remote).max_running(1)).await;
-    let card = AgentCardResolver::new(None).resolve(&url).await.unwrap();
-    let client = A2AClientFactory::builder()
-        .build()
-        .create_from_card(&card)
-        .await
-        .unwrap();
+    let client = client(&url).await;
     let mut events = client
         .send_streaming_message(&request("wait", None))
         .await
@@ -360,12 +360,7 @@ async fn a_paused_run_asks_for_input_and_decisions_resume_it() {
         .build()
         .unwrap();
     let url = serve(A2aService::from_agent(agent)).await;
-    let card = AgentCardResolver::new(None).resolve(&url).await.unwrap();
-    let client = A2AClientFactory::builder()
-        .build()
-        .create_from_card(&card)
-        .await
-        .unwrap();
+    let client = client(&url).await;
     let SendMessageResponse::Task(paused) = client
         .send_message(&request("Weather in Beijing?", None))
         .await
