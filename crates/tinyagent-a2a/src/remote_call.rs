@@ -37,6 +37,8 @@ pub(crate) enum Outcome {
 pub(crate) struct RemoteCall {
     client: Arc<A2AClient<Box<dyn Transport>>>,
     pub(crate) task_id: Option<String>,
+    /// The remote context the task is in.
+    pub(crate) context_id: Option<String>,
     pub(crate) artifacts: Vec<(String, String)>,
     armed: bool,
 }
@@ -46,6 +48,7 @@ impl RemoteCall {
         Self {
             client,
             task_id: None,
+            context_id: None,
             artifacts: Vec::new(),
             armed: true,
         }
@@ -94,6 +97,7 @@ impl RemoteCall {
 
     pub(crate) fn task(&mut self, task: Task) -> Outcome {
         self.task_id = Some(task.id.clone());
+        self.context_id = Some(task.context_id.clone());
         for artifact in task.artifacts.iter().flatten() {
             self.artifact(&artifact.artifact_id, parts_text(&artifact.parts), false);
         }
@@ -102,14 +106,19 @@ impl RemoteCall {
 
     pub(crate) fn event(&mut self, event: StreamResponse) -> Outcome {
         match event {
-            StreamResponse::Message(m) => Outcome::Answer(parts_text(&m.parts)),
+            StreamResponse::Message(m) => {
+                self.context_id = m.context_id.clone().or(self.context_id.take());
+                Outcome::Answer(parts_text(&m.parts))
+            }
             StreamResponse::Task(task) => self.task(task),
             StreamResponse::StatusUpdate(update) => {
                 self.task_id = Some(update.task_id.clone());
+                self.context_id = Some(update.context_id.clone());
                 self.settle(update.status.state, update.status.message.as_ref())
             }
             StreamResponse::ArtifactUpdate(update) => {
                 self.task_id = Some(update.task_id.clone());
+                self.context_id = Some(update.context_id.clone());
                 let text = parts_text(&update.artifact.parts);
                 self.artifact(
                     &update.artifact.artifact_id,

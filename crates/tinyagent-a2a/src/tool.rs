@@ -60,8 +60,11 @@ pub enum A2aError {
 /// [`connect`](Self::connect) reads the agent card at `{url}/.well-known/agent-card.json`
 /// (with the [builder](Self::builder)'s key, if any);
 /// the tool is named and described after it (a name the model can call: letters, digits, `_`
-/// and `-`). A call sends one message in a new context and, when the agent streams, reports
-/// its `working` updates as the call's progress; the answer is the text of the task's
+/// and `-`). A call sends one message and, when the agent streams, reports its `working`
+/// updates as the call's progress; the calls of one session go on in one remote context
+/// (kept in the session's state under `a2a/{tool}/context`), so the remote agent remembers
+/// them, unless the [builder](Self::builder) says
+/// [`keep_context(false)`](A2aAgentToolBuilder::keep_context); the answer is the text of the task's
 /// artifacts (or of its final message). A task that fails, is rejected or cancelled, or asks
 /// for input is an error result with the agent's words. A call dropped before its end (a
 /// timeout, a cancelled run) cancels the remote task.
@@ -93,6 +96,7 @@ pub struct A2aAgentTool {
     /// The origin the card was read from, where the key may go.
     origin: Option<String>,
     timeout: Duration,
+    keep_context: bool,
 }
 
 /// `scheme://host:port` of a URL.
@@ -120,6 +124,7 @@ pub struct A2aAgentToolBuilder {
     description: Option<String>,
     bearer: Option<String>,
     timeout: Duration,
+    keep_context: bool,
 }
 
 impl A2aAgentToolBuilder {
@@ -148,6 +153,14 @@ impl A2aAgentToolBuilder {
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Whether the calls of one session go on in one remote context (the default), so the
+    /// remote agent remembers the earlier ones; `false` starts a new context each call.
+    #[must_use]
+    pub fn keep_context(mut self, keep: bool) -> Self {
+        self.keep_context = keep;
         self
     }
 
@@ -182,6 +195,7 @@ impl A2aAgentToolBuilder {
         tool.bearer = self.bearer;
         tool.origin = origin(&self.url);
         tool.timeout = self.timeout;
+        tool.keep_context = self.keep_context;
         Ok(tool)
     }
 }
@@ -231,6 +245,7 @@ impl A2aAgentTool {
             description: None,
             bearer: None,
             timeout: DEFAULT_A2A_TIMEOUT,
+            keep_context: true,
         }
     }
 
@@ -273,6 +288,7 @@ impl A2aAgentTool {
             bearer: None,
             origin: None,
             timeout: DEFAULT_A2A_TIMEOUT,
+            keep_context: true,
         }
     }
 
@@ -320,20 +336,45 @@ impl A2aAgentTool {
 
     async fn ask(&self, ctx: &ToolContext, text: String) -> Result<ToolOutput, ToolError> {
         let client = self.client().await?;
+        // The remote context of this session's earlier calls, kept in the session's state (so
+        // a stored session goes on with it in any process).
+        let key = format!("a2a/{}/context", self.name);
+        let session = ctx.session().filter(|_| self.keep_context);
+        let mut message = Message::new(Role::User, vec![Part::text(text)]);
+        message.context_id = session.and_then(|s| s.get_str(&key));
         let request = SendMessageRequest {
-            message: Message::new(Role::User, vec![Part::text(text)]),
+            message,
             configuration: None,
             metadata: None,
             tenant: None,
         };
         let mut call = RemoteCall::new(client.clone());
+        let result = self.exchange(ctx, &client, &request, &mut call).await;
+        if let (Some(session), Some(context)) = (session, &call.context_id) {
+            session.set(key, context.clone());
+        }
+        let outcome = result?;
+        self.finish(call, outcome)
+    }
+
+    /// Sends the message and reads the task to its end (or as far as it goes).
+    async fn exchange(
+        &self,
+        ctx: &ToolContext,
+        client: &A2AClient<Box<dyn Transport>>,
+        request: &SendMessageRequest,
+        call: &mut RemoteCall,
+    ) -> Result<Outcome, ToolError> {
         if self.card.capabilities.streaming != Some(true) {
             let answer = client
-                .send_message(&request)
+                .send_message(request)
                 .await
                 .map_err(|e| self.failed(&e.to_string()))?;
             let mut outcome = match answer {
-                SendMessageResponse::Message(m) => Outcome::Answer(parts_text(&m.parts)),
+                SendMessageResponse::Message(m) => {
+                    call.context_id = m.context_id.clone();
+                    Outcome::Answer(parts_text(&m.parts))
+                }
                 SendMessageResponse::Task(task) => call.task(task),
             };
             // A task still running is read again until it ends (the call's timeout bounds it).
@@ -351,17 +392,17 @@ impl A2aAgentTool {
                 call.artifacts.clear();
                 outcome = call.task(task);
             }
-            return self.finish(call, outcome);
+            return Ok(outcome);
         }
         let mut events = client
-            .send_streaming_message(&request)
+            .send_streaming_message(request)
             .await
             .map_err(|e| self.failed(&e.to_string()))?;
         let mut step = 0.0;
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| self.failed(&e.to_string()))?;
             if call.answer_bytes() > MAX_ANSWER_BYTES {
-                return self.finish(call, Outcome::Going(None));
+                return Ok(Outcome::Going(None));
             }
             match call.event(event) {
                 Outcome::Going(Some(note)) => {
@@ -369,11 +410,10 @@ impl A2aAgentTool {
                     ctx.progress(step, None, Some(&note)).await;
                 }
                 Outcome::Going(None) => {}
-                outcome => return self.finish(call, outcome),
+                outcome => return Ok(outcome),
             }
         }
-        let outcome = call.ended();
-        self.finish(call, outcome)
+        Ok(call.ended())
     }
 
     fn finish(&self, mut call: RemoteCall, outcome: Outcome) -> Result<ToolOutput, ToolError> {

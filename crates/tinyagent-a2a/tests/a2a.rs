@@ -464,3 +464,54 @@ async fn the_key_goes_only_where_it_was_given_and_requests_are_json() {
     let tasks = listed["result"]["tasks"].as_array().map_or(0, Vec::len);
     assert_eq!(tasks, 0, "no task was made: {listed}");
 }
+
+#[tokio::test]
+async fn the_calls_of_one_session_go_on_in_one_remote_context() {
+    for keep in [true, false] {
+        let store = MemoryStore::new();
+        let remote = weather_agent(ScriptedModel::new([
+            reply::text("北京晴。"),
+            reply::text("上海多云。"),
+        ]));
+        let url = serve(A2aService::new(SessionRunner::new(remote, store.clone()))).await;
+        let tool = A2aAgentTool::builder(&url)
+            .keep_context(keep)
+            .connect()
+            .await
+            .unwrap();
+        let lead = LlmAgent::builder("lead")
+            .model(ScriptedModel::new([
+                reply::tool_call("c1", "weather", r#"{"message":"北京？"}"#),
+                reply::text("北京晴。"),
+                reply::tool_call("c2", "weather", r#"{"message":"那上海呢？"}"#),
+                reply::text("上海多云。"),
+            ]))
+            .tool(tool)
+            .build()
+            .unwrap();
+        let session = Session::new();
+        for question in ["北京天气？", "那上海呢？"] {
+            let mut events = lead.run(Invocation::new(session.clone(), question));
+            while let Some(event) = events.next().await {
+                event.unwrap();
+            }
+        }
+        let listed = store
+            .list(&tinyagent::store::ListOptions::new())
+            .await
+            .unwrap();
+        if keep {
+            assert_eq!(listed.sessions.len(), 1, "one remote conversation");
+            let remote = store.load(&listed.sessions[0].id).await.unwrap().unwrap();
+            assert_eq!(remote.messages.len(), 4, "both turns in it");
+            assert_eq!(
+                session.get_str("a2a/weather/context").as_deref(),
+                Some(listed.sessions[0].id.as_str()),
+                "the remote context is kept in the caller's session"
+            );
+        } else {
+            assert_eq!(listed.sessions.len(), 2, "a new context each call");
+            assert!(session.get("a2a/weather/context").is_none());
+        }
+    }
+}
