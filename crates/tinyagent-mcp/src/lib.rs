@@ -39,6 +39,7 @@ mod remote_tool;
 mod server;
 mod server_catalog;
 mod server_host;
+mod std_streams;
 mod stdio;
 
 #[doc(hidden)]

@@ -306,8 +306,15 @@ impl McpServer {
     /// connection. Write logs to standard error only: standard output carries MCP. A line
     /// that is not a JSON-RPC message is answered with a JSON-RPC parse error (-32700) or
     /// invalid-request error (-32600) and the session goes on.
+    ///
+    /// When standard input and output are pipes or sockets (as an MCP client that starts
+    /// this program makes them), they are switched to non-blocking mode and read and written
+    /// by the runtime's reactor, with no thread hand-off per message; needs a runtime with
+    /// I/O enabled (`#[tokio::main]` enables it). A terminal or a file is read and written
+    /// through tokio's standard streams.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+        let (input, output) = crate::std_streams::std_streams();
+        self.serve_io(input, output).await
     }
 
     /// Serves MCP over any byte streams, newline-delimited as on stdio (see

@@ -244,6 +244,26 @@ pub(crate) type ServerTransport = (
     tokio::task::JoinHandle<()>,
 );
 
+/// How many bytes of queued answers the server end gathers into one write.
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
+
+/// Appends `out` and a newline to `buf` (a message that cannot be serialised is left out).
+fn push_line(buf: &mut Vec<u8>, out: Out) {
+    match out {
+        Out::Message(message) => {
+            let start = buf.len();
+            match serde_json::to_writer(&mut *buf, &message) {
+                Ok(()) => buf.push(b'\n'),
+                Err(_) => buf.truncate(start),
+            }
+        }
+        Out::Raw(line) => {
+            buf.extend_from_slice(line.as_bytes());
+            buf.push(b'\n');
+        }
+    }
+}
+
 /// Serves the server end over `input` and `output`.
 pub(crate) fn server_transport(
     input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
@@ -252,15 +272,18 @@ pub(crate) fn server_transport(
     let (out_tx, mut out_rx) = mpsc::channel::<Out>(32);
     let writer = tokio::spawn(async move {
         let mut output = output;
+        let mut buf = Vec::with_capacity(8 * 1024);
         while let Some(out) = out_rx.next().await {
-            let line = match out {
-                Out::Message(message) => match serde_json::to_string(&message) {
-                    Ok(line) => line,
-                    Err(_) => continue,
-                },
-                Out::Raw(line) => line,
-            };
-            if write_line(&mut output, &line).await.is_err() {
+            // What else is already queued goes out in the same write (pipelined answers).
+            buf.clear();
+            push_line(&mut buf, out);
+            while buf.len() < WRITE_BATCH_BYTES {
+                match out_rx.try_recv() {
+                    Ok(out) => push_line(&mut buf, out),
+                    _ => break,
+                }
+            }
+            if output.write_all(&buf).await.is_err() || output.flush().await.is_err() {
                 break;
             }
         }
