@@ -309,12 +309,14 @@ impl McpServer {
     ///
     /// When standard input and output are pipes or sockets (as an MCP client that starts
     /// this program makes them), they are switched to non-blocking mode and read and written
-    /// by the runtime's reactor, with no thread hand-off per message; needs a runtime with
-    /// I/O enabled (`#[tokio::main]` enables it). A terminal or a file is read and written
-    /// through tokio's standard streams.
+    /// by the runtime's reactor, with no thread hand-off per message, and put back in blocking
+    /// mode when serving ends; needs a runtime with I/O enabled (`#[tokio::main]` enables it).
+    /// A terminal or a file is read and written through tokio's standard streams.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
         let (input, output) = crate::std_streams::std_streams();
-        self.serve_io(input, output).await
+        let served = self.serve_io(input, output).await;
+        crate::std_streams::restore_blocking();
+        served
     }
 
     /// Serves MCP over any byte streams, newline-delimited as on stdio (see

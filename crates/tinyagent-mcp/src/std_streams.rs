@@ -26,6 +26,12 @@ pub(crate) fn std_streams() -> (Input, Output) {
     (input, output)
 }
 
+/// Puts standard input and output back in blocking mode (the mode is shared with every
+/// process that holds them, and the rest of this program may write with `println!`).
+pub(crate) fn restore_blocking() {
+    reactor::restore_blocking();
+}
+
 #[cfg(unix)]
 mod reactor {
     use std::fs::File;
@@ -74,6 +80,29 @@ mod reactor {
             Kind::Socket(fd) => Some(Box::pin(socket(fd)?)),
         }
     }
+
+    pub(super) fn restore_blocking() {
+        // A copy of the descriptor shares its mode; tokio's pipe types clear the flag when
+        // they give their descriptor back as blocking.
+        match kind(std::io::stdin().as_fd()) {
+            Some(Kind::Pipe(file)) => {
+                let _ = pipe::Receiver::from_file_unchecked(file).map(|p| p.into_blocking_fd());
+            }
+            Some(Kind::Socket(fd)) => {
+                let _ = std::os::unix::net::UnixStream::from(fd).set_nonblocking(false);
+            }
+            None => {}
+        }
+        match kind(std::io::stdout().as_fd()) {
+            Some(Kind::Pipe(file)) => {
+                let _ = pipe::Sender::from_file_unchecked(file).map(|p| p.into_blocking_fd());
+            }
+            Some(Kind::Socket(fd)) => {
+                let _ = std::os::unix::net::UnixStream::from(fd).set_nonblocking(false);
+            }
+            None => {}
+        }
+    }
 }
 
 #[cfg(not(unix))]
@@ -87,4 +116,6 @@ mod reactor {
     pub(super) fn output() -> Option<Output> {
         None
     }
+
+    pub(super) fn restore_blocking() {}
 }
