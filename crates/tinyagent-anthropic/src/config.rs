@@ -234,6 +234,7 @@ impl Provider for AnthropicConfig {
         DEFAULT_BASE_URL,
         concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")),
     )
+    .provider("anthropic")
     .key_header("x-api-key")
     .headers(&[("anthropic-version", API_VERSION)])
     .implied_max_tokens(DEFAULT_MAX_TOKENS)

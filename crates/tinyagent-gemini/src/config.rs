@@ -184,6 +184,7 @@ impl Provider for GeminiConfig {
         DEFAULT_BASE_URL,
         concat!("tinyagent-gemini/", env!("CARGO_PKG_VERSION")),
     )
+    .provider("gcp.gemini")
     .key_header("x-goog-api-key")
     .rejected_hint("a bad parameter or tool schema")
     .sampling(&SamplingOption::ALL);

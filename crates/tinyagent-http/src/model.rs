@@ -106,6 +106,10 @@ impl<C: Provider> Model for HttpModel<C> {
         self.inner.stream.model()
     }
 
+    fn provider(&self) -> Option<&str> {
+        C::INFO.provider
+    }
+
     fn supports(&self, option: tinyagent::model::SamplingOption) -> bool {
         C::INFO.sampling.contains(&option)
     }

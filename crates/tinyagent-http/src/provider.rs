@@ -37,6 +37,9 @@ pub struct ProviderInfo {
     /// The sampling options the API takes ([`Model::supports`](tinyagent::Model::supports));
     /// only the temperature until [`sampling`](Self::sampling) says more.
     pub sampling: &'static [SamplingOption],
+    /// Who serves the API, in OpenTelemetry's words (`gen_ai.provider.name`); `None` until
+    /// [`provider`](Self::provider) says.
+    pub provider: Option<&'static str>,
 }
 
 impl ProviderInfo {
@@ -59,7 +62,16 @@ impl ProviderInfo {
             implied_max_tokens: None,
             rejected_hint: "",
             sampling: &[SamplingOption::Temperature],
+            provider: None,
         }
+    }
+
+    /// Names who serves the API, as OpenTelemetry's GenAI conventions do (`"openai"`,
+    /// `"anthropic"`, `"gcp.gemini"`): the `gen_ai.provider.name` of its model calls.
+    #[must_use]
+    pub const fn provider(mut self, name: &'static str) -> Self {
+        self.provider = Some(name);
+        self
     }
 
     /// Takes these sampling options (the request body sends each one a request sets).

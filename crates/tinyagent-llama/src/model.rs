@@ -540,6 +540,11 @@ impl Model for LlamaModel {
         &self.weights.name
     }
 
+    /// `"llama.cpp"`: the model runs in this process, on llama.cpp.
+    fn provider(&self) -> Option<&str> {
+        Some("llama.cpp")
+    }
+
     /// By the model's own vocabulary (special-token text counted as plain text).
     fn count_tokens(&self, text: &str) -> Option<u64> {
         let vocab = self.weights.model.vocab();

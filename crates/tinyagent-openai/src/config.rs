@@ -239,6 +239,7 @@ impl Provider for OpenAiConfig {
         DEFAULT_BASE_URL,
         concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
     )
+    .provider("openai")
     .sampling(&SamplingOption::ALL);
 
     fn common(&mut self) -> Common<'_> {

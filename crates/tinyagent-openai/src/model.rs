@@ -103,6 +103,10 @@ impl Model for OpenAiModel {
         self.0.name()
     }
 
+    fn provider(&self) -> Option<&str> {
+        self.0.provider()
+    }
+
     fn supports(&self, option: tinyagent::model::SamplingOption) -> bool {
         self.0.supports(option)
     }

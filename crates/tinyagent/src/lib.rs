@@ -118,6 +118,7 @@ pub mod host {
 }
 
 pub mod redact;
+pub mod telemetry;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]

@@ -179,6 +179,7 @@ impl Provider for ResponsesConfig {
         DEFAULT_BASE_URL,
         concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
     )
+    .provider("openai")
     .sampling(&[SamplingOption::Temperature, SamplingOption::TopP]);
 
     fn common(&mut self) -> Common<'_> {
@@ -285,6 +286,10 @@ impl ResponsesModel {
 impl Model for ResponsesModel {
     fn name(&self) -> &str {
         self.0.name()
+    }
+
+    fn provider(&self) -> Option<&str> {
+        self.0.provider()
     }
 
     fn supports(&self, option: SamplingOption) -> bool {

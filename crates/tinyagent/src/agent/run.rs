@@ -26,6 +26,7 @@ use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
     Sampling, ToolChoice, ToolDefinition, Usage,
 };
+use crate::telemetry;
 use crate::tools::middleware::{Approval, Decided};
 use crate::util::BoxFuture;
 
@@ -75,15 +76,19 @@ pub(super) fn run_with_format(
     format: Option<ResponseFormat>,
 ) -> BoxStream<'static, Result<Event, AgentError>> {
     let queue = Queue::default();
-    let span = tracing::info_span!(
-        "invoke_agent",
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.agent.name = %config.name,
-        gen_ai.conversation.id = %inv.session().id(),
-        invocation.id = %inv.id(),
-    );
+    let span = telemetry::agent_span(&config.name, inv.session().id(), inv.id());
     let out = queue.clone();
-    let driver = Box::pin(drive(config, inv, format, out).instrument(span));
+    let run = span.clone();
+    let driver = Box::pin(
+        async move {
+            let result = drive(config, inv, format, out).await;
+            if let Err(err) = &result {
+                telemetry::fail_agent_span(&run, err);
+            }
+            result
+        }
+        .instrument(span),
+    );
     Box::pin(RunStream {
         queue,
         driver: Some(driver),
@@ -286,22 +291,18 @@ async fn drive(
         let sent = compacted.as_ref().unwrap_or(&req);
         let ModelResponse {
             mut message,
-            mut usage,
+            usage,
             finish_reason,
-            model,
             ..
-        } = within(&budget, call_model(config.model.as_ref(), sent, &out))
+        } = within(&budget, call_model(config, sent, &out))
             .await
             .map_err(over)??;
         budget.add_tokens(usage.total_tokens().unwrap_or(0));
-        if usage.cost.is_none() {
-            let model = model.as_deref().unwrap_or_else(|| config.model.name());
-            usage.cost = config.prices.cost(model, &usage);
-        }
         if let Some(cost) = usage.cost {
             budget.add_cost(cost);
         }
         total += usage;
+        telemetry::record_agent_usage(&tracing::Span::current(), &total);
         let cut = finish_reason == FinishReason::Length;
         out.push(Event::Usage {
             step,
@@ -432,11 +433,34 @@ async fn within<F: Future>(budget: &SharedBudget, fut: F) -> Result<F::Output, B
 }
 
 /// Streams one model step, forwarding text deltas, and returns the final response.
+/// Its span (`chat {model}`) covers the whole call, retries included.
+/// The answer's cost is worked out from the agent's prices when the model gives none.
 async fn call_model(
-    model: &dyn Model,
+    config: &Config,
     req: &ModelRequest,
     out: &Queue,
 ) -> Result<ModelResponse, AgentError> {
+    let model = config.model.as_ref();
+    let span = telemetry::chat_span(model.name(), model.provider(), req);
+    let mut result = stream_reply(model, req, out).instrument(span.clone()).await;
+    if let Ok(response) = &mut result
+        && response.usage.cost.is_none()
+    {
+        let name = response.model.as_deref().unwrap_or_else(|| model.name());
+        response.usage.cost = config.prices.cost(name, &response.usage);
+    }
+    match &result {
+        Ok(response) => telemetry::end_chat_span(&span, response),
+        Err(err) => telemetry::fail_chat_span(&span, err),
+    }
+    result.map_err(AgentError::from)
+}
+
+async fn stream_reply(
+    model: &dyn Model,
+    req: &ModelRequest,
+    out: &Queue,
+) -> Result<ModelResponse, ModelError> {
     let mut events = model.stream(req);
     while let Some(event) = events.next().await {
         match event? {
@@ -446,7 +470,9 @@ async fn call_model(
             _ => {}
         }
     }
-    Err(ModelError::invalid_response("the model's stream ended without a final response").into())
+    Err(ModelError::invalid_response(
+        "the model's stream ended without a final response",
+    ))
 }
 
 /// What resuming a paused step needs from the run.

@@ -14,6 +14,7 @@ use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::message::{ToolCall, ToolResult};
 use crate::redact;
+use crate::telemetry;
 use crate::tools::output_limit::truncate_middle;
 use crate::tools::{ToolInput, ToolOutput, call_catching_panics};
 
@@ -127,26 +128,16 @@ pub(super) async fn run_call(
             ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
         })
     });
+    // The call's one span: logging middleware records into it rather than nesting another,
+    // so it declares the fields that middleware fills in.
+    let span = telemetry::tool_span(&call.name, &call.id);
+    if telemetry::captures_content() {
+        let arguments = telemetry::content(&call.arguments);
+        span.record("gen_ai.tool.call.arguments", arguments.as_str());
+    }
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
-        (None, Some(entry)) => {
-            // The call's one span: logging middleware records into it rather than nesting
-            // another, so it declares the fields that middleware fills in.
-            let span = tracing::info_span!(
-                "execute_tool",
-                otel.name = format!("execute_tool {}", call.name),
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = %call.name,
-                gen_ai.tool.call.id = %call.id,
-                gen_ai.tool.call.arguments = tracing::field::Empty,
-                gen_ai.tool.call.result = tracing::field::Empty,
-                duration_ms = tracing::field::Empty,
-                output_len = tracing::field::Empty,
-                error.type = tracing::field::Empty,
-                otel.status_code = tracing::field::Empty,
-            );
-            invoke(entry, ctx, call, out).instrument(span).await
-        }
+        (None, Some(entry)) => invoke(entry, ctx, call, out).instrument(span.clone()).await,
         (None, None) => Err(ToolError::not_found(format!(
             "unknown tool {:?}",
             call.name
@@ -165,11 +156,19 @@ pub(super) async fn run_call(
         }
     });
     let (result, error_kind) = match outcome {
-        Ok(output) => (
-            ToolResult::from_output(&call.id, &call.name, bounded(output)),
-            None,
-        ),
+        Ok(output) => {
+            if telemetry::captures_content() {
+                let text = telemetry::content(output.as_text());
+                span.record("gen_ai.tool.call.result", text.as_str());
+            }
+            (
+                ToolResult::from_output(&call.id, &call.name, bounded(output)),
+                None,
+            )
+        }
         Err(err) => {
+            span.record("error.type", err.kind().as_str());
+            span.record("otel.status_code", "ERROR");
             tracing::debug!(
                 gen_ai.tool.name = %call.name,
                 error.type = %err.kind(),

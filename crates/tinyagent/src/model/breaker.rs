@@ -104,6 +104,10 @@ impl<M: Model> Model for CircuitBreakerModel<M> {
         self.model.name()
     }
 
+    fn provider(&self) -> Option<&str> {
+        self.model.provider()
+    }
+
     fn supports(&self, option: super::SamplingOption) -> bool {
         self.model.supports(option)
     }

@@ -43,6 +43,12 @@ pub trait Model: Send + Sync {
         "model"
     }
 
+    /// Who serves the model, in OpenTelemetry's words (`gen_ai.provider.name`: `"openai"`,
+    /// `"anthropic"`, `"gcp.gemini"`, ...); `None` (the default) when it is not known.
+    fn provider(&self) -> Option<&str> {
+        None
+    }
+
     /// Produces the next assistant message.
     fn generate<'a>(
         &'a self,
@@ -86,6 +92,10 @@ impl<M: Model + ?Sized> Model for Arc<M> {
         (**self).name()
     }
 
+    fn provider(&self) -> Option<&str> {
+        (**self).provider()
+    }
+
     fn supports(&self, option: SamplingOption) -> bool {
         (**self).supports(option)
     }
@@ -112,6 +122,10 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 impl<M: Model + ?Sized> Model for Box<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn provider(&self) -> Option<&str> {
+        (**self).provider()
     }
 
     fn supports(&self, option: SamplingOption) -> bool {

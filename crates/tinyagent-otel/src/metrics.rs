@@ -1,0 +1,309 @@
+//! Metrics read off the spans as they close: a model call's duration and tokens, a tool call's
+//! duration and failure, a run's duration and the runs in flight, a server's requests.
+
+use std::fmt;
+use std::time::Instant;
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Histogram, Meter, UpDownCounter};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Subscriber, span};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+/// Buckets of `gen_ai.client.operation.duration` and the other durations, in seconds, as the
+/// GenAI conventions advise.
+const DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+
+/// Buckets of `gen_ai.client.token.usage`, as the GenAI conventions advise.
+const TOKEN_BUCKETS: [f64; 14] = [
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
+];
+
+/// What a span is, for its metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Agent,
+    Chat,
+    Tool,
+    Http,
+}
+
+/// The fields of a span its metrics need, gathered as they are recorded.
+#[derive(Debug, Default)]
+struct Fields(Vec<(&'static str, String)>);
+
+impl Fields {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn put(&mut self, name: &'static str, value: String) {
+        self.0.push((name, value));
+    }
+
+    fn attributes(&self, names: &[&'static str]) -> Vec<KeyValue> {
+        names
+            .iter()
+            .filter_map(|&name| self.get(name).map(|v| KeyValue::new(name, v.to_owned())))
+            .collect()
+    }
+}
+
+/// Field names worth keeping: the GenAI and HTTP attributes and the error type.
+fn wanted(name: &str) -> bool {
+    name.starts_with("gen_ai.") || name.starts_with("http.") || name == "error.type"
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if wanted(field.name()) {
+            self.put(field.name(), value.to_owned());
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if wanted(field.name()) {
+            self.put(field.name(), value.to_string());
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if wanted(field.name()) {
+            self.put(field.name(), value.to_string());
+        }
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        if wanted(field.name()) {
+            self.put(field.name(), value.to_string());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if wanted(field.name()) {
+            self.put(field.name(), format!("{value:?}"));
+        }
+    }
+}
+
+/// What the layer keeps in a span's extensions.
+struct Timed {
+    kind: Kind,
+    started: Instant,
+    fields: Fields,
+}
+
+/// The instruments.
+pub(crate) struct GenAiMetrics {
+    operation_duration: Histogram<f64>,
+    token_usage: Histogram<u64>,
+    tool_duration: Histogram<f64>,
+    agent_duration: Histogram<f64>,
+    runs_active: UpDownCounter<i64>,
+    http_duration: Histogram<f64>,
+    http_active: UpDownCounter<i64>,
+}
+
+impl GenAiMetrics {
+    pub(crate) fn new(meter: &Meter) -> Self {
+        let seconds = |name: &'static str, what: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(what)
+                .with_boundaries(DURATION_BUCKETS.to_vec())
+                .build()
+        };
+        Self {
+            operation_duration: seconds(
+                "gen_ai.client.operation.duration",
+                "How long a model call took, retries included",
+            ),
+            token_usage: meter
+                .u64_histogram("gen_ai.client.token.usage")
+                .with_unit("{token}")
+                .with_description("Tokens a model call used, by gen_ai.token.type")
+                .with_boundaries(TOKEN_BUCKETS.to_vec())
+                .build(),
+            tool_duration: seconds(
+                "tinyagent.tool.call.duration",
+                "How long a tool call took; error.type is set on the failed ones",
+            ),
+            agent_duration: seconds("tinyagent.agent.run.duration", "How long a run took"),
+            runs_active: meter
+                .i64_up_down_counter("tinyagent.agent.runs.active")
+                .with_unit("{run}")
+                .with_description("Runs in flight")
+                .build(),
+            http_duration: seconds(
+                "http.server.request.duration",
+                "How long a server took to answer a request (to its headers, for a stream)",
+            ),
+            http_active: meter
+                .i64_up_down_counter("http.server.active_requests")
+                .with_unit("{request}")
+                .with_description("Requests being answered")
+                .build(),
+        }
+    }
+
+    fn opened(&self, timed: &Timed) {
+        match timed.kind {
+            Kind::Agent => self
+                .runs_active
+                .add(1, &timed.fields.attributes(&["gen_ai.agent.name"])),
+            Kind::Http => self.http_active.add(
+                1,
+                &timed
+                    .fields
+                    .attributes(&["http.request.method", "http.route"]),
+            ),
+            Kind::Chat | Kind::Tool => {}
+        }
+    }
+
+    fn closed(&self, timed: &Timed) {
+        let seconds = timed.started.elapsed().as_secs_f64();
+        let fields = &timed.fields;
+        match timed.kind {
+            Kind::Chat => {
+                let mut attributes = fields.attributes(&[
+                    "gen_ai.operation.name",
+                    "gen_ai.provider.name",
+                    "gen_ai.request.model",
+                    "gen_ai.response.model",
+                    "error.type",
+                ]);
+                self.operation_duration.record(seconds, &attributes);
+                for (field, kind) in [
+                    ("gen_ai.usage.input_tokens", "input"),
+                    ("gen_ai.usage.output_tokens", "output"),
+                ] {
+                    if let Some(n) = fields.get(field).and_then(|v| v.parse().ok()) {
+                        attributes.push(KeyValue::new("gen_ai.token.type", kind));
+                        self.token_usage.record(n, &attributes);
+                        attributes.pop();
+                    }
+                }
+            }
+            Kind::Tool => self.tool_duration.record(
+                seconds,
+                &fields.attributes(&["gen_ai.tool.name", "error.type"]),
+            ),
+            Kind::Agent => {
+                self.agent_duration.record(
+                    seconds,
+                    &fields.attributes(&["gen_ai.agent.name", "error.type"]),
+                );
+                self.runs_active
+                    .add(-1, &fields.attributes(&["gen_ai.agent.name"]));
+            }
+            Kind::Http => {
+                let opened = ["http.request.method", "http.route"];
+                self.http_active.add(-1, &fields.attributes(&opened));
+                self.http_duration.record(
+                    seconds,
+                    &fields.attributes(&[
+                        "http.request.method",
+                        "http.route",
+                        "http.response.status_code",
+                        "error.type",
+                    ]),
+                );
+            }
+        }
+    }
+}
+
+/// The `tracing` layer that records [`GenAiMetrics`] from the spans of tinyagent (and of a
+/// server's requests: spans with `otel.kind = "server"` and `http.route`).
+pub(crate) struct MetricsLayer {
+    pub(crate) metrics: GenAiMetrics,
+}
+
+fn kind_of(attrs: &Attributes<'_>) -> Option<Kind> {
+    let meta = attrs.metadata();
+    if !meta.target().starts_with("tinyagent") {
+        return None;
+    }
+    match meta.name() {
+        "invoke_agent" => Some(Kind::Agent),
+        "chat" => Some(Kind::Chat),
+        "execute_tool" => Some(Kind::Tool),
+        _ if attrs.metadata().fields().field("http.route").is_some() => Some(Kind::Http),
+        _ => None,
+    }
+}
+
+impl<S> Layer<S> for MetricsLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(kind) = kind_of(attrs) else {
+            return;
+        };
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        let timed = Timed {
+            kind,
+            started: Instant::now(),
+            fields,
+        };
+        self.metrics.opened(&timed);
+        span.extensions_mut().insert(timed);
+    }
+
+    fn on_record(&self, id: &span::Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id)
+            && let Some(timed) = span.extensions_mut().get_mut::<Timed>()
+        {
+            values.record(&mut timed.fields);
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && let Some(timed) = span.extensions_mut().remove::<Timed>()
+        {
+            self.metrics.closed(&timed);
+        }
+    }
+}
+
+/// The metrics in the Prometheus text format, for a `/metrics` endpoint (see
+/// [`TelemetryBuilder::prometheus`](crate::TelemetryBuilder::prometheus)). Cheap to clone.
+#[derive(Clone)]
+pub struct Prometheus {
+    pub(crate) registry: prometheus::Registry,
+}
+
+impl Prometheus {
+    /// The metrics as they stand, in the Prometheus text exposition format (version 0.0.4).
+    pub fn render(&self) -> String {
+        prometheus::TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .unwrap_or_else(|err| format!("# the metrics could not be written: {err}\n"))
+    }
+
+    /// The `Content-Type` of [`render`](Self::render)'s text.
+    pub const CONTENT_TYPE: &'static str = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+impl fmt::Debug for Prometheus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prometheus").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,366 @@
+//! [`Telemetry`]: the tracer and meter providers the `OTEL_*` variables (or the builder) ask
+//! for, and the `tracing` layer that feeds them.
+
+use std::fmt;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::{KeyValue, metrics::MeterProvider as _};
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing::{Level, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::metrics::{GenAiMetrics, MetricsLayer, Prometheus};
+
+/// The name of the instrumentation scope of tinyagent's spans and metrics.
+const SCOPE: &str = "tinyagent";
+
+/// How telemetry is sent to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// OTLP over HTTP, protobuf bodies (`http/protobuf`; port 4318), the default.
+    #[default]
+    HttpProtobuf,
+    /// OTLP over gRPC (`grpc`; port 4317).
+    Grpc,
+}
+
+/// Why telemetry could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    /// The exporter could not be built (a bad endpoint, a protocol this build lacks).
+    #[error("OpenTelemetry export could not be set up: {0}")]
+    Exporter(String),
+    /// The Prometheus reader could not be built.
+    #[error("the Prometheus metrics could not be set up: {0}")]
+    Prometheus(String),
+}
+
+/// What to export, and where: the `OTEL_*` variables by default, or set in code.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct TelemetryBuilder {
+    env: bool,
+    endpoint: Option<String>,
+    protocol: Option<Protocol>,
+    prometheus: bool,
+    service_name: Option<String>,
+    capture_content: Option<bool>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn var_is(name: &str, value: &str) -> bool {
+    var(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
+}
+
+impl TelemetryBuilder {
+    fn new() -> Self {
+        Self {
+            env: true,
+            endpoint: None,
+            protocol: None,
+            prometheus: false,
+            service_name: None,
+            capture_content: None,
+        }
+    }
+
+    /// Whether the `OTEL_*` variables are read (on by default): off, only what is set in
+    /// code counts.
+    pub fn env(mut self, read: bool) -> Self {
+        self.env = read;
+        self
+    }
+
+    /// Exports traces and metrics to this collector (its base URL, such as
+    /// `http://127.0.0.1:4318`), whatever the environment says.
+    pub fn endpoint(mut self, url: impl Into<String>) -> Self {
+        self.endpoint = Some(url.into());
+        self
+    }
+
+    /// Sends with this protocol (instead of `OTEL_EXPORTER_OTLP_PROTOCOL`'s).
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// Keeps the metrics for a Prometheus endpoint too ([`Telemetry::prometheus`]), whether
+    /// or not they are exported.
+    pub fn prometheus(mut self, on: bool) -> Self {
+        self.prometheus = on;
+        self
+    }
+
+    /// The service name used when `OTEL_SERVICE_NAME` sets none (`tinyagent` by default).
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = Some(name.into());
+        self
+    }
+
+    /// Records content (answers, tool arguments and results) on spans, redacted; by default
+    /// only when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. See
+    /// [`tinyagent::telemetry::capture_content`].
+    pub fn capture_content(mut self, on: bool) -> Self {
+        self.capture_content = Some(on);
+        self
+    }
+
+    /// Whether a signal (`TRACES` or `METRICS`) is to be exported.
+    fn exports(&self, signal: &str) -> bool {
+        if self.endpoint.is_some() {
+            return true;
+        }
+        if !self.env || var_is("OTEL_SDK_DISABLED", "true") {
+            return false;
+        }
+        let exporter = format!("OTEL_{signal}_EXPORTER");
+        if var_is(&exporter, "none") {
+            return false;
+        }
+        var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+            || var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_some()
+            || var_is(&exporter, "otlp")
+    }
+
+    fn protocol_for(&self, signal: &str) -> Protocol {
+        if let Some(protocol) = self.protocol {
+            return protocol;
+        }
+        let named = var(&format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"))
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+        match named.as_deref().map(str::trim) {
+            Some("grpc") => Protocol::Grpc,
+            _ => Protocol::HttpProtobuf,
+        }
+    }
+
+    /// The URL a signal goes to when set in code (`None`: the exporter reads the variables).
+    fn url(&self, path: &str, protocol: Protocol) -> Option<String> {
+        let base = self.endpoint.as_deref()?.trim_end_matches('/');
+        Some(match protocol {
+            Protocol::HttpProtobuf => format!("{base}{path}"),
+            Protocol::Grpc => base.to_owned(),
+        })
+    }
+
+    fn resource(&self) -> Resource {
+        let mut resource = Resource::builder();
+        let from_env = self.env && var("OTEL_SERVICE_NAME").is_some();
+        if !from_env {
+            let name = self.service_name.as_deref().unwrap_or("tinyagent");
+            resource = resource.with_service_name(name.to_owned());
+        }
+        resource
+            .with_attribute(KeyValue::new(
+                "telemetry.distro.name",
+                "tinyagent-otel".to_owned(),
+            ))
+            .build()
+    }
+
+    fn tracer_provider(&self, resource: Resource) -> Result<SdkTracerProvider, TelemetryError> {
+        let protocol = self.protocol_for("TRACES");
+        let url = self.url("/v1/traces", protocol);
+        let exporter = match protocol {
+            Protocol::HttpProtobuf => {
+                let builder = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
+                match url {
+                    Some(url) => builder.with_endpoint(url).build(),
+                    None => builder.build(),
+                }
+            }
+            Protocol::Grpc => {
+                let builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+                match url {
+                    Some(url) => builder.with_endpoint(url).build(),
+                    None => builder.build(),
+                }
+            }
+        }
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+        Ok(SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource)
+            .build())
+    }
+
+    fn metric_exporter(&self) -> Result<opentelemetry_otlp::MetricExporter, TelemetryError> {
+        let protocol = self.protocol_for("METRICS");
+        let url = self.url("/v1/metrics", protocol);
+        match protocol {
+            Protocol::HttpProtobuf => {
+                let builder = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
+                match url {
+                    Some(url) => builder.with_endpoint(url).build(),
+                    None => builder.build(),
+                }
+            }
+            Protocol::Grpc => {
+                let builder = opentelemetry_otlp::MetricExporter::builder().with_tonic();
+                match url {
+                    Some(url) => builder.with_endpoint(url).build(),
+                    None => builder.build(),
+                }
+            }
+        }
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))
+    }
+
+    /// Builds the providers. A gRPC exporter must be built inside a Tokio runtime.
+    pub fn build(self) -> Result<Telemetry, TelemetryError> {
+        let capture = self.capture_content.unwrap_or_else(|| {
+            self.env && var_is("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        });
+        tinyagent::telemetry::capture_content(capture);
+        let resource = self.resource();
+        let tracer = if self.exports("TRACES") {
+            Some(self.tracer_provider(resource.clone())?)
+        } else {
+            None
+        };
+        let export_metrics = self.exports("METRICS");
+        let mut prometheus = None;
+        let meter = if export_metrics || self.prometheus {
+            let mut builder = SdkMeterProvider::builder().with_resource(resource);
+            if export_metrics {
+                builder = builder.with_periodic_exporter(self.metric_exporter()?);
+            }
+            if self.prometheus {
+                let registry = prometheus::Registry::new();
+                let reader = opentelemetry_prometheus::exporter()
+                    .with_registry(registry.clone())
+                    .build()
+                    .map_err(|e| TelemetryError::Prometheus(e.to_string()))?;
+                builder = builder.with_reader(reader);
+                prometheus = Some(Prometheus { registry });
+            }
+            Some(builder.build())
+        } else {
+            None
+        };
+        Ok(Telemetry {
+            tracer,
+            meter,
+            prometheus,
+        })
+    }
+}
+
+/// The telemetry of a process: spans exported over OTLP when asked, metrics exported and/or
+/// kept for Prometheus when asked, nothing at all otherwise. Add [`layer`](Self::layer) to
+/// the process's `tracing` subscriber. Dropping it sends what is still buffered.
+pub struct Telemetry {
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+    prometheus: Option<Prometheus>,
+}
+
+impl fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("traces", &self.tracer.is_some())
+            .field("metrics", &self.meter.is_some())
+            .field("prometheus", &self.prometheus.is_some())
+            .finish()
+    }
+}
+
+impl Telemetry {
+    /// What the `OTEL_*` variables ask for (see the [crate docs](crate)); nothing when none
+    /// is set.
+    pub fn from_env() -> Result<Self, TelemetryError> {
+        Self::builder().build()
+    }
+
+    /// A builder, reading the `OTEL_*` variables unless told not to.
+    pub fn builder() -> TelemetryBuilder {
+        TelemetryBuilder::new()
+    }
+
+    /// Telemetry that exports nothing and keeps nothing.
+    pub fn disabled() -> Self {
+        Self {
+            tracer: None,
+            meter: None,
+            prometheus: None,
+        }
+    }
+
+    /// Whether spans are exported.
+    pub fn exports_traces(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Whether metrics are kept (exported, or for Prometheus).
+    pub fn keeps_metrics(&self) -> bool {
+        self.meter.is_some()
+    }
+
+    /// The metrics for a Prometheus endpoint, when the builder asked for them.
+    pub fn prometheus(&self) -> Option<&Prometheus> {
+        self.prometheus.as_ref()
+    }
+
+    /// The `tracing` layer that turns tinyagent's spans into OpenTelemetry spans and metrics:
+    /// spans of targets `tinyagent*` at `INFO` and above, with the events logged inside them.
+    /// When nothing is exported or kept, a layer that does nothing.
+    pub fn layer<S>(&self) -> Box<dyn Layer<S> + Send + Sync + 'static>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
+    {
+        let spans = self.tracer.as_ref().map(|provider| {
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer(SCOPE))
+                .with_threads(false)
+                .with_filter(Targets::new().with_target(SCOPE, Level::INFO))
+        });
+        let metrics = self.meter.as_ref().map(|provider| MetricsLayer {
+            metrics: GenAiMetrics::new(&provider.meter(SCOPE)),
+        });
+        Box::new(Layer::and_then(spans, metrics))
+    }
+
+    /// Sends what is buffered (spans, metrics) now, without shutting down.
+    pub fn flush(&self) {
+        if let Some(tracer) = &self.tracer
+            && let Err(err) = tracer.force_flush()
+        {
+            tracing::debug!(error = %err, "spans could not be flushed");
+        }
+        if let Some(meter) = &self.meter
+            && let Err(err) = meter.force_flush()
+        {
+            tracing::debug!(error = %err, "metrics could not be flushed");
+        }
+    }
+
+    /// Sends what is buffered and stops exporting.
+    pub fn shutdown(&self) {
+        if let Some(tracer) = &self.tracer {
+            let _ = tracer.shutdown();
+        }
+        if let Some(meter) = &self.meter {
+            let _ = meter.shutdown();
+        }
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

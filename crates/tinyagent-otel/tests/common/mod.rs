@@ -1,0 +1,158 @@
+//! What the export tests share: the OTLP receiver (a Python process on loopback, built on the
+//! official `opentelemetry-proto` package) and the agents whose run they export.
+
+#![allow(dead_code)]
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tinyagent::testing::{ScriptedModel, reply};
+use tinyagent::{LlmAgent, Tool, ToolContext, ToolError, tools};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The receiver: its HTTP and gRPC base URLs. Killed when dropped.
+pub struct Receiver {
+    _child: tokio::process::Child,
+    pub http: String,
+    pub grpc: String,
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/otlp_receiver.py"
+        );
+        let mut child = tokio::process::Command::new("python3")
+            .arg(script)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python3 runs (bash scripts/setup.sh --test installs opentelemetry-proto)");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let ports = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the receiver starts")
+            .unwrap()
+            .expect("it prints its ports (is opentelemetry-proto installed?)");
+        let mut ports = ports.split_whitespace();
+        let (http, grpc) = (ports.next().unwrap(), ports.next().unwrap());
+        Self {
+            _child: child,
+            http: format!("http://127.0.0.1:{http}"),
+            grpc: format!("http://127.0.0.1:{grpc}"),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Vec<Value> {
+        let body = reqwest::get(format!("{}{path}", self.http))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// The spans received so far, once at least `n` have arrived (waits for the exporter).
+    pub async fn spans(&self, n: usize) -> Vec<Value> {
+        for _ in 0..200 {
+            let spans = self.get("/spans").await;
+            if spans.len() >= n {
+                return spans;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let spans = self.get("/spans").await;
+        panic!("{} spans arrived, not {n}: {spans:#?}", spans.len());
+    }
+
+    /// The metrics received so far, once one named `name` has arrived.
+    pub async fn metrics(&self, name: &str) -> Vec<Value> {
+        for _ in 0..200 {
+            let metrics = self.get("/metrics").await;
+            if metrics.iter().any(|m| m["name"] == name) {
+                return metrics;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "no metric {name} arrived: {:#?}",
+            self.get("/metrics").await
+        );
+    }
+}
+
+/// A tool that answers with the weather.
+pub fn weather() -> Arc<dyn Tool> {
+    tools::new_tool(
+        "get_weather",
+        "The weather of a city",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        |_ctx: ToolContext, input: String| async move {
+            let city: Value = serde_json::from_str(&input).unwrap_or_default();
+            Ok::<_, ToolError>(format!(
+                "{}: sunny, 21 °C",
+                city["city"].as_str().unwrap_or("?")
+            ))
+        },
+    )
+}
+
+/// A tool that always fails.
+pub fn broken() -> Arc<dyn Tool> {
+    tools::new_tool(
+        "broken",
+        "Always fails",
+        json!({"type": "object"}),
+        |_ctx: ToolContext, _input: String| async move {
+            Err::<String, _>(ToolError::failed("the disk is on fire"))
+        },
+    )
+}
+
+/// A lead agent whose run makes two tool calls (one fails), then asks a nested agent
+/// (`helper`, as a tool), then answers: three model calls, three tool calls, two runs.
+pub fn lead(arguments: &str) -> LlmAgent {
+    let helper = LlmAgent::builder("helper")
+        .model(ScriptedModel::new([reply::with_usage(
+            reply::text("the helper's answer"),
+            7,
+            3,
+        )]))
+        .build()
+        .unwrap();
+    LlmAgent::builder("lead")
+        .model(ScriptedModel::new([
+            reply::with_usage(
+                reply::tool_calls([
+                    ("call_1", "get_weather", arguments),
+                    ("call_2", "broken", "{}"),
+                ]),
+                100,
+                20,
+            ),
+            reply::with_usage(
+                reply::tool_call("call_3", "helper", r#"{"message":"help"}"#),
+                150,
+                10,
+            ),
+            reply::with_usage(reply::text("It is sunny in Oslo."), 200, 8),
+        ]))
+        .tool(weather())
+        .tool(broken())
+        .tool(tools::new_agent_tool(helper))
+        .build()
+        .unwrap()
+}
+
+/// The span named `name` (the first, in the order received).
+pub fn span<'a>(spans: &'a [Value], name: &str) -> &'a Value {
+    spans
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no span {name:?} in {spans:#?}"))
+}
