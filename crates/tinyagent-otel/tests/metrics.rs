@@ -1,0 +1,171 @@
+//! The metrics a run implies: kept for Prometheus (its text read by the official
+//! `prometheus_client` parser) and exported over OTLP to a real receiver on loopback.
+
+mod common;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use tinyagent::{AgentExt as _, Session};
+use tinyagent_otel::Telemetry;
+use tracing_subscriber::prelude::*;
+
+use common::{Receiver, lead};
+
+/// The samples of `text`, as the official Python parser reads them.
+fn parse(text: &str) -> Vec<Value> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/parse_prometheus.py"
+    );
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (bash scripts/setup.sh --test installs prometheus-client)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the parser refused the text:\n{text}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let found: Vec<&Value> = samples
+        .iter()
+        .filter(|s| s["name"] == name)
+        .filter(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{name} {labels:?}: {found:#?}\nin {samples:#?}"
+    );
+    found[0]["value"].as_f64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
+    let receiver = Receiver::start().await;
+    let telemetry = Telemetry::builder()
+        .env(false)
+        .endpoint(&receiver.http)
+        .prometheus(true)
+        .build()
+        .unwrap();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let session = Session::new();
+    lead(r#"{"city":"Oslo"}"#)
+        .ask(&session, "What is the weather in Oslo?")
+        .await
+        .unwrap();
+
+    let text = telemetry.prometheus().unwrap().render();
+    let samples = parse(&text);
+    let model = [("gen_ai_request_model", "scripted")];
+    // Four model calls: three of the lead, one of the helper.
+    assert_eq!(
+        value(
+            &samples,
+            "gen_ai_client_operation_duration_seconds_count",
+            &model
+        ),
+        4.0
+    );
+    let input = [
+        ("gen_ai_request_model", "scripted"),
+        ("gen_ai_token_type", "input"),
+    ];
+    let output = [
+        ("gen_ai_request_model", "scripted"),
+        ("gen_ai_token_type", "output"),
+    ];
+    assert_eq!(
+        value(&samples, "gen_ai_client_token_usage_sum", &input),
+        457.0
+    );
+    assert_eq!(
+        value(&samples, "gen_ai_client_token_usage_count", &input),
+        4.0
+    );
+    assert_eq!(
+        value(&samples, "gen_ai_client_token_usage_sum", &output),
+        41.0
+    );
+    // Tool calls by tool, the failure with its type.
+    let tool = |name| [("gen_ai_tool_name", name)];
+    assert_eq!(
+        value(
+            &samples,
+            "tinyagent_tool_call_duration_seconds_count",
+            &tool("get_weather")
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "tinyagent_tool_call_duration_seconds_count",
+            &[("gen_ai_tool_name", "broken"), ("error_type", "failed")]
+        ),
+        1.0
+    );
+    // Both runs ended: none in flight.
+    for agent in ["lead", "helper"] {
+        let labels = [("gen_ai_agent_name", agent)];
+        assert_eq!(value(&samples, "tinyagent_agent_runs_active", &labels), 0.0);
+        assert_eq!(
+            value(
+                &samples,
+                "tinyagent_agent_run_duration_seconds_count",
+                &labels
+            ),
+            1.0
+        );
+    }
+
+    // The same instruments over OTLP.
+    telemetry.flush();
+    let metrics = receiver.metrics("gen_ai.client.token.usage").await;
+    let usage = metrics
+        .iter()
+        .find(|m| m["name"] == "gen_ai.client.token.usage")
+        .unwrap();
+    assert_eq!(usage["kind"], "histogram");
+    assert_eq!(usage["unit"], "{token}");
+    let input: u64 = usage["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["attributes"]["gen_ai.token.type"] == "input")
+        .map(|p| p["sum"].as_f64().unwrap() as u64)
+        .sum();
+    assert_eq!(input, 457);
+    let duration = metrics
+        .iter()
+        .find(|m| m["name"] == "gen_ai.client.operation.duration")
+        .unwrap();
+    assert_eq!(duration["unit"], "s");
+    assert!(
+        metrics
+            .iter()
+            .any(|m| m["name"] == "tinyagent.tool.call.duration"),
+        "{metrics:#?}"
+    );
+}
+
+#[test]
+fn nothing_configured_keeps_and_sends_nothing() {
+    let telemetry = Telemetry::builder().env(false).build().unwrap();
+    assert!(!telemetry.exports_traces());
+    assert!(!telemetry.keeps_metrics());
+    assert!(telemetry.prometheus().is_none());
+}
