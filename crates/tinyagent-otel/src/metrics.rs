@@ -60,7 +60,10 @@ impl Fields {
 
 /// Field names worth keeping: the GenAI and HTTP attributes and the error type.
 fn wanted(name: &str) -> bool {
-    name.starts_with("gen_ai.") || name.starts_with("http.") || name == "error.type"
+    name.starts_with("gen_ai.")
+        || name.starts_with("http.")
+        || name == "error.type"
+        || name == "tinyagent.stream"
 }
 
 impl Visit for Fields {
@@ -100,6 +103,8 @@ struct Timed {
     kind: Kind,
     started: Instant,
     fields: Fields,
+    /// A server's answer that is a stream (counted in the active streams until it ends).
+    streaming: bool,
 }
 
 /// The instruments.
@@ -111,6 +116,7 @@ pub(crate) struct GenAiMetrics {
     runs_active: UpDownCounter<i64>,
     http_duration: Histogram<f64>,
     http_active: UpDownCounter<i64>,
+    streams_active: UpDownCounter<i64>,
 }
 
 impl GenAiMetrics {
@@ -153,6 +159,11 @@ impl GenAiMetrics {
                 .with_unit("{request}")
                 .with_description("Requests being answered")
                 .build(),
+            streams_active: meter
+                .i64_up_down_counter("tinyagent.server.active_streams")
+                .with_unit("{stream}")
+                .with_description("Answers being streamed")
+                .build(),
         }
     }
 
@@ -168,6 +179,18 @@ impl GenAiMetrics {
                     .attributes(&["http.request.method", "http.route"]),
             ),
             Kind::Chat | Kind::Tool => {}
+        }
+    }
+
+    /// A field was recorded: a server's answer may have turned out to be a stream.
+    fn recorded(&self, timed: &mut Timed) {
+        if timed.kind == Kind::Http
+            && !timed.streaming
+            && timed.fields.get("tinyagent.stream") == Some("true")
+        {
+            timed.streaming = true;
+            self.streams_active
+                .add(1, &timed.fields.attributes(&["http.route"]));
         }
     }
 
@@ -210,6 +233,10 @@ impl GenAiMetrics {
             Kind::Http => {
                 let opened = ["http.request.method", "http.route"];
                 self.http_active.add(-1, &fields.attributes(&opened));
+                if timed.streaming {
+                    self.streams_active
+                        .add(-1, &fields.attributes(&["http.route"]));
+                }
                 self.http_duration.record(
                     seconds,
                     &fields.attributes(&[
@@ -261,6 +288,7 @@ where
             kind,
             started: Instant::now(),
             fields,
+            streaming: false,
         };
         self.metrics.opened(&timed);
         span.extensions_mut().insert(timed);
@@ -271,6 +299,7 @@ where
             && let Some(timed) = span.extensions_mut().get_mut::<Timed>()
         {
             values.record(&mut timed.fields);
+            self.metrics.recorded(timed);
         }
     }
 

@@ -84,6 +84,7 @@ mod serving;
 mod sessions;
 mod sse;
 mod state;
+mod telemetry;
 mod tenancy;
 
 pub use error::ApiError;

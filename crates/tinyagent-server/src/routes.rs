@@ -37,6 +37,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/a2a/{agent}", post(a2a::call))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(a2a::card))
         .route("/.well-known/agent-card.json", get(a2a::default_card))
+        .route("/metrics", get(crate::telemetry::metrics))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard));
     let mut open = Router::new()
@@ -48,6 +49,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     open.layer(middleware::from_fn(auth::log_open))
         .merge(api)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        .layer(middleware::from_fn(crate::telemetry::trace))
         .with_state(state)
 }
 

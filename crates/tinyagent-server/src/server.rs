@@ -78,6 +78,7 @@ pub struct Server {
     pub(crate) client_tool_results: bool,
     pub(crate) parameters: crate::options::Parameters,
     pub(crate) tenancy: crate::tenancy::Tenancy,
+    pub(crate) metrics: Option<tinyagent_otel::Prometheus>,
 }
 
 impl Default for Server {
@@ -130,6 +131,7 @@ impl Server {
             client_tool_results: false,
             parameters: crate::options::Parameters::default(),
             tenancy: Default::default(),
+            metrics: None,
         }
     }
 
@@ -358,6 +360,17 @@ impl Server {
     #[must_use]
     pub fn page(mut self, page: bool) -> Self {
         self.page = page;
+        self
+    }
+
+    /// Serves these metrics at `GET /metrics`, in the Prometheus text format (for an admin
+    /// key; on a server without keys, for anyone). Make them with
+    /// `tinyagent_otel::Telemetry::builder().prometheus(true)`; the server's requests are
+    /// counted there too (`http.server.request.duration`, `http.server.active_requests`,
+    /// `tinyagent.server.active_streams`), beside the runs' own metrics.
+    #[must_use]
+    pub fn metrics(mut self, metrics: tinyagent_otel::Prometheus) -> Self {
+        self.metrics = Some(metrics);
         self
     }
 

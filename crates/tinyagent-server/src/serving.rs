@@ -73,6 +73,7 @@ impl Server {
             parameters: self.parameters,
             tenancy: self.tenancy,
             a2a: crate::state::A2aTenants::default(),
+            metrics: self.metrics,
         };
         (crate::routes::router(Arc::new(state)), site, limits)
     }

@@ -79,6 +79,8 @@ pub(crate) struct AppState {
     pub(crate) tenancy: crate::tenancy::Tenancy,
     /// Each agent's A2A service per key.
     pub(crate) a2a: A2aTenants,
+    /// The metrics `/metrics` shows, when the server was given them.
+    pub(crate) metrics: Option<tinyagent_otel::Prometheus>,
 }
 
 impl AppState {

@@ -21,9 +21,10 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start() -> Self {
+        // The server crate's tests include this file too: the path goes through `crates/`.
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/otlp_receiver.py"
+            "/../tinyagent-otel/tests/fixtures/otlp_receiver.py"
         );
         let mut child = tokio::process::Command::new("python3")
             .arg(script)

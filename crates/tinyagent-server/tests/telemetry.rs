@@ -1,0 +1,200 @@
+//! Telemetry of a server: a span per request that continues the caller's trace (W3C
+//! `traceparent`) with the run inside it, exported over OTLP to a real receiver on loopback;
+//! and `/metrics` in the Prometheus text format (read by the official parser), for the
+//! operator only.
+
+#[path = "../../tinyagent-otel/tests/common/mod.rs"]
+mod otel;
+
+mod common;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use tinyagent_otel::Telemetry;
+use tinyagent_server::Server;
+use tracing_subscriber::prelude::*;
+
+use common::{Running, chat, client};
+
+/// The samples of Prometheus text, as the official Python parser reads them.
+fn parse(text: &str) -> Vec<Value> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tinyagent-otel/tests/fixtures/parse_prometheus.py"
+    );
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (bash scripts/setup.sh --test installs prometheus-client)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the parser refused the text:\n{text}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let found: Vec<&Value> = samples
+        .iter()
+        .filter(|s| s["name"] == name)
+        .filter(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .collect();
+    assert_eq!(found.len(), 1, "{name} {labels:?}: {found:#?}");
+    found[0]["value"].as_f64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metrics() {
+    let receiver = otel::Receiver::start().await;
+    let telemetry = Telemetry::builder()
+        .env(false)
+        .endpoint(&receiver.http)
+        .prometheus(true)
+        .build()
+        .unwrap();
+    // The only test of this binary: the server's tasks run on every worker thread.
+    tracing_subscriber::registry()
+        .with(telemetry.layer())
+        .init();
+    let prometheus = telemetry.prometheus().unwrap().clone();
+    let server = Server::new()
+        .agent(otel::lead(r#"{"city":"Oslo"}"#))
+        .named_api_key("alice", "sk-alice")
+        .admin_key("sk-admin")
+        .metrics(prometheus.clone());
+    let running = Running::start(server).await;
+    let http = client();
+
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller_span = "00f067aa0ba902b7";
+    let answer = http
+        .post(running.url("/v1/chat/completions"))
+        .bearer_auth("sk-alice")
+        .header("traceparent", format!("00-{trace_id}-{caller_span}-01"))
+        .json(&chat("lead", "What is the weather in Oslo?", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let body = answer.text().await.unwrap();
+    assert!(body.contains("sunny in Oslo"), "{body}");
+
+    // The metrics are the operator's.
+    let denied = http
+        .get(running.url("/metrics"))
+        .bearer_auth("sk-alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 403);
+    let anonymous = http.get(running.url("/metrics")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let metrics = http
+        .get(running.url("/metrics"))
+        .bearer_auth("sk-admin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+    assert!(
+        metrics.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let samples = parse(&metrics.text().await.unwrap());
+    let route = [
+        ("http_route", "/v1/chat/completions"),
+        ("http_request_method", "POST"),
+        ("http_response_status_code", "200"),
+    ];
+    assert_eq!(
+        value(
+            &samples,
+            "http_server_request_duration_seconds_count",
+            &route
+        ),
+        1.0
+    );
+    let streams = [("http_route", "/v1/chat/completions")];
+    assert_eq!(
+        value(&samples, "tinyagent_server_active_streams", &streams),
+        0.0,
+        "the stream has ended"
+    );
+    let input = [
+        ("gen_ai_request_model", "scripted"),
+        ("gen_ai_token_type", "input"),
+    ];
+    assert_eq!(
+        value(&samples, "gen_ai_client_token_usage_sum", &input),
+        457.0
+    );
+    // The denied and refused requests count too, by their status.
+    let refused = [
+        ("http_route", "/metrics"),
+        ("http_response_status_code", "403"),
+    ];
+    assert_eq!(
+        value(
+            &samples,
+            "http_server_request_duration_seconds_count",
+            &refused
+        ),
+        1.0
+    );
+
+    // The request's span continues the caller's trace; the run is inside it.
+    telemetry.flush();
+    let spans = receiver.spans(10).await;
+    let request = otel::span(&spans, "POST /v1/chat/completions");
+    assert_eq!(request["kind"], "SPAN_KIND_SERVER");
+    assert_eq!(request["trace_id"], trace_id);
+    assert_eq!(request["parent_span_id"], caller_span);
+    let attributes = &request["attributes"];
+    assert_eq!(attributes["http.route"], "/v1/chat/completions");
+    assert_eq!(attributes["http.request.method"], "POST");
+    assert_eq!(attributes["http.response.status_code"], 200);
+    assert_eq!(attributes["tinyagent.stream"], true);
+    let run = otel::span(&spans, "invoke_agent lead");
+    assert_eq!(run["trace_id"], trace_id);
+    assert_eq!(run["parent_span_id"], request["span_id"]);
+    // The request's span lasts as long as its stream: past every model call of the run.
+    for chat in spans.iter().filter(|s| s["name"] == "chat scripted") {
+        assert!(
+            chat["end"].as_u64() <= request["end"].as_u64(),
+            "{chat:#}\n{request:#}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_without_metrics_says_so_and_a_keyless_one_shows_them() {
+    let agent = otel::lead("{}");
+    let running = Running::start(Server::new().agent(agent)).await;
+    let missing = client().get(running.url("/metrics")).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+    let body = missing.text().await.unwrap();
+    assert!(body.contains("keeps no metrics"), "{body}");
+
+    let telemetry = Telemetry::builder()
+        .env(false)
+        .prometheus(true)
+        .build()
+        .unwrap();
+    let keyless = Server::new()
+        .agent(otel::lead("{}"))
+        .metrics(telemetry.prometheus().unwrap().clone());
+    let running = Running::start(keyless).await;
+    let shown = client().get(running.url("/metrics")).send().await.unwrap();
+    assert_eq!(shown.status(), 200);
+    parse(&shown.text().await.unwrap());
+}
