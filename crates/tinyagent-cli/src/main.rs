@@ -50,7 +50,7 @@ fn main() -> ExitCode {
         Command::Serve { .. } => Some(tracing::Level::INFO),
         _ => None,
     };
-    init_logs(verbose, serving);
+    let serve_metrics = matches!(cli.command, Command::Serve { .. });
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -59,12 +59,16 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
+            init_logs(verbose, serving, &tinyagent_otel::Telemetry::disabled());
             return report(&CliError::failure(
                 "runtime",
                 format!("cannot start the async runtime: {e}"),
             ));
         }
     };
+    let telemetry = telemetry(&runtime, serve_metrics);
+    init_logs(verbose, serving, &telemetry);
+    let metrics = telemetry.prometheus().cloned();
     let result = match cli.command {
         Command::Run { question, agent } => commands::run(&runtime, question, &agent),
         Command::Chat { agent } => commands::chat(&runtime, &agent),
@@ -105,8 +109,10 @@ fn main() -> ExitCode {
             },
             &tools,
         )),
-        Command::Serve { serve, agent } => runtime.block_on(serve::serve(&serve, &agent)),
+        Command::Serve { serve, agent } => runtime.block_on(serve::serve(&serve, &agent, metrics)),
     };
+    // What is still buffered goes to the collector before the runtime stops.
+    telemetry.shutdown();
     // Tasks still blocked on standard input or a child process must not hold the exit.
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {
@@ -143,21 +149,63 @@ fn install_panic_hook() {
     }));
 }
 
+/// OpenTelemetry as the `OTEL_*` variables ask (nothing when none is set), and for `serve`
+/// the metrics of `/metrics`. Built inside the runtime: a gRPC exporter needs it. A setting
+/// that cannot be used is said once, and the command goes on without telemetry.
+fn telemetry(runtime: &tokio::runtime::Runtime, prometheus: bool) -> tinyagent_otel::Telemetry {
+    let _entered = runtime.enter();
+    tinyagent_otel::Telemetry::builder()
+        .prometheus(prometheus)
+        .build()
+        .unwrap_or_else(|err| {
+            eprintln!("warning: {err}; going on without OpenTelemetry");
+            tinyagent_otel::Telemetry::disabled()
+        })
+}
+
 /// Logs on standard error: with `--verbose` (debug level), for the servers (`serve-mcp` from
 /// warnings, `serve` from info: a line per request), and for any command at the level
-/// `TINYAGENT_LOG` names (`debug`, `info`, `warn`, `error`), which overrides the others.
-fn init_logs(verbose: bool, serving: Option<tracing::Level>) {
+/// `TINYAGENT_LOG` names (`debug`, `info`, `warn`, `error`), which overrides the others. Beside
+/// them, `telemetry`'s layer (spans and metrics to OpenTelemetry), whatever the log level.
+fn init_logs(
+    verbose: bool,
+    serving: Option<tracing::Level>,
+    telemetry: &tinyagent_otel::Telemetry,
+) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let named = std::env::var("TINYAGENT_LOG")
         .ok()
         .and_then(|l| l.trim().parse::<tracing::Level>().ok());
     let level = match (named, serving) {
-        (Some(level), _) => level,
-        (None, Some(default)) => default,
-        (None, None) if verbose => tracing::Level::DEBUG,
-        (None, None) => return,
+        (Some(level), _) => Some(level),
+        (None, Some(default)) => Some(default),
+        (None, None) if verbose => Some(tracing::Level::DEBUG),
+        (None, None) => None,
     };
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
+    let logs = level.map(|level| logs().with_filter(targets(level)));
+    if logs.is_none() && !telemetry.exports_traces() && !telemetry.keeps_metrics() {
+        return;
+    }
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(telemetry.layer())
+        .try_init();
+}
+
+/// The log lines' layer: on standard error, coloured on a terminal unless `NO_COLOR` is set.
+fn logs<S>() -> impl tracing_subscriber::Layer<S> + Send + Sync
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+}
+
+/// What is logged at `level`.
+fn targets(level: tracing::Level) -> tracing_subscriber::filter::Targets {
     // llama.cpp's own logs (through llama-cpp-2): errors, and its warnings when debugging.
     // Its info is a dump of the model file's metadata, and its warnings on loading the
     // default model (a token's type it corrects itself) are not the user's to act on.
@@ -166,15 +214,8 @@ fn init_logs(verbose: bool, serving: Option<tracing::Level>) {
     } else {
         tracing::Level::ERROR
     };
-    let targets = tracing_subscriber::filter::Targets::new()
+    tracing_subscriber::filter::Targets::new()
         .with_target("llama-cpp-2", llama)
         .with_target("llama_cpp_2", llama)
-        .with_default(level);
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .finish()
-        .with(targets)
-        .try_init();
+        .with_default(level)
 }

@@ -187,7 +187,11 @@ fn refuse_open<K>(
 }
 
 /// `tinyagent serve`.
-pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliError> {
+pub async fn serve(
+    args: &ServeArgs,
+    agent_args: &AgentArgs,
+    metrics: Option<tinyagent_otel::Prometheus>,
+) -> Result<(), CliError> {
     let store_choice = parse_store(&args.store)?;
     let mut keys = keys(args, std::env::var(ENV_API_KEYS).ok());
     let admin = admin_key(args, std::env::var(ENV_ADMIN_KEY).ok());
@@ -227,6 +231,9 @@ pub async fn serve(args: &ServeArgs, agent_args: &AgentArgs) -> Result<(), CliEr
     let store = open_store(&store_choice, args.session_lease, args.session_ttl).await?;
     let assembled = setup::assemble_named(agent_args, name).await?;
     let mut server = Server::new();
+    if let Some(metrics) = metrics {
+        server = server.metrics(metrics);
+    }
     for (key_name, secret) in keys.drain(..) {
         server = server.named_api_key(key_name, secret);
     }
