@@ -40,6 +40,9 @@ pub struct Assembler {
     blocks: Vec<(u64, Block)>,
     stop_reason: Option<String>,
     usage: WireUsage,
+    /// The message's id and model, from `message_start`.
+    id: Option<String>,
+    model: Option<String>,
     events: usize,
 }
 
@@ -212,6 +215,9 @@ impl Decoder for Assembler {
         self.events += 1;
         match kind.as_str() {
             "message_start" => {
+                let start = value.get("message");
+                self.id = tinyagent_http::field_text(start.and_then(|m| m.get("id")));
+                self.model = tinyagent_http::field_text(start.and_then(|m| m.get("model")));
                 let message: WireMessage = value
                     .get("message")
                     .cloned()
@@ -322,11 +328,14 @@ impl Decoder for Assembler {
             }
         }
         let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
-        Ok(ModelResponse::new(
+        let mut response = ModelResponse::new(
             Message::new(Role::Assistant, parts),
             self.usage.into(),
             wire::finish_reason(self.stop_reason.as_deref(), has_calls),
-        ))
+        );
+        response.id = self.id;
+        response.model = self.model;
+        Ok(response)
     }
 }
 

@@ -439,6 +439,8 @@ pub(crate) fn parse_response(
     if value.get("type").and_then(Value::as_str) == Some("error") || value.get("error").is_some() {
         return Err(crate::error::error_event(&value));
     }
+    let id = tinyagent_http::field_text(value.get("id"));
+    let model = tinyagent_http::field_text(value.get("model"));
     let msg: WireMessage = tinyagent_http::parse_shape(value, "the response", body)?;
     let Some(content) = msg.content else {
         return Err(ModelError::invalid_response(format!(
@@ -451,11 +453,14 @@ pub(crate) fn parse_response(
         .filter_map(|b| block_part(b, offered))
         .collect();
     let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
-    Ok(ModelResponse::new(
+    let mut response = ModelResponse::new(
         Message::new(Role::Assistant, parts),
         msg.usage.map(Usage::from).unwrap_or_default(),
         finish_reason(msg.stop_reason.as_deref(), has_calls),
-    ))
+    );
+    response.id = id;
+    response.model = model;
+    Ok(response)
 }
 
 #[cfg(test)]

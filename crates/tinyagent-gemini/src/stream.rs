@@ -15,6 +15,9 @@ pub struct Assembler {
     finish_reason: Option<String>,
     usage: Option<Value>,
     events: usize,
+    /// The answer's `responseId` and `modelVersion`, from the first event that names them.
+    id: Option<String>,
+    model: Option<String>,
 }
 
 impl Assembler {
@@ -86,6 +89,12 @@ impl Decoder for Assembler {
             )));
         }
         self.events += 1;
+        if self.id.is_none() {
+            self.id = tinyagent_http::field_text(value.get("responseId"));
+        }
+        if self.model.is_none() {
+            self.model = tinyagent_http::field_text(value.get("modelVersion"));
+        }
         if let Some(meta) = value.get("usageMetadata") {
             self.usage = Some(meta.clone());
         }
@@ -136,10 +145,13 @@ impl Decoder for Assembler {
 
     fn finish(self) -> Result<ModelResponse, ModelError> {
         let has_calls = self.parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
-        Ok(ModelResponse::new(
+        let mut response = ModelResponse::new(
             Message::new(Role::Assistant, self.parts),
             self.usage.as_ref().map(wire::usage).unwrap_or_default(),
             wire::finish_reason(self.finish_reason.as_deref(), has_calls),
-        ))
+        );
+        response.id = self.id;
+        response.model = self.model;
+        Ok(response)
     }
 }

@@ -344,14 +344,17 @@ pub(crate) fn parse_response(
         .map(|p| candidate_parts(p, offered))
         .unwrap_or_default();
     let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
-    Ok(ModelResponse::new(
+    let mut response = ModelResponse::new(
         Message::new(Role::Assistant, parts),
         value.get("usageMetadata").map(usage).unwrap_or_default(),
         finish_reason(
             candidate.get("finishReason").and_then(Value::as_str),
             has_calls,
         ),
-    ))
+    );
+    response.id = tinyagent_http::field_text(value.get("responseId"));
+    response.model = tinyagent_http::field_text(value.get("modelVersion"));
+    Ok(response)
 }
 
 #[cfg(test)]

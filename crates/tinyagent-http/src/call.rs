@@ -116,6 +116,10 @@ impl<P: Protocol> Transport<P> {
             if stream {
                 request = request.header(ACCEPT, "text/event-stream");
             }
+            // The model call's trace goes on at the provider (W3C trace context).
+            for (name, value) in tinyagent::telemetry::trace_headers() {
+                request = request.header(name, value);
+            }
             let (limit, at) = budget.limit(Limit::FirstByte, limits);
             let (err, wait) = match tokio::time::timeout_at(at, request.send()).await {
                 Err(_) => (self.timeout_error(limit, budget, 0), None),

@@ -34,6 +34,9 @@ pub struct Assembler {
     usage: Option<Usage>,
     saw_tool_calls_field: bool,
     chunks: usize,
+    /// The answer's id and model, from the first chunk that names them.
+    id: Option<String>,
+    model: Option<String>,
 }
 
 impl Assembler {
@@ -47,6 +50,12 @@ impl Assembler {
         let value = tinyagent_http::parse_json(data.as_bytes(), "a stream chunk")?;
         if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
             return Err(crate::error::error_in_body(err));
+        }
+        if self.id.is_none() {
+            self.id = tinyagent_http::field_text(value.get("id"));
+        }
+        if self.model.is_none() {
+            self.model = tinyagent_http::field_text(value.get("model"));
         }
         let chunk: ChatChunk =
             tinyagent_http::parse_shape(value, "a stream chunk", data.as_bytes())?;
@@ -221,11 +230,14 @@ impl Assembler {
                 call.arguments,
             )));
         }
-        Ok(ModelResponse::new(
+        let mut response = ModelResponse::new(
             Message::new(Role::Assistant, parts),
             self.usage.unwrap_or_default(),
             wire::finish_reason(self.finish_reason.as_deref(), has_calls),
-        ))
+        );
+        response.id = self.id;
+        response.model = self.model;
+        Ok(response)
     }
 }
 

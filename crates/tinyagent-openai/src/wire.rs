@@ -437,6 +437,8 @@ pub(crate) fn parse_response(
     if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
         return Err(crate::error::error_in_body(err));
     }
+    let id = tinyagent_http::field_text(value.get("id"));
+    let model = tinyagent_http::field_text(value.get("model"));
     let resp: ChatResponse = tinyagent_http::parse_shape(value, "the response", body)?;
     let choice = resp
         .choices
@@ -482,11 +484,14 @@ pub(crate) fn parse_response(
     }
     let has_calls = !calls.is_empty();
     parts.extend(calls.into_iter().map(Part::ToolCall));
-    Ok(ModelResponse::new(
+    let mut response = ModelResponse::new(
         Message::new(Role::Assistant, parts),
         resp.usage.map(Usage::from).unwrap_or_default(),
         finish_reason(choice.finish_reason.as_deref(), has_calls),
-    ))
+    );
+    response.id = id;
+    response.model = model;
+    Ok(response)
 }
 
 #[cfg(test)]

@@ -54,3 +54,17 @@ pub fn inject_context(headers: &mut HeaderMap) {
         TraceContextPropagator::new().inject_context(&cx, &mut HeadersMut(headers));
     }
 }
+
+/// The current span's trace context as header pairs, for
+/// [`tinyagent::telemetry::propagate_with`].
+pub(crate) fn current_headers() -> Vec<(&'static str, String)> {
+    let mut headers = HeaderMap::new();
+    inject_context(&mut headers);
+    ["traceparent", "tracestate"]
+        .into_iter()
+        .filter_map(|name| {
+            let value = headers.get(name)?.to_str().ok()?;
+            (!value.is_empty()).then(|| (name, value.to_owned()))
+        })
+        .collect()
+}

@@ -228,6 +228,7 @@ impl TelemetryBuilder {
         tinyagent::telemetry::capture_content(capture);
         let resource = self.resource();
         let tracer = if self.exports("TRACES") {
+            tinyagent::telemetry::propagate_with(crate::propagation::current_headers);
             Some(self.tracer_provider(resource.clone())?)
         } else {
             None

@@ -22,10 +22,13 @@
 //! as logs are ([`redact::text`](crate::redact::text)), as `gen_ai.output.messages`,
 //! `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`.
 //!
+//! Requests to model providers carry the trace onward ([`trace_headers`]).
+//!
 //! The attribute names are those of the GenAI conventions in OpenTelemetry's semantic
 //! conventions 1.38 (their latest experimental version, which is what tinyagent has always
 //! emitted; see [`SEMCONV_VERSION`]).
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::Span;
@@ -58,6 +61,30 @@ pub fn capture_content(on: bool) {
 /// Whether content is recorded on spans (see [`capture_content`]).
 pub fn captures_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
+}
+
+/// What gives the headers that carry the current trace onward (W3C `traceparent` and
+/// `tracestate`): set by whatever exports the spans (`tinyagent-otel` does).
+pub type TraceHeaders = fn() -> Vec<(&'static str, String)>;
+
+static TRACE_HEADERS: OnceLock<TraceHeaders> = OnceLock::new();
+
+/// Sets, once for the process, what gives the trace context headers that the providers'
+/// requests carry ([`trace_headers`]). Later calls change nothing.
+pub fn propagate_with(headers: TraceHeaders) {
+    let _ = TRACE_HEADERS.set(headers);
+}
+
+/// The headers that carry the current span's trace onward, for an outgoing request (the
+/// providers send them with every model call); none unless spans are exported.
+///
+/// ```
+/// assert!(tinyagent::telemetry::trace_headers().is_empty());
+/// ```
+pub fn trace_headers() -> Vec<(&'static str, String)> {
+    TRACE_HEADERS
+        .get()
+        .map_or_else(Vec::new, |headers| headers())
 }
 
 /// `text`, redacted and cut for an attribute.
@@ -141,8 +168,8 @@ pub(crate) fn end_chat_span(span: &Span, response: &ModelResponse) {
     if let Some(model) = &response.model {
         span.record("gen_ai.response.model", model.as_str());
     }
-    if !response.message.id.is_empty() {
-        span.record("gen_ai.response.id", response.message.id.as_str());
+    if let Some(id) = &response.id {
+        span.record("gen_ai.response.id", id.as_str());
     }
     // A string array, written as JSON: `tracing` fields carry no arrays.
     let reasons = serde_json::json!([response.finish_reason.as_str()]).to_string();

@@ -333,11 +333,14 @@ pub(crate) fn response(
         item_parts(item, offered, &mut parts);
     }
     let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
-    Ok(ModelResponse::new(
+    let mut response = ModelResponse::new(
         Message::new(Role::Assistant, parts),
         usage(value),
         finish_reason(value, has_calls),
-    ))
+    );
+    response.id = tinyagent_http::field_text(value.get("id"));
+    response.model = tinyagent_http::field_text(value.get("model"));
+    Ok(response)
 }
 
 /// Turns a non-streaming response body into a [`ModelResponse`].

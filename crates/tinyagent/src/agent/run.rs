@@ -446,8 +446,14 @@ async fn call_model(
     if let Ok(response) = &mut result
         && response.usage.cost.is_none()
     {
-        let name = response.model.as_deref().unwrap_or_else(|| model.name());
-        response.usage.cost = config.prices.cost(name, &response.usage);
+        // Priced as the model that answered (a dated snapshot costs what its model costs),
+        // else as the agent's model.
+        let usage = &response.usage;
+        response.usage.cost = response
+            .model
+            .as_deref()
+            .and_then(|answered| config.prices.cost(answered, usage))
+            .or_else(|| config.prices.cost(model.name(), usage));
     }
     match &result {
         Ok(response) => telemetry::end_chat_span(&span, response),

@@ -224,6 +224,9 @@ pub struct ModelResponse {
     /// The model that answered, when the provider or a [`FallbackModel`](super::FallbackModel)
     /// says (else the agent's model is assumed): what the call is priced as.
     pub model: Option<String>,
+    /// The provider's id of this answer (`chatcmpl-…`, `resp_…`, `msg_…`), when it gives one:
+    /// for logs and traces (`gen_ai.response.id`).
+    pub id: Option<String>,
     /// The assistant message; its tool calls, if any, are what the agent runs next.
     pub message: Message,
     /// Tokens used by this step.
@@ -237,6 +240,7 @@ impl ModelResponse {
     pub fn new(message: Message, usage: Usage, finish_reason: FinishReason) -> Self {
         Self {
             model: None,
+            id: None,
             message,
             usage,
             finish_reason,
