@@ -41,6 +41,7 @@ mod server_catalog;
 mod server_host;
 mod std_streams;
 mod stdio;
+mod telemetry;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]

@@ -11,6 +11,7 @@ use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{
     BoxFuture, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, tools::content_text,
 };
+use tracing::Instrument as _;
 
 use crate::content::{bound_parts, result_text, tool_output, truncate_result};
 use crate::errors::service_error;
@@ -104,94 +105,110 @@ impl Tool for McpTool {
             let arguments = arguments_of(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
-            // The call: the server's progress and logs, and what it asks during the call,
-            // reach this call's host. rmcp gives the request a progress token of its own,
-            // which the call adopts as soon as the request is on its way.
-            let call = self.bridge.begin(ctx.host().cloned());
-            let label = &self.label;
-            let timeout = self.call_timeout;
-            let answer = tokio::time::timeout(timeout, async {
-                let request = rmcp::model::ClientRequest::CallToolRequest(
-                    rmcp::model::CallToolRequest::new(params),
-                );
-                let handle = self
-                    .peer
-                    .send_request_with_option(
-                        request,
-                        rmcp::service::PeerRequestOptions::no_options(),
-                    )
-                    .await?;
-                call.adopt(&handle.progress_token);
-                let id = handle.id.clone();
-                let cancel = CancelOnDrop(Some((self.peer.clone(), id)));
-                let result = handle.await_response().await;
-                cancel.disarm();
-                result
-            })
-            .await;
-            // Notifications the server sent before its answer are handled on tasks of their
-            // own (rmcp spawns one per notification): wait until every progress notification
-            // of the call read off the connection before its answer has been passed on (a
-            // gateway must not answer before it has relayed it). A host that takes longer
-            // than a second to take progress gets no more.
-            let _ = tokio::time::timeout(PROGRESS_SETTLE, call.progress_passed_on()).await;
-            drop(call);
-            let result = match answer {
-                Ok(Ok(rmcp::model::ServerResult::CallToolResult(result))) => result,
-                Ok(Ok(other)) => {
-                    return Err(ToolError::failed(format!(
-                        "MCP tool `{}` of server `{label}` answered with something other than a \
-                         tool result: {}",
-                        self.remote,
-                        serde_json::to_string(&other).unwrap_or_default()
-                    )));
-                }
-                Ok(Err(err)) => {
-                    let doing = format!("calling tool `{}`", self.remote);
-                    let err = service_error(label, err, &doing);
-                    if err.kind() == ToolErrorKind::Unavailable {
-                        self.broken.store(true, Ordering::SeqCst);
-                    }
-                    return Err(err);
-                }
-                Err(_) => {
-                    return Err(ToolError::timed_out(format!(
-                        "MCP tool `{}` of server `{label}` did not answer within {timeout:?}",
-                        self.remote
-                    )));
-                }
-            };
-            let text = truncate_result(result_text(&result), self.max_result_bytes);
-            if result.is_error == Some(true) {
-                let message = if text.is_empty() {
-                    format!("MCP tool `{}` failed without a message", self.remote)
-                } else {
-                    text
-                };
-                return Err(ToolError::failed(message));
+            let span = crate::telemetry::client_span(&mut params, &self.label);
+            let answer = self.send(params, ctx).instrument(span.clone()).await;
+            match &answer {
+                Ok(output) if output.is_error() => crate::telemetry::fail(&span, "tool_error"),
+                Ok(_) => {}
+                Err(err) => crate::telemetry::fail(&span, err.kind().as_str()),
             }
-            let output = tool_output(&result);
-            if output.content_parts().iter().all(|p| p.is_text())
-                && output.structured_content().is_none()
-            {
-                return Ok(ToolOutput::text(text));
-            }
-            // Media, resources or structured content: all of it goes to whoever runs the call
-            // (an agent hands images to providers that take them), bounded like text.
-            let (_, parts, structured) = output.into_parts();
-            let parts = bound_parts(parts, self.max_result_bytes);
-            let mut output = if parts.is_empty() {
-                ToolOutput::text(text)
-            } else {
-                let text = truncate_result(content_text(&parts), self.max_result_bytes);
-                ToolOutput::parts(parts).with_text(text)
-            };
-            if let Some(value) = structured.filter(|s| s.to_string().len() <= self.max_result_bytes)
-            {
-                output = output.with_structured(value);
-            }
-            Ok(output)
+            answer
         })
+    }
+}
+
+impl McpTool {
+    /// Sends the call and reads its answer.
+    async fn send(
+        &self,
+        params: CallToolRequestParams,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        // The call: the server's progress and logs, and what it asks during the call,
+        // reach this call's host. rmcp gives the request a progress token of its own,
+        // which the call adopts as soon as the request is on its way.
+        let call = self.bridge.begin(ctx.host().cloned());
+        let label = &self.label;
+        let timeout = self.call_timeout;
+        let answer = tokio::time::timeout(timeout, async {
+            let request = rmcp::model::ClientRequest::CallToolRequest(
+                rmcp::model::CallToolRequest::new(params),
+            );
+            let handle = self
+                .peer
+                .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+                .await?;
+            call.adopt(&handle.progress_token);
+            let id = handle.id.clone();
+            let request_id = crate::server::request_id_text(&id);
+            tracing::Span::current().record("jsonrpc.request.id", request_id.as_str());
+            let cancel = CancelOnDrop(Some((self.peer.clone(), id)));
+            let result = handle.await_response().await;
+            cancel.disarm();
+            result
+        })
+        .await;
+        // Notifications the server sent before its answer are handled on tasks of their
+        // own (rmcp spawns one per notification): wait until every progress notification
+        // of the call read off the connection before its answer has been passed on (a
+        // gateway must not answer before it has relayed it). A host that takes longer
+        // than a second to take progress gets no more.
+        let _ = tokio::time::timeout(PROGRESS_SETTLE, call.progress_passed_on()).await;
+        drop(call);
+        let result = match answer {
+            Ok(Ok(rmcp::model::ServerResult::CallToolResult(result))) => result,
+            Ok(Ok(other)) => {
+                return Err(ToolError::failed(format!(
+                    "MCP tool `{}` of server `{label}` answered with something other than a \
+                         tool result: {}",
+                    self.remote,
+                    serde_json::to_string(&other).unwrap_or_default()
+                )));
+            }
+            Ok(Err(err)) => {
+                let doing = format!("calling tool `{}`", self.remote);
+                let err = service_error(label, err, &doing);
+                if err.kind() == ToolErrorKind::Unavailable {
+                    self.broken.store(true, Ordering::SeqCst);
+                }
+                return Err(err);
+            }
+            Err(_) => {
+                return Err(ToolError::timed_out(format!(
+                    "MCP tool `{}` of server `{label}` did not answer within {timeout:?}",
+                    self.remote
+                )));
+            }
+        };
+        let text = truncate_result(result_text(&result), self.max_result_bytes);
+        if result.is_error == Some(true) {
+            let message = if text.is_empty() {
+                format!("MCP tool `{}` failed without a message", self.remote)
+            } else {
+                text
+            };
+            return Err(ToolError::failed(message));
+        }
+        let output = tool_output(&result);
+        if output.content_parts().iter().all(|p| p.is_text())
+            && output.structured_content().is_none()
+        {
+            return Ok(ToolOutput::text(text));
+        }
+        // Media, resources or structured content: all of it goes to whoever runs the call
+        // (an agent hands images to providers that take them), bounded like text.
+        let (_, parts, structured) = output.into_parts();
+        let parts = bound_parts(parts, self.max_result_bytes);
+        let mut output = if parts.is_empty() {
+            ToolOutput::text(text)
+        } else {
+            let text = truncate_result(content_text(&parts), self.max_result_bytes);
+            ToolOutput::parts(parts).with_text(text)
+        };
+        if let Some(value) = structured.filter(|s| s.to_string().len() <= self.max_result_bytes) {
+            output = output.with_structured(value);
+        }
+        Ok(output)
     }
 }
 

@@ -21,7 +21,9 @@ use crate::catalog::{Catalog, value_text};
 use crate::content::{error_result, success_result};
 pub use crate::errors::McpServeError;
 use crate::input_required::Waiting;
-use crate::server_host::{LogFilter, ServerHost, SessionLogLevel, is_stateless, log_level};
+use tracing::Instrument as _;
+
+use crate::server_host::{SessionLogLevel, log_level};
 
 use tinyagent_http::serve::ConnLimits;
 
@@ -569,31 +571,13 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The MCP request id is the call id; a cancelled request drops the tool's future.
-        // Progress, logs, sampling and elicitation of the tool go to this client.
-        let stateless = is_stateless(&context.peer);
-        if stateless {
-            return self.call_waiting(request, context).await;
-        }
-        let host = ServerHost {
-            peer: context.peer.clone(),
-            progress_token: context.meta.get_progress_token(),
-            log_filter: LogFilter::for_request(&context.meta, stateless, &self.log_level),
-            stateless,
-            tool: request.name.to_string(),
-            asker: None,
-        };
-        let ctx = ToolContext::new()
-            .with_call_id(request_id_text(&context.id))
-            .with_host(Arc::new(host));
-        tokio::select! {
-            result = self.call_with(&request.name, request.arguments, ctx) => {
-                result.map(CallToolResponse::Complete)
-            }
-            () = context.ct.cancelled() => Err(ErrorData::internal_error(
-                format!("the call to `{}` was cancelled", request.name),
-                None,
-            )),
-        }
+        let id = request_id_text(&context.id);
+        let span = crate::telemetry::server_span(&request, &context.meta, &id);
+        let answer = self
+            .answer_call(request, context)
+            .instrument(span.clone())
+            .await;
+        crate::telemetry::end_response(&span, &answer);
+        answer
     }
 }

@@ -31,6 +31,8 @@ enum Kind {
     Chat,
     Tool,
     Http,
+    McpClient,
+    McpServer,
 }
 
 /// The fields of a span its metrics need, gathered as they are recorded.
@@ -62,6 +64,7 @@ impl Fields {
 fn wanted(name: &str) -> bool {
     name.starts_with("gen_ai.")
         || name.starts_with("http.")
+        || name.starts_with("mcp.")
         || name == "error.type"
         || name == "tinyagent.stream"
 }
@@ -117,6 +120,8 @@ pub(crate) struct GenAiMetrics {
     http_duration: Histogram<f64>,
     http_active: UpDownCounter<i64>,
     streams_active: UpDownCounter<i64>,
+    mcp_client_duration: Histogram<f64>,
+    mcp_server_duration: Histogram<f64>,
 }
 
 impl GenAiMetrics {
@@ -159,6 +164,14 @@ impl GenAiMetrics {
                 .with_unit("{request}")
                 .with_description("Requests being answered")
                 .build(),
+            mcp_client_duration: seconds(
+                "mcp.client.operation.duration",
+                "How long an MCP request took, as its client saw it",
+            ),
+            mcp_server_duration: seconds(
+                "mcp.server.operation.duration",
+                "How long an MCP request took to answer, as its server saw it",
+            ),
             streams_active: meter
                 .i64_up_down_counter("tinyagent.server.active_streams")
                 .with_unit("{stream}")
@@ -178,7 +191,7 @@ impl GenAiMetrics {
                     .fields
                     .attributes(&["http.request.method", "http.route"]),
             ),
-            Kind::Chat | Kind::Tool => {}
+            Kind::Chat | Kind::Tool | Kind::McpClient | Kind::McpServer => {}
         }
     }
 
@@ -230,6 +243,17 @@ impl GenAiMetrics {
                 self.runs_active
                     .add(-1, &fields.attributes(&["gen_ai.agent.name"]));
             }
+            Kind::McpClient | Kind::McpServer => {
+                let histogram = if timed.kind == Kind::McpClient {
+                    &self.mcp_client_duration
+                } else {
+                    &self.mcp_server_duration
+                };
+                histogram.record(
+                    seconds,
+                    &fields.attributes(&["mcp.method.name", "gen_ai.tool.name", "error.type"]),
+                );
+            }
             Kind::Http => {
                 let opened = ["http.request.method", "http.route"];
                 self.http_active.add(-1, &fields.attributes(&opened));
@@ -266,6 +290,8 @@ fn kind_of(attrs: &Attributes<'_>) -> Option<Kind> {
         "invoke_agent" => Some(Kind::Agent),
         "chat" => Some(Kind::Chat),
         "execute_tool" => Some(Kind::Tool),
+        "mcp_client" => Some(Kind::McpClient),
+        "mcp_server" => Some(Kind::McpServer),
         _ if attrs.metadata().fields().field("http.route").is_some() => Some(Kind::Http),
         _ => None,
     }

@@ -10,6 +10,39 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 struct Headers<'a>(&'a HeaderMap);
 
+/// The carriers a lookup found (an MCP request's `_meta`).
+struct Found(Vec<(&'static str, String)>);
+
+impl Found {
+    fn new(lookup: &dyn Fn(&str) -> Option<String>) -> Self {
+        let found = ["traceparent", "tracestate"]
+            .into_iter()
+            .filter_map(|name| lookup(name).map(|value| (name, value)))
+            .collect();
+        Self(found)
+    }
+}
+
+impl Extractor for Found {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.iter().map(|(name, _)| *name).collect()
+    }
+}
+
+/// Makes `span` continue the trace a lookup finds, for
+/// [`tinyagent::telemetry::continue_with`].
+pub(crate) fn continue_from(span: &tracing::Span, lookup: &dyn Fn(&str) -> Option<String>) -> bool {
+    let cx = TraceContextPropagator::new().extract(&Found::new(lookup));
+    cx.span().span_context().is_valid() && span.set_parent(cx).is_ok()
+}
+
 impl Extractor for Headers<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(|v| v.to_str().ok())

@@ -229,6 +229,7 @@ impl TelemetryBuilder {
         let resource = self.resource();
         let tracer = if self.exports("TRACES") {
             tinyagent::telemetry::propagate_with(crate::propagation::current_headers);
+            tinyagent::telemetry::continue_with(crate::propagation::continue_from);
             Some(self.tracer_provider(resource.clone())?)
         } else {
             None

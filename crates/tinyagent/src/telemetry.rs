@@ -87,6 +87,27 @@ pub fn trace_headers() -> Vec<(&'static str, String)> {
         .map_or_else(Vec::new, |headers| headers())
 }
 
+/// What makes a span continue the trace a request carries: given the span and a lookup of the
+/// request's carriers (`traceparent`, `tracestate`), it sets the span's parent and says whether
+/// it did. Set by whatever exports the spans (`tinyagent-otel` does).
+pub type ContinueTrace = fn(&Span, &dyn Fn(&str) -> Option<String>) -> bool;
+
+static CONTINUE_TRACE: OnceLock<ContinueTrace> = OnceLock::new();
+
+/// Sets, once for the process, how a served request's trace is continued
+/// ([`continue_trace`]). Later calls change nothing.
+pub fn continue_with(adopt: ContinueTrace) {
+    let _ = CONTINUE_TRACE.set(adopt);
+}
+
+/// Makes `span` continue the trace whose context `lookup` finds (an MCP request's
+/// `_meta.traceparent`, say); `false` when there is none or spans are not exported.
+pub fn continue_trace(span: &Span, lookup: &dyn Fn(&str) -> Option<String>) -> bool {
+    CONTINUE_TRACE
+        .get()
+        .is_some_and(|adopt| adopt(span, lookup))
+}
+
 /// `text`, redacted and cut for an attribute.
 pub(crate) fn content(text: &str) -> String {
     let redacted = redact::text(text);
