@@ -18,6 +18,8 @@
 //! # Claude, Gemini
 //! ANTHROPIC_API_KEY=sk-ant-... cargo run -p tinyagent-demo --example agent_demo
 //! GEMINI_API_KEY=... cargo run -p tinyagent-demo --example agent_demo
+//! # its trace and metrics in an OpenTelemetry backend (Jaeger, Phoenix, a collector)
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 cargo run -p tinyagent-demo --example agent_demo
 //! ```
 
 use std::process::ExitCode;
@@ -25,6 +27,8 @@ use std::sync::Arc;
 
 use tinyagent::{Model, Tool};
 use tinyagent_openai::{ConfigError, OpenAiModel};
+use tinyagent_otel::Telemetry;
+use tracing_subscriber::prelude::*;
 
 /// A model and the tools to offer it.
 type ModelAndTools = (Arc<dyn Model>, Vec<Arc<dyn Tool>>);
@@ -71,8 +75,33 @@ fn configured_model() -> Result<ModelAndTools, String> {
     Ok((Arc::new(model), tools))
 }
 
+/// OpenTelemetry as the `OTEL_*` variables ask; nothing when none is set.
+fn telemetry() -> Telemetry {
+    let telemetry = Telemetry::builder()
+        .service_name("tinyagent-demo")
+        .build()
+        .unwrap_or_else(|err| {
+            eprintln!("agent_demo: {err}; going on without it");
+            Telemetry::disabled()
+        });
+    if telemetry.exports_traces() {
+        println!("telemetry: spans and metrics go to the OTLP endpoint the environment names");
+        tracing_subscriber::registry()
+            .with(telemetry.layer())
+            .init();
+    }
+    telemetry
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    let telemetry = telemetry();
+    let code = demo().await;
+    telemetry.shutdown();
+    code
+}
+
+async fn demo() -> ExitCode {
     let (model, tools) = match configured_model() {
         Ok(chosen) => chosen,
         Err(err) => {

@@ -36,6 +36,7 @@ mod input_required;
 mod naming;
 mod oauth;
 mod remote_tool;
+mod served_call;
 mod server;
 mod server_catalog;
 mod server_host;

@@ -19,7 +19,7 @@
 //! Content (the model's answer, tool arguments and results) is not recorded unless
 //! [`capture_content`] turns it on (`tinyagent-otel` does when
 //! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`); it is then recorded, redacted
-//! as logs are ([`redact::text`](crate::redact::text)), as `gen_ai.output.messages`,
+//! as logs are ([`redact::text`](crate::redact::text())), as `gen_ai.output.messages`,
 //! `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`.
 //!
 //! Requests to model providers carry the trace onward ([`trace_headers`]).
