@@ -184,14 +184,13 @@ fn init_logs(
         (None, None) if verbose => Some(tracing::Level::DEBUG),
         (None, None) => None,
     };
-    let logs = level.map(|level| logs().with_filter(targets(level)));
-    if logs.is_none() && !telemetry.exports_traces() && !telemetry.keeps_metrics() {
-        return;
-    }
-    let _ = tracing_subscriber::registry()
-        .with(logs)
-        .with(telemetry.layer())
-        .try_init();
+    // No `Option` layer: a `None` beside a filtered layer would turn every span off.
+    let registry = tracing_subscriber::registry().with(telemetry.layer());
+    let _ = match level {
+        Some(level) => registry.with(logs().with_filter(targets(level))).try_init(),
+        None if telemetry.exports_traces() || telemetry.keeps_metrics() => registry.try_init(),
+        None => return,
+    };
 }
 
 /// The log lines' layer: on standard error, coloured on a terminal unless `NO_COLOR` is set.

@@ -147,6 +147,21 @@ fn measure(setting: &str, what: &str, n: usize) {
         match setting {
             "off" => None,
             "idle" => Some(Telemetry::builder().env(false).build().expect("telemetry")),
+            "metrics" => Some(
+                Telemetry::builder()
+                    .env(false)
+                    .prometheus(true)
+                    .build()
+                    .expect("telemetry"),
+            ),
+            "spans" => Some(
+                Telemetry::builder()
+                    .env(false)
+                    .endpoint(sink())
+                    .metrics(false)
+                    .build()
+                    .expect("telemetry"),
+            ),
             _ => Some(
                 Telemetry::builder()
                     .env(false)
@@ -223,7 +238,8 @@ fn main() {
     let steps = flag(&args, "--steps", 20_000);
     let batch = flag(&args, "--batch", 100_000);
     let me = std::env::current_exe().expect("this program");
-    let settings = ["off", "idle", "export"];
+    let chosen = std::env::var("OVERHEAD_SETTINGS").unwrap_or_else(|_| "off,idle,export".into());
+    let settings: Vec<&str> = chosen.split(',').collect();
     let mut figures = vec![(Vec::new(), Vec::new()); settings.len()];
     for _ in 0..rounds {
         for (k, setting) in settings.iter().enumerate() {

@@ -52,6 +52,8 @@ pub struct TelemetryBuilder {
     prometheus: bool,
     service_name: Option<String>,
     capture_content: Option<bool>,
+    traces: bool,
+    metrics: bool,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -71,6 +73,8 @@ impl TelemetryBuilder {
             prometheus: false,
             service_name: None,
             capture_content: None,
+            traces: true,
+            metrics: true,
         }
     }
 
@@ -91,6 +95,19 @@ impl TelemetryBuilder {
     /// Sends with this protocol (instead of `OTEL_EXPORTER_OTLP_PROTOCOL`'s).
     pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = Some(protocol);
+        self
+    }
+
+    /// Whether spans are exported when an endpoint is known (on by default).
+    pub fn traces(mut self, export: bool) -> Self {
+        self.traces = export;
+        self
+    }
+
+    /// Whether metrics are exported when an endpoint is known (on by default); a Prometheus
+    /// endpoint still gets them when [`prometheus`](Self::prometheus) asks.
+    pub fn metrics(mut self, export: bool) -> Self {
+        self.metrics = export;
         self
     }
 
@@ -117,6 +134,14 @@ impl TelemetryBuilder {
 
     /// Whether a signal (`TRACES` or `METRICS`) is to be exported.
     fn exports(&self, signal: &str) -> bool {
+        let wanted = if signal == "TRACES" {
+            self.traces
+        } else {
+            self.metrics
+        };
+        if !wanted {
+            return false;
+        }
         if self.endpoint.is_some() {
             return true;
         }
@@ -325,15 +350,35 @@ impl Telemetry {
         S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
     {
         let spans = self.tracer.as_ref().map(|provider| {
+            // No thread, code location (the spans are made in one helper module) or busy/idle
+            // timings: attributes no GenAI backend reads, paid for on every span and poll.
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer(SCOPE))
                 .with_threads(false)
+                .with_location(false)
+                .with_target(false)
+                .with_tracked_inactivity(false)
+                .with_context_activation(false)
                 .with_filter(Targets::new().with_target(SCOPE, Level::INFO))
         });
-        let metrics = self.meter.as_ref().map(|provider| MetricsLayer {
-            metrics: GenAiMetrics::new(&provider.meter(SCOPE)),
+        let metrics = self.meter.as_ref().map(|provider| {
+            MetricsLayer {
+                metrics: GenAiMetrics::new(&provider.meter(SCOPE)),
+            }
+            .with_filter(Targets::new().with_target(SCOPE, Level::INFO))
         });
-        Box::new(Layer::and_then(spans, metrics))
+        // No `Option` layers: a `None` beside a filtered layer turns the filter's level hint
+        // off, and with it every span. With nothing to do, a layer that wants no span, so that
+        // a subscriber with no other layer makes none.
+        match (spans, metrics) {
+            (Some(spans), Some(metrics)) => Box::new(spans.and_then(metrics)),
+            (Some(spans), None) => Box::new(spans),
+            (None, Some(metrics)) => Box::new(metrics),
+            (None, None) => Box::new(
+                tracing_subscriber::layer::Identity::new()
+                    .with_filter(tracing_subscriber::filter::LevelFilter::OFF),
+            ),
+        }
     }
 
     /// Sends what is buffered (spans, metrics) now, without shutting down.

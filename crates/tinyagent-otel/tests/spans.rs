@@ -13,14 +13,16 @@ use tracing_subscriber::prelude::*;
 use common::{Receiver, lead, span};
 
 /// Runs the lead agent with telemetry sent to `endpoint` by `protocol`; gives the session id.
-async fn run_exported(endpoint: &str, protocol: Protocol) -> String {
+async fn run_exported(endpoint: &str, protocol: Protocol, metrics: bool) -> String {
     let telemetry = Telemetry::builder()
         .env(false)
         .endpoint(endpoint)
         .protocol(protocol)
+        .metrics(metrics)
         .service_name("otel-test")
         .build()
         .unwrap();
+    assert_eq!(telemetry.keeps_metrics(), metrics);
     assert!(telemetry.exports_traces());
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -37,7 +39,7 @@ async fn run_exported(endpoint: &str, protocol: Protocol) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_run_is_one_trace_of_genai_spans_over_http() {
     let receiver = Receiver::start().await;
-    let session = run_exported(&receiver.http, Protocol::HttpProtobuf).await;
+    let session = run_exported(&receiver.http, Protocol::HttpProtobuf, true).await;
     // Two runs, four model calls, three tool calls.
     let spans = receiver.spans(9).await;
     assert_eq!(spans.len(), 9, "{spans:#?}");
@@ -151,9 +153,9 @@ async fn a_run_is_one_trace_of_genai_spans_over_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn the_same_spans_go_over_grpc() {
+async fn the_same_spans_go_over_grpc_without_metrics() {
     let receiver = Receiver::start().await;
-    run_exported(&receiver.grpc, Protocol::Grpc).await;
+    run_exported(&receiver.grpc, Protocol::Grpc, false).await;
     let spans = receiver.spans(9).await;
     assert_eq!(spans.len(), 9, "{spans:#?}");
     assert_eq!(
