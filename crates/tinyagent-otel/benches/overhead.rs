@@ -1,7 +1,8 @@
 //! What telemetry costs an agent, side by side in one run: no subscriber at all, a
-//! [`Telemetry`] with nothing configured (its layer installed), and export on (spans through
-//! the batch processor and metrics, over OTLP/HTTP to a receiver on 127.0.0.1 that answers
-//! every export).
+//! [`Telemetry`] with nothing configured (its layer installed), metrics only (Prometheus),
+//! spans only, and both exported (spans through the batch processor, over OTLP/HTTP to a
+//! receiver on 127.0.0.1 that answers every export). `OVERHEAD_SETTINGS=off,export` picks
+//! some of `off`, `idle`, `metrics`, `spans`, `export`.
 //!
 //! Two figures per setting, each a run of its own process (a process has one global
 //! subscriber), alternating settings for three rounds:
@@ -238,7 +239,8 @@ fn main() {
     let steps = flag(&args, "--steps", 20_000);
     let batch = flag(&args, "--batch", 100_000);
     let me = std::env::current_exe().expect("this program");
-    let chosen = std::env::var("OVERHEAD_SETTINGS").unwrap_or_else(|_| "off,idle,export".into());
+    let chosen = std::env::var("OVERHEAD_SETTINGS")
+        .unwrap_or_else(|_| "off,idle,metrics,spans,export".into());
     let settings: Vec<&str> = chosen.split(',').collect();
     let mut figures = vec![(Vec::new(), Vec::new()); settings.len()];
     for _ in 0..rounds {
