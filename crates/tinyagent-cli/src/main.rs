@@ -173,6 +173,7 @@ fn init_logs(
     telemetry: &tinyagent_otel::Telemetry,
 ) {
     use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::FilterExt as _;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let named = std::env::var("TINYAGENT_LOG")
@@ -187,7 +188,15 @@ fn init_logs(
     // No `Option` layer: a `None` beside a filtered layer would turn every span off.
     let registry = tracing_subscriber::registry().with(telemetry.layer());
     let _ = match level {
-        Some(level) => registry.with(logs().with_filter(targets(level))).try_init(),
+        Some(level) => {
+            // A served request's span repeats what its log line says: not as the line's prefix.
+            let not_request = tracing_subscriber::filter::filter_fn(|meta| {
+                !(meta.is_span() && meta.target() == "tinyagent_server" && meta.name() == "request")
+            });
+            registry
+                .with(logs().with_filter(targets(level).and(not_request)))
+                .try_init()
+        }
         None if telemetry.exports_traces() || telemetry.keeps_metrics() => registry.try_init(),
         None => return,
     };
