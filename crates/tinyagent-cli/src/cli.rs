@@ -25,6 +25,10 @@ given; --mcp and --mcp-url add the tools of MCP servers (--mcp-header adds an HT
 such as a bearer token, to the requests to every --mcp-url server). Tool names a model API
 would refuse (files.read, 天气) are offered under valid names; `tinyagent tools` shows them.
 
+Telemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set (and the other standard OTEL_* variables),
+every command sends its spans (a run, each model call, each tool call) and metrics to that
+OpenTelemetry collector; nothing is sent otherwise. See docs/observability.md.
+
 Exit codes:
   0  success
   1  runtime failure: the model, a tool server or the agent failed
@@ -166,7 +170,7 @@ pub enum Command {
 const SERVE_AFTER_HELP: &str = "\
 Routes: POST /v1/chat/completions (model = the agent's name), GET /v1/models, POST
 /v1/sessions/ID/messages (server-sent events), GET|DELETE /v1/sessions/ID, GET /v1/sessions,
-GET /v1/agents, GET /healthz, GET /readyz, and the page at /.
+GET /v1/agents, GET /metrics, GET /healthz, GET /readyz, and the page at /.
 
 Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
 TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
@@ -185,6 +189,8 @@ Stores: memory (lost on exit), sqlite:PATH (a file), postgres://USER@HOST/DB, re
 Several servers sharing one PostgreSQL or Redis serve the same conversations.
 
 Logs: one line per request on standard error (TINYAGENT_LOG=debug|info|warn; default info).
+Metrics: GET /metrics in the Prometheus text format, for --admin-key (anyone, without keys).
+Traces: a request's traceparent header continues the caller's trace when OTEL_* is set.
 Ctrl-C or SIGTERM stops it: no new connections, answers in flight finish (up to
 --drain-timeout seconds).
 
