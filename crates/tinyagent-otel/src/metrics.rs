@@ -33,6 +33,7 @@ enum Kind {
     Http,
     McpClient,
     McpServer,
+    Store,
 }
 
 /// The fields of a span its metrics need, gathered as they are recorded.
@@ -65,6 +66,7 @@ fn wanted(name: &str) -> bool {
     name.starts_with("gen_ai.")
         || name.starts_with("http.")
         || name.starts_with("mcp.")
+        || name.starts_with("db.")
         || name == "error.type"
         || name == "tinyagent.stream"
 }
@@ -122,6 +124,7 @@ pub(crate) struct GenAiMetrics {
     streams_active: UpDownCounter<i64>,
     mcp_client_duration: Histogram<f64>,
     mcp_server_duration: Histogram<f64>,
+    store_duration: Histogram<f64>,
 }
 
 impl GenAiMetrics {
@@ -172,6 +175,10 @@ impl GenAiMetrics {
                 "mcp.server.operation.duration",
                 "How long an MCP request took to answer, as its server saw it",
             ),
+            store_duration: seconds(
+                "db.client.operation.duration",
+                "How long a session store operation took (a server's store)",
+            ),
             streams_active: meter
                 .i64_up_down_counter("tinyagent.server.active_streams")
                 .with_unit("{stream}")
@@ -191,7 +198,7 @@ impl GenAiMetrics {
                     .fields
                     .attributes(&["http.request.method", "http.route"]),
             ),
-            Kind::Chat | Kind::Tool | Kind::McpClient | Kind::McpServer => {}
+            Kind::Chat | Kind::Tool | Kind::McpClient | Kind::McpServer | Kind::Store => {}
         }
     }
 
@@ -243,6 +250,10 @@ impl GenAiMetrics {
                 self.runs_active
                     .add(-1, &fields.attributes(&["gen_ai.agent.name"]));
             }
+            Kind::Store => self.store_duration.record(
+                seconds,
+                &fields.attributes(&["db.operation.name", "error.type"]),
+            ),
             Kind::McpClient | Kind::McpServer => {
                 let histogram = if timed.kind == Kind::McpClient {
                     &self.mcp_client_duration
@@ -292,6 +303,7 @@ fn kind_of(attrs: &Attributes<'_>) -> Option<Kind> {
         "execute_tool" => Some(Kind::Tool),
         "mcp_client" => Some(Kind::McpClient),
         "mcp_server" => Some(Kind::McpServer),
+        "session_store" => Some(Kind::Store),
         _ if attrs.metadata().fields().field("http.route").is_some() => Some(Kind::Http),
         _ => None,
     }

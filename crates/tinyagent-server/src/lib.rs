@@ -84,6 +84,7 @@ mod serving;
 mod sessions;
 mod sse;
 mod state;
+mod store_spans;
 mod telemetry;
 mod tenancy;
 

@@ -36,8 +36,10 @@ impl Server {
     }
 
     /// The routes (without the front door), the host and origin policy, and the limits.
-    fn into_parts(self, draining: Arc<AtomicBool>) -> (Router, Arc<SitePolicy>, Limits) {
+    fn into_parts(mut self, draining: Arc<AtomicBool>) -> (Router, Arc<SitePolicy>, Limits) {
         let limits = self.limits;
+        // Every store operation a span: its latency in the traces and the metrics.
+        self.store = Arc::new(crate::store_spans::TracedStore(self.store));
         let runners = self
             .agents
             .iter()

@@ -1,15 +1,17 @@
 //! A span per request (`{METHOD} {route}`, kind server, the HTTP attributes), continuing the
 //! caller's trace (`traceparent`) and lasting as long as the answer's body, and `/metrics`.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, http};
-use futures::StreamExt;
+use futures::Stream;
 use tracing::Instrument;
 use tracing::field::Empty;
 
@@ -58,21 +60,34 @@ pub(crate) async fn trace(request: Request, next: Next) -> Response {
         span.record("tinyagent.stream", true);
     }
     let (parts, body) = response.into_parts();
-    let lasting = Lasting(span);
-    let body = body.into_data_stream().map(move |chunk| {
-        let _lasting = &lasting;
-        chunk
-    });
+    let body = InSpan {
+        inner: Box::pin(body.into_data_stream()),
+        span,
+    };
     Response::from_parts(parts, Body::from_stream(body))
 }
 
-/// Holds a request's span until its body is over, then ends it there: an exported span ends
-/// when it was last left, so leaving it once more marks the end of the answer.
-struct Lasting(tracing::Span);
+/// An answer's body, read inside its request's span: what its reading does (a stream's run,
+/// the store's writes) belongs to the request, and the span ends with the body (an exported
+/// span ends when it was last left).
+struct InSpan {
+    inner: Pin<Box<dyn Stream<Item = Result<Bytes, axum::Error>> + Send>>,
+    span: tracing::Span,
+}
 
-impl Drop for Lasting {
+impl Stream for InSpan {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let span = self.span.clone();
+        let _entered = span.enter();
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+impl Drop for InSpan {
     fn drop(&mut self) {
-        self.0.in_scope(|| {});
+        self.span.in_scope(|| {});
     }
 }
 

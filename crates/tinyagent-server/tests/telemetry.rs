@@ -65,8 +65,15 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
         .with(telemetry.layer())
         .init();
     let prometheus = telemetry.prometheus().unwrap().clone();
+    let greeter = tinyagent::LlmAgent::builder("greeter")
+        .model(tinyagent::testing::ScriptedModel::new([
+            tinyagent::testing::reply::text("hello"),
+        ]))
+        .build()
+        .unwrap();
     let server = Server::new()
         .agent(otel::lead(r#"{"city":"Oslo"}"#))
+        .agent(greeter)
         .named_api_key("alice", "sk-alice")
         .admin_key("sk-admin")
         .metrics(prometheus.clone());
@@ -86,6 +93,18 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
     assert_eq!(answer.status(), 200);
     let body = answer.text().await.unwrap();
     assert!(body.contains("sunny in Oslo"), "{body}");
+
+    // A stored conversation: the session store's work is timed too.
+    let stored = http
+        .post(running.url("/v1/sessions/ses_otel/messages"))
+        .bearer_auth("sk-alice")
+        .json(&serde_json::json!({"agent": "greeter", "input": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), 200);
+    let events = stored.text().await.unwrap();
+    assert!(events.contains("hello"), "{events}");
 
     // The metrics are the operator's.
     let denied = http
@@ -138,6 +157,16 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
         value(&samples, "gen_ai_client_token_usage_sum", &input),
         457.0
     );
+    // The session store's operations, timed.
+    for operation in ["lock", "commit"] {
+        let labels = [("db_operation_name", operation)];
+        let count = value(
+            &samples,
+            "db_client_operation_duration_seconds_count",
+            &labels,
+        );
+        assert!(count >= 1.0, "{operation}: {count}");
+    }
     // The denied and refused requests count too, by their status.
     let refused = [
         ("http_route", "/metrics"),
@@ -154,7 +183,7 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
 
     // The request's span continues the caller's trace; the run is inside it.
     telemetry.flush();
-    let spans = receiver.spans(10).await;
+    let spans = receiver.spans(12).await;
     let request = otel::span(&spans, "POST /v1/chat/completions");
     assert_eq!(request["kind"], "SPAN_KIND_SERVER");
     assert_eq!(request["trace_id"], trace_id);
@@ -167,8 +196,16 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
     let run = otel::span(&spans, "invoke_agent lead");
     assert_eq!(run["trace_id"], trace_id);
     assert_eq!(run["parent_span_id"], request["span_id"]);
+    // The store's spans are in the trace of the request that needed them.
+    let commit = otel::span(&spans, "session_store commit");
+    assert_eq!(commit["kind"], "SPAN_KIND_CLIENT");
+    let posted = otel::span(&spans, "POST /v1/sessions/{id}/messages");
+    assert_eq!(commit["trace_id"], posted["trace_id"]);
     // The request's span lasts as long as its stream: past every model call of the run.
-    for chat in spans.iter().filter(|s| s["name"] == "chat scripted") {
+    let chats = spans
+        .iter()
+        .filter(|s| s["name"] == "chat scripted" && s["trace_id"] == trace_id);
+    for chat in chats {
         assert!(
             chat["end"].as_u64() <= request["end"].as_u64(),
             "{chat:#}\n{request:#}"
