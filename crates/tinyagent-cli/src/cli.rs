@@ -189,7 +189,7 @@ Stores: memory (lost on exit), sqlite:PATH (a file), postgres://USER@HOST/DB, re
 Several servers sharing one PostgreSQL or Redis serve the same conversations.
 
 Logs: one line per request on standard error (TINYAGENT_LOG=debug|info|warn; default info).
-Metrics: GET /metrics in the Prometheus text format, for --admin-key (anyone, without keys).
+Metrics: GET /metrics in the Prometheus text format, for --admin-key (without keys: anyone).
 Traces: a request's traceparent header continues the caller's trace when OTEL_* is set.
 Ctrl-C or SIGTERM stops it: no new connections, answers in flight finish (up to
 --drain-timeout seconds).

@@ -84,7 +84,7 @@ fn telemetry() -> Telemetry {
             eprintln!("agent_demo: {err}; going on without it");
             Telemetry::disabled()
         });
-    if telemetry.exports_traces() {
+    if telemetry.exports_traces() || telemetry.keeps_metrics() {
         println!("telemetry: spans and metrics go to the OTLP endpoint the environment names");
         tracing_subscriber::registry()
             .with(telemetry.layer())
@@ -97,7 +97,9 @@ fn telemetry() -> Telemetry {
 async fn main() -> ExitCode {
     let telemetry = telemetry();
     let code = demo().await;
-    telemetry.shutdown();
+    // Shutting down waits for the last export, which a gRPC exporter makes on this runtime:
+    // off its worker threads.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     code
 }
 

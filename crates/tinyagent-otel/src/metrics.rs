@@ -56,7 +56,14 @@ impl Fields {
     fn attributes(&self, names: &[&'static str]) -> Vec<KeyValue> {
         names
             .iter()
-            .filter_map(|&name| self.get(name).map(|v| KeyValue::new(name, v.to_owned())))
+            .filter_map(|&name| {
+                let value = self.get(name)?;
+                // The conventions' integer attributes stay integers.
+                Some(match value.parse::<i64>() {
+                    Ok(n) if name == "http.response.status_code" => KeyValue::new(name, n),
+                    _ => KeyValue::new(name, value.to_owned()),
+                })
+            })
             .collect()
     }
 }
@@ -67,6 +74,7 @@ fn wanted(name: &str) -> bool {
         || name.starts_with("http.")
         || name.starts_with("mcp.")
         || name.starts_with("db.")
+        || name == "url.scheme"
         || name == "error.type"
         || name == "tinyagent.stream"
 }
@@ -160,7 +168,7 @@ impl GenAiMetrics {
                 .build(),
             http_duration: seconds(
                 "http.server.request.duration",
-                "How long a server took to answer a request (to its headers, for a stream)",
+                "How long a server took to answer a request, to the last byte of its answer",
             ),
             http_active: meter
                 .i64_up_down_counter("http.server.active_requests")
@@ -196,7 +204,7 @@ impl GenAiMetrics {
                 1,
                 &timed
                     .fields
-                    .attributes(&["http.request.method", "http.route"]),
+                    .attributes(&["http.request.method", "http.route", "url.scheme"]),
             ),
             Kind::Chat | Kind::Tool | Kind::McpClient | Kind::McpServer | Kind::Store => {}
         }
@@ -266,7 +274,7 @@ impl GenAiMetrics {
                 );
             }
             Kind::Http => {
-                let opened = ["http.request.method", "http.route"];
+                let opened = ["http.request.method", "http.route", "url.scheme"];
                 self.http_active.add(-1, &fields.attributes(&opened));
                 if timed.streaming {
                     self.streams_active
@@ -278,6 +286,7 @@ impl GenAiMetrics {
                         "http.request.method",
                         "http.route",
                         "http.response.status_code",
+                        "url.scheme",
                         "error.type",
                     ]),
                 );

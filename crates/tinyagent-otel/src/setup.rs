@@ -11,7 +11,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::{Level, Subscriber};
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::{FilterExt as _, Targets};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::metrics::{GenAiMetrics, MetricsLayer, Prometheus};
@@ -54,14 +54,14 @@ pub struct TelemetryBuilder {
     capture_content: Option<bool>,
     traces: bool,
     metrics: bool,
+    lookup: Lookup,
 }
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
+/// Where the variables are read from: the process's environment (tests give another).
+type Lookup = fn(&str) -> Option<String>;
 
-fn var_is(name: &str, value: &str) -> bool {
-    var(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
+fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 impl TelemetryBuilder {
@@ -75,11 +75,24 @@ impl TelemetryBuilder {
             capture_content: None,
             traces: true,
             metrics: true,
+            lookup: environment,
         }
     }
 
-    /// Whether the `OTEL_*` variables are read (on by default): off, only what is set in
-    /// code counts.
+    /// A variable's value, when set and not blank.
+    fn var(&self, name: &str) -> Option<String> {
+        (self.lookup)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    fn var_is(&self, name: &str, value: &str) -> bool {
+        self.var(name)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
+    }
+
+    /// Whether the `OTEL_*` variables decide what is exported, where, how and by whom (on by
+    /// default): off, only what is set in code counts for those. The OpenTelemetry SDK and
+    /// exporter still read their own tuning variables (`OTEL_BSP_*`, the sampler,
+    /// `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS` and timeouts) either way.
     pub fn env(mut self, read: bool) -> Self {
         self.env = read;
         self
@@ -145,24 +158,36 @@ impl TelemetryBuilder {
         if self.endpoint.is_some() {
             return true;
         }
-        if !self.env || var_is("OTEL_SDK_DISABLED", "true") {
+        if !self.env || self.var_is("OTEL_SDK_DISABLED", "true") {
             return false;
         }
+        // OTLP is the only exporter here: `none`, or one this crate does not have (`console`,
+        // `zipkin`), exports nothing.
         let exporter = format!("OTEL_{signal}_EXPORTER");
-        if var_is(&exporter, "none") {
+        if self.var(&exporter).is_some_and(|named| {
+            !named
+                .split(',')
+                .any(|e| e.trim().eq_ignore_ascii_case("otlp"))
+        }) {
             return false;
         }
-        var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
-            || var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_some()
-            || var_is(&exporter, "otlp")
+        self.var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+            || self
+                .var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
+                .is_some()
+            || self.var_is(&exporter, "otlp")
     }
 
     fn protocol_for(&self, signal: &str) -> Protocol {
         if let Some(protocol) = self.protocol {
             return protocol;
         }
-        let named = var(&format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"))
-            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+        if !self.env {
+            return Protocol::HttpProtobuf;
+        }
+        let named = self
+            .var(&format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"))
+            .or_else(|| self.var("OTEL_EXPORTER_OTLP_PROTOCOL"));
         match named.as_deref().map(str::trim) {
             Some("grpc") => Protocol::Grpc,
             _ => Protocol::HttpProtobuf,
@@ -178,11 +203,25 @@ impl TelemetryBuilder {
         })
     }
 
+    /// The service name to set: none when the environment names the service (the SDK reads
+    /// `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` itself), else the builder's or
+    /// `tinyagent`.
+    fn service_name_to_set(&self) -> Option<&str> {
+        let from_env = self.env
+            && (self.var("OTEL_SERVICE_NAME").is_some()
+                || self
+                    .var("OTEL_RESOURCE_ATTRIBUTES")
+                    .is_some_and(|attributes| {
+                        attributes
+                            .split(',')
+                            .any(|kv| kv.trim_start().starts_with("service.name="))
+                    }));
+        (!from_env).then(|| self.service_name.as_deref().unwrap_or("tinyagent"))
+    }
+
     fn resource(&self) -> Resource {
         let mut resource = Resource::builder();
-        let from_env = self.env && var("OTEL_SERVICE_NAME").is_some();
-        if !from_env {
-            let name = self.service_name.as_deref().unwrap_or("tinyagent");
+        if let Some(name) = self.service_name_to_set() {
             resource = resource.with_service_name(name.to_owned());
         }
         resource
@@ -248,7 +287,7 @@ impl TelemetryBuilder {
     /// Builds the providers. A gRPC exporter must be built inside a Tokio runtime.
     pub fn build(self) -> Result<Telemetry, TelemetryError> {
         let capture = self.capture_content.unwrap_or_else(|| {
-            self.env && var_is("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+            self.env && self.var_is("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
         });
         tinyagent::telemetry::capture_content(capture);
         let resource = self.resource();
@@ -260,13 +299,14 @@ impl TelemetryBuilder {
             None
         };
         let export_metrics = self.exports("METRICS");
+        let disabled = self.env && self.var_is("OTEL_SDK_DISABLED", "true");
         let mut prometheus = None;
-        let meter = if export_metrics || self.prometheus {
+        let meter = if export_metrics || (self.prometheus && !disabled) {
             let mut builder = SdkMeterProvider::builder().with_resource(resource);
             if export_metrics {
                 builder = builder.with_periodic_exporter(self.metric_exporter()?);
             }
-            if self.prometheus {
+            if self.prometheus && !disabled {
                 let registry = prometheus::Registry::new();
                 let reader = opentelemetry_prometheus::exporter()
                     .with_registry(registry.clone())
@@ -285,6 +325,16 @@ impl TelemetryBuilder {
             prometheus,
         })
     }
+}
+
+/// Whether a span or event goes to the exporter: every span (their content attributes are
+/// gated by the content switch where they are made); of the events inside them, a provider's
+/// retry and failure warnings, and the rest (log lines that may quote tool arguments, results
+/// or a server's logs) only when content is captured.
+fn exported(meta: &tracing::Metadata<'_>) -> bool {
+    meta.is_span()
+        || tinyagent::telemetry::captures_content()
+        || (meta.target().starts_with("tinyagent_http") && *meta.level() <= Level::WARN)
 }
 
 /// The telemetry of a process: spans exported over OTLP when asked, metrics exported and/or
@@ -359,7 +409,11 @@ impl Telemetry {
                 .with_target(false)
                 .with_tracked_inactivity(false)
                 .with_context_activation(false)
-                .with_filter(Targets::new().with_target(SCOPE, Level::INFO))
+                .with_filter(
+                    Targets::new()
+                        .with_target(SCOPE, Level::INFO)
+                        .and(tracing_subscriber::filter::filter_fn(exported)),
+                )
         });
         let metrics = self.meter.as_ref().map(|provider| {
             MetricsLayer {
@@ -409,5 +463,90 @@ impl Telemetry {
 impl Drop for Telemetry {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(lookup: Lookup) -> TelemetryBuilder {
+        TelemetryBuilder {
+            lookup,
+            ..TelemetryBuilder::new()
+        }
+    }
+
+    #[test]
+    fn nothing_set_exports_nothing() {
+        let builder = with(|_| None);
+        assert!(!builder.exports("TRACES") && !builder.exports("METRICS"));
+    }
+
+    #[test]
+    fn an_endpoint_exports_both_signals_unless_one_is_turned_off() {
+        let builder = with(|name| {
+            (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://127.0.0.1:4318".into())
+        });
+        assert!(builder.exports("TRACES") && builder.exports("METRICS"));
+        let builder = with(|name| match name {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://127.0.0.1:4318".into()),
+            "OTEL_METRICS_EXPORTER" => Some("none".into()),
+            _ => None,
+        });
+        assert!(builder.exports("TRACES") && !builder.exports("METRICS"));
+        // An exporter this crate does not have exports nothing rather than OTLP.
+        let builder = with(|name| match name {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://127.0.0.1:4318".into()),
+            "OTEL_TRACES_EXPORTER" => Some("console".into()),
+            _ => None,
+        });
+        assert!(!builder.exports("TRACES") && builder.exports("METRICS"));
+    }
+
+    #[test]
+    fn a_signal_endpoint_exports_that_signal_only() {
+        let builder = with(|name| {
+            (name == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| "http://c:4318/v1/traces".into())
+        });
+        assert!(builder.exports("TRACES") && !builder.exports("METRICS"));
+    }
+
+    #[test]
+    fn the_sdk_disabled_turns_everything_off() {
+        let builder = with(|name| match name {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://127.0.0.1:4318".into()),
+            "OTEL_SDK_DISABLED" => Some("TRUE".into()),
+            _ => None,
+        });
+        assert!(!builder.exports("TRACES") && !builder.exports("METRICS"));
+        let telemetry = builder.prometheus(true).build().unwrap();
+        assert!(!telemetry.keeps_metrics() && telemetry.prometheus().is_none());
+    }
+
+    #[test]
+    fn the_protocol_comes_from_the_signal_then_the_general_variable_unless_ignored() {
+        let builder = with(|name| match name {
+            "OTEL_EXPORTER_OTLP_PROTOCOL" => Some("grpc".into()),
+            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL" => Some("http/protobuf".into()),
+            _ => None,
+        });
+        assert_eq!(builder.protocol_for("TRACES"), Protocol::Grpc);
+        assert_eq!(builder.protocol_for("METRICS"), Protocol::HttpProtobuf);
+        let builder = builder.env(false);
+        assert_eq!(builder.protocol_for("TRACES"), Protocol::HttpProtobuf);
+    }
+
+    #[test]
+    fn a_service_name_from_the_environment_is_not_overwritten() {
+        let builder = with(|name| {
+            (name == "OTEL_RESOURCE_ATTRIBUTES").then(|| "team=ai, service.name=from-env".into())
+        });
+        assert_eq!(builder.service_name_to_set(), None);
+        let builder = with(|name| (name == "OTEL_SERVICE_NAME").then(|| "svc".into()));
+        assert_eq!(builder.service_name_to_set(), None);
+        let builder = with(|_| None).service_name("mine");
+        assert_eq!(builder.service_name_to_set(), Some("mine"));
+        assert_eq!(with(|_| None).service_name_to_set(), Some("tinyagent"));
     }
 }

@@ -43,6 +43,13 @@ async fn asked_for_content_is_recorded_redacted() {
         answers.iter().any(|a| a.contains("It is sunny in Oslo.")),
         "{answers:#?}"
     );
+    // The log lines inside a call go along too, now that content is asked for.
+    let failed = span(&spans, "execute_tool broken");
+    let events = failed["events"].as_array().unwrap();
+    assert!(
+        events.iter().any(|e| e["name"] == "tool call failed"),
+        "{failed:#}"
+    );
     let all = serde_json::to_string(&spans).unwrap();
     assert!(!all.contains("sk-live-secret-123"), "{all}");
 }

@@ -131,6 +131,8 @@ async fn a_run_is_one_trace_of_genai_spans_over_http() {
     let failed = span(&spans, "execute_tool broken");
     assert_eq!(failed["attributes"]["error.type"], "failed");
     assert_eq!(failed["status"], "STATUS_CODE_ERROR");
+    // Its logging middleware's failure line (which quotes the error) stays in the logs.
+    assert_eq!(failed["events"], serde_json::json!([]), "{failed:#}");
 
     // No content by default: no argument, result or answer, anywhere.
     let all = serde_json::to_string(&spans).unwrap();
@@ -163,4 +165,47 @@ async fn the_same_spans_go_over_grpc_without_metrics() {
         "failed"
     );
     assert_eq!(span(&spans, "chat scripted")["kind"], "SPAN_KIND_CLIENT");
+}
+
+/// A model that never answers.
+struct Silent;
+
+impl tinyagent::Model for Silent {
+    fn name(&self) -> &str {
+        "silent"
+    }
+
+    fn generate<'a>(
+        &'a self,
+        _req: &'a tinyagent::ModelRequest,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::ModelResponse, tinyagent::ModelError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_run_cut_short_is_cancelled_not_a_success() {
+    let receiver = Receiver::start().await;
+    let telemetry = Telemetry::builder()
+        .env(false)
+        .endpoint(&receiver.http)
+        .build()
+        .unwrap();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let agent = tinyagent::LlmAgent::builder("waiting")
+        .model(Silent)
+        .build()
+        .unwrap();
+    // The caller gives up: the run's future is dropped in the middle of its model call.
+    let asked = agent.ask(&Session::new(), "Hello?");
+    let gave_up = tokio::time::timeout(std::time::Duration::from_millis(50), asked).await;
+    assert!(gave_up.is_err());
+    telemetry.shutdown();
+    let spans = receiver.spans(2).await;
+    for name in ["invoke_agent waiting", "chat silent"] {
+        let cut = span(&spans, name);
+        assert_eq!(cut["attributes"]["error.type"], "cancelled", "{cut:#}");
+        assert_eq!(cut["status"], "STATUS_CODE_ERROR");
+    }
 }

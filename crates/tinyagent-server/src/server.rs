@@ -364,7 +364,7 @@ impl Server {
     }
 
     /// Serves these metrics at `GET /metrics`, in the Prometheus text format (for an admin
-    /// key; on a server without keys, for anyone). Make them with
+    /// key; on a server without keys, for whoever reaches it, like every route). Make them with
     /// `tinyagent_otel::Telemetry::builder().prometheus(true)`; the server's requests are
     /// counted there too (`http.server.request.duration`, `http.server.active_requests`,
     /// `tinyagent.server.active_streams`), beside the runs' own metrics.

@@ -39,6 +39,7 @@ pub(crate) async fn trace(request: Request, next: Next) -> Response {
         http.request.method = %method,
         http.route = route.as_deref(),
         url.path = %request.uri().path(),
+        url.scheme = "http",
         http.response.status_code = Empty,
         tinyagent.stream = Empty,
         error.type = Empty,
@@ -91,8 +92,8 @@ impl Drop for InSpan {
     }
 }
 
-/// `GET /metrics`: the metrics in the Prometheus text format, for an admin key (or anyone on
-/// a server without keys, which listens on loopback only).
+/// `GET /metrics`: the metrics in the Prometheus text format, for an admin key (on a server
+/// without keys, for whoever reaches it, like every route).
 pub(crate) async fn metrics(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,

@@ -251,6 +251,31 @@ pub(crate) fn tool_span(tool: &str, call_id: &str) -> Span {
     )
 }
 
+/// Marks a span `error.type = "cancelled"` if it is dropped before [`done`](Self::done): a run,
+/// model call or tool call whose future was dropped (a client gone, a time limit) must not
+/// count as a success.
+pub(crate) struct Unfinished(Option<Span>);
+
+impl Unfinished {
+    pub(crate) fn new(span: &Span) -> Self {
+        Self(Some(span.clone()))
+    }
+
+    /// The work ended (well or not, as the span records): nothing to mark.
+    pub(crate) fn done(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(span) = self.0.take() {
+            span.record("error.type", "cancelled");
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+}
+
 /// The `error.type` of a run's failure: a short snake-case name of what went wrong.
 pub(crate) fn agent_error_type(err: &AgentError) -> &'static str {
     match err {

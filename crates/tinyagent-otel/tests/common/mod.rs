@@ -103,16 +103,18 @@ pub fn weather() -> Arc<dyn Tool> {
     )
 }
 
-/// A tool that always fails.
+/// A tool that always fails, with the logging middleware (whose failure line quotes the
+/// error: it must not reach exported spans unless content is captured).
 pub fn broken() -> Arc<dyn Tool> {
-    tools::new_tool(
+    let tool = tools::new_tool(
         "broken",
         "Always fails",
         json!({"type": "object"}),
         |_ctx: ToolContext, _input: String| async move {
             Err::<String, _>(ToolError::failed("the disk is on fire"))
         },
-    )
+    );
+    tools::wrap_tool(tool, [tools::with_logging()])
 }
 
 /// A lead agent whose run makes two tool calls (one fails), then asks a nested agent

@@ -8,6 +8,7 @@ mod compaction;
 mod config;
 pub(crate) mod error;
 pub(crate) mod events;
+mod model_call;
 mod options;
 mod pause;
 mod queue;

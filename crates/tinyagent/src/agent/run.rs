@@ -6,12 +6,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures::StreamExt;
 use futures::stream::{BoxStream, Stream};
 use tracing::Instrument;
 
 use super::compaction;
 use super::config::{Config, ToolEntry};
+use super::model_call::{call_model, summarize};
 use super::options;
 use super::pause::{self, CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
 use super::queue::Queue;
@@ -23,8 +23,8 @@ use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use crate::model::{
-    FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ResponseFormat,
-    Sampling, ToolChoice, ToolDefinition, Usage,
+    FinishReason, ModelRequest, ModelResponse, ResponseFormat, Sampling, ToolChoice,
+    ToolDefinition, Usage,
 };
 use crate::telemetry;
 use crate::tools::middleware::{Approval, Decided};
@@ -81,7 +81,9 @@ pub(super) fn run_with_format(
     let run = span.clone();
     let driver = Box::pin(
         async move {
+            let unfinished = telemetry::Unfinished::new(&run);
             let result = drive(config, inv, format, out).await;
+            unfinished.done();
             if let Err(err) = &result {
                 telemetry::fail_agent_span(&run, err);
             }
@@ -397,29 +399,6 @@ async fn drive(
     })
 }
 
-/// Writes a summary for compaction with `model`, charged to the budget like any model call.
-async fn summarize(
-    model: Arc<dyn Model>,
-    req: ModelRequest,
-    budget: &SharedBudget,
-    config: &Config,
-    spent: &Mutex<Usage>,
-) -> Result<String, ModelError> {
-    budget
-        .charge_model_call()
-        .map_err(|e| ModelError::other(e.to_string()))?;
-    let response = model.generate(&req).await?;
-    budget.add_tokens(response.usage.total_tokens().unwrap_or(0));
-    let name = response.model.as_deref().unwrap_or_else(|| model.name());
-    let mut usage = response.usage;
-    usage.cost = usage.cost.or_else(|| config.prices.cost(name, &usage));
-    if let Some(cost) = usage.cost {
-        budget.add_cost(cost);
-    }
-    *spent.lock().unwrap_or_else(PoisonError::into_inner) += usage;
-    Ok(response.message.text())
-}
-
 /// Runs `fut` until the budget's wall time ends (when there is a runtime to keep time).
 async fn within<F: Future>(budget: &SharedBudget, fut: F) -> Result<F::Output, BudgetExceeded> {
     match budget.deadline() {
@@ -430,55 +409,6 @@ async fn within<F: Future>(budget: &SharedBudget, fut: F) -> Result<F::Output, B
         }
         _ => Ok(fut.await),
     }
-}
-
-/// Streams one model step, forwarding text deltas, and returns the final response.
-/// Its span (`chat {model}`) covers the whole call, retries included.
-/// The answer's cost is worked out from the agent's prices when the model gives none.
-async fn call_model(
-    config: &Config,
-    req: &ModelRequest,
-    out: &Queue,
-) -> Result<ModelResponse, AgentError> {
-    let model = config.model.as_ref();
-    let span = telemetry::chat_span(model.name(), model.provider(), req);
-    let mut result = stream_reply(model, req, out).instrument(span.clone()).await;
-    if let Ok(response) = &mut result
-        && response.usage.cost.is_none()
-    {
-        // Priced as the model that answered (a dated snapshot costs what its model costs),
-        // else as the agent's model.
-        let usage = &response.usage;
-        response.usage.cost = response
-            .model
-            .as_deref()
-            .and_then(|answered| config.prices.cost(answered, usage))
-            .or_else(|| config.prices.cost(model.name(), usage));
-    }
-    match &result {
-        Ok(response) => telemetry::end_chat_span(&span, response),
-        Err(err) => telemetry::fail_chat_span(&span, err),
-    }
-    result.map_err(AgentError::from)
-}
-
-async fn stream_reply(
-    model: &dyn Model,
-    req: &ModelRequest,
-    out: &Queue,
-) -> Result<ModelResponse, ModelError> {
-    let mut events = model.stream(req);
-    while let Some(event) = events.next().await {
-        match event? {
-            ModelEvent::TextDelta(text) => out.push(Event::TextDelta(text)),
-            ModelEvent::Restart { reason } => out.push(Event::ReplyRestarted { reason }),
-            ModelEvent::Done(response) => return Ok(response),
-            _ => {}
-        }
-    }
-    Err(ModelError::invalid_response(
-        "the model's stream ended without a final response",
-    ))
 }
 
 /// What resuming a paused step needs from the run.

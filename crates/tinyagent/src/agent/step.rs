@@ -137,7 +137,12 @@ pub(super) async fn run_call(
     }
     let outcome = match (refusal, entry) {
         (Some(err), _) => Err(err),
-        (None, Some(entry)) => invoke(entry, ctx, call, out).instrument(span.clone()).await,
+        (None, Some(entry)) => {
+            let unfinished = telemetry::Unfinished::new(&span);
+            let outcome = invoke(entry, ctx, call, out).instrument(span.clone()).await;
+            unfinished.done();
+            outcome
+        }
         (None, None) => Err(ToolError::not_found(format!(
             "unknown tool {:?}",
             call.name
