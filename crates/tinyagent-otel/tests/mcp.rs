@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Write as _;
 
 use serde_json::Value;
 use tinyagent::testing::{ScriptedModel, reply};
@@ -14,7 +13,7 @@ use tinyagent_mcp::{McpServer, McpToolset};
 use tinyagent_otel::Telemetry;
 use tracing_subscriber::prelude::*;
 
-use common::{Receiver, broken, span, weather};
+use common::{Receiver, broken, parse_prometheus, span, weather};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_tool_call_is_one_trace_from_agent_to_server() {
@@ -93,24 +92,7 @@ async fn a_remote_tool_call_is_one_trace_from_agent_to_server() {
     }
 
     // MCP durations, on both sides, by tool.
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/parse_prometheus.py"
-    );
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let samples: Vec<Value> =
-        serde_json::from_slice(&child.wait_with_output().unwrap().stdout).unwrap();
+    let samples = parse_prometheus(&text);
     for side in ["client", "server"] {
         let name = format!("mcp_{side}_operation_duration_seconds_count");
         let count: f64 = samples

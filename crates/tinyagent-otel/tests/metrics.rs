@@ -3,53 +3,11 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
-use serde_json::Value;
 use tinyagent::{AgentExt as _, Session};
 use tinyagent_otel::Telemetry;
 use tracing_subscriber::prelude::*;
 
-use common::{Receiver, lead};
-
-/// The samples of `text`, as the official Python parser reads them.
-fn parse(text: &str) -> Vec<Value> {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/parse_prometheus.py"
-    );
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs (bash scripts/setup.sh --test installs prometheus-client)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the parser refused the text:\n{text}");
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// The value of the sample `name` whose labels include `labels`.
-fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
-    let found: Vec<&Value> = samples
-        .iter()
-        .filter(|s| s["name"] == name)
-        .filter(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
-        .collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "{name} {labels:?}: {found:#?}\nin {samples:#?}"
-    );
-    found[0]["value"].as_f64().unwrap()
-}
+use common::{Receiver, lead, parse_prometheus as parse, sample};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
@@ -73,7 +31,7 @@ async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
     let model = [("gen_ai_request_model", "scripted")];
     // Four model calls: three of the lead, one of the helper.
     assert_eq!(
-        value(
+        sample(
             &samples,
             "gen_ai_client_operation_duration_seconds_count",
             &model
@@ -89,21 +47,21 @@ async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
         ("gen_ai_token_type", "output"),
     ];
     assert_eq!(
-        value(&samples, "gen_ai_client_token_usage_sum", &input),
+        sample(&samples, "gen_ai_client_token_usage_sum", &input),
         457.0
     );
     assert_eq!(
-        value(&samples, "gen_ai_client_token_usage_count", &input),
+        sample(&samples, "gen_ai_client_token_usage_count", &input),
         4.0
     );
     assert_eq!(
-        value(&samples, "gen_ai_client_token_usage_sum", &output),
+        sample(&samples, "gen_ai_client_token_usage_sum", &output),
         41.0
     );
     // Tool calls by tool, the failure with its type.
     let tool = |name| [("gen_ai_tool_name", name)];
     assert_eq!(
-        value(
+        sample(
             &samples,
             "tinyagent_tool_call_duration_seconds_count",
             &tool("get_weather")
@@ -111,7 +69,7 @@ async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
         1.0
     );
     assert_eq!(
-        value(
+        sample(
             &samples,
             "tinyagent_tool_call_duration_seconds_count",
             &[("gen_ai_tool_name", "broken"), ("error_type", "failed")]
@@ -121,9 +79,12 @@ async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
     // Both runs ended: none in flight.
     for agent in ["lead", "helper"] {
         let labels = [("gen_ai_agent_name", agent)];
-        assert_eq!(value(&samples, "tinyagent_agent_runs_active", &labels), 0.0);
         assert_eq!(
-            value(
+            sample(&samples, "tinyagent_agent_runs_active", &labels),
+            0.0
+        );
+        assert_eq!(
+            sample(
                 &samples,
                 "tinyagent_agent_run_duration_seconds_count",
                 &labels

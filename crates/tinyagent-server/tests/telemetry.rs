@@ -8,48 +8,12 @@ mod otel;
 
 mod common;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
-use serde_json::Value;
 use tinyagent_otel::Telemetry;
 use tinyagent_server::Server;
 use tracing_subscriber::prelude::*;
 
 use common::{Running, chat, client};
-
-/// The samples of Prometheus text, as the official Python parser reads them.
-fn parse(text: &str) -> Vec<Value> {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tinyagent-otel/tests/fixtures/parse_prometheus.py"
-    );
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs (bash scripts/setup.sh --test installs prometheus-client)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the parser refused the text:\n{text}");
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
-    let found: Vec<&Value> = samples
-        .iter()
-        .filter(|s| s["name"] == name)
-        .filter(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
-        .collect();
-    assert_eq!(found.len(), 1, "{name} {labels:?}: {found:#?}");
-    found[0]["value"].as_f64().unwrap()
-}
+use otel::{parse_prometheus as parse, sample as value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metrics() {

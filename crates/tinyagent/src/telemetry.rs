@@ -151,10 +151,15 @@ fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// Marks `span` failed, with `error_type` as its `error.type`.
+pub(crate) fn fail(span: &Span, error_type: &str) {
+    span.record("error.type", error_type);
+    span.record("otel.status_code", "ERROR");
+}
+
 /// Records a run's failure on its span.
 pub(crate) fn fail_agent_span(span: &Span, err: &AgentError) {
-    span.record("error.type", agent_error_type(err));
-    span.record("otel.status_code", "ERROR");
+    fail(span, agent_error_type(err));
 }
 
 /// The span of one model call.
@@ -227,8 +232,7 @@ pub(crate) fn end_chat_span(span: &Span, response: &ModelResponse) {
 
 /// Records a failed model call on its span.
 pub(crate) fn fail_chat_span(span: &Span, err: &ModelError) {
-    span.record("error.type", err.kind().as_str());
-    span.record("otel.status_code", "ERROR");
+    fail(span, err.kind().as_str());
 }
 
 /// The span of one tool call made by an agent.
@@ -270,8 +274,7 @@ impl Unfinished {
 impl Drop for Unfinished {
     fn drop(&mut self) {
         if let Some(span) = self.0.take() {
-            span.record("error.type", "cancelled");
-            span.record("otel.status_code", "ERROR");
+            fail(&span, "cancelled");
         }
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use std::io::Write as _;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -158,4 +159,42 @@ pub fn span<'a>(spans: &'a [Value], name: &str) -> &'a Value {
         .iter()
         .find(|s| s["name"] == name)
         .unwrap_or_else(|| panic!("no span {name:?} in {spans:#?}"))
+}
+
+/// The samples of `text`, as the official Python parser reads them.
+pub fn parse_prometheus(text: &str) -> Vec<Value> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tinyagent-otel/tests/fixtures/parse_prometheus.py"
+    );
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (bash scripts/setup.sh --test installs prometheus-client)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the parser refused the text:\n{text}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+pub fn sample(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let found: Vec<&Value> = samples
+        .iter()
+        .filter(|s| s["name"] == name)
+        .filter(|s| labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{name} {labels:?}: {found:#?}\nin {samples:#?}"
+    );
+    found[0]["value"].as_f64().unwrap()
 }

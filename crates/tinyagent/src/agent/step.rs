@@ -172,8 +172,7 @@ pub(super) async fn run_call(
             )
         }
         Err(err) => {
-            span.record("error.type", err.kind().as_str());
-            span.record("otel.status_code", "ERROR");
+            telemetry::fail(&span, err.kind().as_str());
             tracing::debug!(
                 gen_ai.tool.name = %call.name,
                 error.type = %err.kind(),
