@@ -247,6 +247,30 @@ async fn a_follow_up_asks_the_tool_about_the_new_city_and_a_thanks_calls_nothing
 }
 
 #[tokio::test]
+async fn an_arithmetic_follow_up_works_on_the_last_result() {
+    // "再乘以 2" after 7 × 8 multiplies the result, 56, by 2: the model left to itself
+    // copies the previous call's 7.
+    let agent = smart_assistant();
+    let session = Session::new();
+    let first = calls_of_turn(&agent, &session, "帮我算一下 7 乘以 8 等于多少。").await;
+    assert_eq!(first.len(), 1, "{:#?}", session.messages());
+    let follow_up = calls_of_turn(&agent, &session, "再乘以 2 呢？").await;
+    assert_eq!(follow_up.len(), 1, "{:#?}", session.messages());
+    assert_eq!(follow_up[0].name, "calculator", "{:#?}", session.messages());
+    let args = args_of(&follow_up[0]);
+    assert_eq!(args["operation"], "multiply", "{args}");
+    let mut numbers = [args["a"].as_f64(), args["b"].as_f64()];
+    numbers.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal));
+    assert_eq!(numbers, [Some(2.0), Some(56.0)], "{args}");
+    let answer = session
+        .messages()
+        .last()
+        .map(|m| m.text())
+        .unwrap_or_default();
+    assert!(answer.contains("112"), "{:#?}", session.messages());
+}
+
+#[tokio::test]
 async fn a_forced_tool_is_called_even_when_another_fits_the_question() {
     // Left to itself the model calls get_weather here (see the tests above); tool_choice
     // must override that.

@@ -5,10 +5,12 @@
 //! - An optional enum is said only when the question raises one value clearly above the
 //!   others; otherwise it is left out and the tool's default applies (a weather question that
 //!   names no unit gets no unit).
-//! - A number is the model's own value or one the conversation holds (the question's, an
-//!   earlier result's), whichever the question raises most over a blank question: "now
-//!   multiply that by 2" after 7 × 8 = 56 multiplies 56, which a small model copying the
-//!   earlier call would not.
+//! - A number the user has just written, when the model writes it, is kept as written.
+//!   Otherwise a number is the model's own value or one the conversation holds (the
+//!   question's, an earlier result's), whichever the question raises most over a blank
+//!   question; numbers an earlier call took and its result only echoes are not offered:
+//!   "再乘以 2" after 7 × 8 = 56 multiplies 56 by 2, where a small model copying the earlier
+//!   call would multiply 7.
 //! - Any other value is generated under its schema's grammar.
 
 use serde_json::Value;
@@ -61,6 +63,8 @@ impl LlamaModel {
         } else {
             Vec::new()
         };
+        let stated = numbers_of(&prompt::last_user_text(req).unwrap_or_default());
+        let stale = stale_numbers(&req.messages);
         let mut stop = Stop::Done;
         for (name, schema) in fields {
             let key = format!(
@@ -104,28 +108,40 @@ impl LlamaModel {
             let value = format!(" {}", value.trim());
             let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
             let numeric = integer || schema.get("type").and_then(Value::as_str) == Some("number");
-            let mut candidates: Vec<String> = if numeric {
+            let own: Option<f64> = value.trim().parse().ok();
+            // A number the user has just written is taken as the model wrote it: the choice
+            // below is there for numbers it copied from earlier in the conversation.
+            let copied_from_question = own.is_some_and(|n| stated.contains(&n));
+            let mut candidates: Vec<String> = if numeric && !copied_from_question {
                 numbers
                     .iter()
                     .filter(|n| !integer || n.fract() == 0.0)
+                    .filter(|n| !stale.contains(n) || stated.contains(n))
                     .map(|n| format!(" {}", number_text(*n)))
                     .collect()
             } else {
                 Vec::new()
             };
-            if !candidates.contains(&value) {
+            // The model's own value is weighed too, unless it is a stale copy and there is
+            // something else to choose.
+            let own_is_stale = own.is_some_and(|n| stale.contains(&n) && !stated.contains(&n));
+            if !candidates.contains(&value) && (!own_is_stale || candidates.is_empty()) {
                 candidates.push(value.clone());
             }
-            if candidates.len() == 1 {
+            if candidates == [value.clone()] {
                 // The model's own value, already written.
                 call.mirror(&value)?;
                 call.text.push_str(&value);
                 continue;
             }
             decoder.rewind(before)?;
-            let scores = self.calibrated(decoder, &mut call, &candidates)?;
-            tracing::debug!(argument = %name, ?candidates, ?scores, "number");
-            let (best, _) = best_and_lead(&scores);
+            let best = if candidates.len() == 1 {
+                0
+            } else {
+                let scores = self.calibrated(decoder, &mut call, &candidates)?;
+                tracing::debug!(argument = %name, ?candidates, ?scores, "value");
+                best_and_lead(&scores).0
+            };
             call.force(decoder, &candidates[best])?;
         }
         if let Some(blank) = call.blank {
@@ -218,6 +234,36 @@ fn numbers_in(messages: &[Message]) -> Vec<f64> {
     found
 }
 
+/// The numbers earlier calls of the conversation took as arguments and their results only
+/// echo: what a small model copies from the previous call when a follow-up ("再乘以 2")
+/// means its result. A number a result holds more often than its call's arguments do (the
+/// 12 of 144 / 12 = 12) is the result's own, and not stale.
+fn stale_numbers(messages: &[Message]) -> Vec<f64> {
+    let recent = &messages[messages.len().saturating_sub(NUMBER_MESSAGES)..];
+    let mut stale = Vec::new();
+    for message in recent {
+        for call in message.tool_calls() {
+            let mut given = numbers_of(&call.arguments);
+            let mut answered: Vec<f64> = recent
+                .iter()
+                .flat_map(|m| m.tool_results())
+                .filter(|r| r.call_id == call.id)
+                .flat_map(|r| numbers_of(&r.content))
+                .collect();
+            // The result's own numbers: what is left once each argument is taken out once.
+            given.retain(|n| match answered.iter().position(|a| a == n) {
+                Some(i) => {
+                    answered.swap_remove(i);
+                    !answered.contains(n)
+                }
+                None => true,
+            });
+            stale.extend(given);
+        }
+    }
+    stale
+}
+
 /// A number as JSON writes it, whole numbers without a fraction (`56`, not `56.0`).
 fn number_text(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 {
@@ -230,6 +276,7 @@ fn number_text(n: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tinyagent::{Part, Role, ToolCall, ToolResult};
 
     #[test]
     fn numbers_are_read_from_text_results_and_calls() {
@@ -254,5 +301,39 @@ mod tests {
         assert_eq!(number_text(-2.0), "-2");
         assert_eq!(best_and_lead(&[1.0, 3.0, 2.5]), (1, 0.5));
         assert_eq!(best_and_lead(&[1.0]).0, 0);
+    }
+
+    fn call_and_result(args: &str, result: &str) -> Vec<Message> {
+        let call = ToolCall::new("call_1", "calculator", args);
+        vec![
+            Message::user("…"),
+            Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+            Message::new(
+                Role::Tool,
+                vec![Part::ToolResult(ToolResult::ok(
+                    "call_1",
+                    "calculator",
+                    result,
+                ))],
+            ),
+        ]
+    }
+
+    #[test]
+    fn numbers_a_result_only_echoes_from_its_call_are_stale() {
+        // 7 × 8 = 56: the 7 and the 8 are the call's; 56 is the result's own.
+        let history = call_and_result(
+            r#"{"operation":"multiply","a":7,"b":8}"#,
+            r#"{"result":56.0,"expression":"7.00 * 8.00 = 56.00"}"#,
+        );
+        assert_eq!(stale_numbers(&history), vec![7.0, 8.0]);
+        // 144 / 12 = 12: the result holds 12 more often than the call does, so 12 is its own.
+        let history = call_and_result(
+            r#"{"operation":"divide","a":144,"b":12}"#,
+            r#"{"result":12.0,"expression":"144.00 / 12.00 = 12.00"}"#,
+        );
+        assert_eq!(stale_numbers(&history), vec![144.0]);
+        // No calls: nothing is stale.
+        assert!(stale_numbers(&[Message::user("7 乘以 8")]).is_empty());
     }
 }
