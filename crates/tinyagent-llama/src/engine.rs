@@ -73,6 +73,7 @@ pub(crate) fn cancelled() -> ModelError {
 }
 
 /// A point in a [`Decoder`]'s context (see [`Decoder::mark`]).
+#[derive(Clone)]
 pub(crate) struct Mark {
     pos: usize,
     logits: Vec<f32>,
@@ -567,6 +568,8 @@ fn argmax(values: impl Iterator<Item = (usize, f32)>) -> Option<usize> {
         })
         .map(|(i, _)| i)
 }
+
+mod values;
 
 #[cfg(test)]
 mod tests;

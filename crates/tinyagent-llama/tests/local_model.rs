@@ -247,6 +247,21 @@ async fn a_follow_up_asks_the_tool_about_the_new_city_and_a_thanks_calls_nothing
 }
 
 #[tokio::test]
+async fn a_time_zone_is_the_citys_not_the_descriptions_example() {
+    // The time tool's description gives Asia/Shanghai as its example; a question about
+    // London must not get it.
+    let run = ask(&smart_assistant(), "What time is it in London?").await;
+    assert_eq!(run.calls[0].name, "get_current_time", "{:#?}", run.history);
+    assert_eq!(
+        args_of(&run.calls[0])["timezone"],
+        "Europe/London",
+        "{:#?}",
+        run.history
+    );
+    assert!(!run.results[0].is_error, "{:#?}", run.results);
+}
+
+#[tokio::test]
 async fn an_arithmetic_follow_up_works_on_the_last_result() {
     // "再乘以 2" after 7 × 8 multiplies the result, 56, by 2: the model left to itself
     // copies the previous call's 7.

@@ -11,6 +11,9 @@
 //!   question; numbers an earlier call took and its result only echoes are not offered:
 //!   "再乘以 2" after 7 × 8 = 56 multiplies 56 by 2, where a small model copying the earlier
 //!   call would multiply 7.
+//! - A string the schema constrains to a pattern (an IANA time zone) is chosen like an enum,
+//!   by calibrated score, among the values the model writes where it hesitates: "What time
+//!   is it in London?" is `Europe/London`, not the description's example `Asia/Shanghai`.
 //! - Any other value is generated under its schema's grammar.
 
 use serde_json::Value;
@@ -128,6 +131,43 @@ impl LlamaModel {
             if !candidates.contains(&value) && (!own_is_stale || candidates.is_empty()) {
                 candidates.push(value.clone());
             }
+            // A string the schema constrains to a pattern (a time zone, a code) is drawn
+            // from a closed set, like an enum: it is chosen by calibrated score among the
+            // values the model finds likely, so that the description's example does not win
+            // by default ("What time is it in Seoul?" is not `Asia/Shanghai`).
+            let patterned = schema.get("type").and_then(Value::as_str) == Some("string")
+                && schema.get("pattern").is_some();
+            if patterned && calibrate {
+                decoder.rewind(before.clone())?;
+                let short = Job {
+                    max_tokens: job.max_tokens.min(PATTERN_VALUE_TOKENS),
+                    ..job.clone()
+                };
+                let others: Vec<String> = decoder
+                    .likely_values(&short, &grammar, PATTERN_VALUES, HESITATION)?
+                    .into_iter()
+                    .map(|other| format!(" {other}"))
+                    .filter(|other| !candidates.contains(other))
+                    .collect();
+                // Only values the model itself finds plausible as a whole (a value made by
+                // one different step can be one no one writes, such as `Europe/Tokyo`).
+                let tokens: Vec<_> = std::iter::once(&value)
+                    .chain(&others)
+                    .map(|v| decoder.tokenize(v))
+                    .collect();
+                let own_scores = decoder.score(&tokens)?;
+                let floor = own_scores[0] + HESITATION.ln();
+                candidates.extend(
+                    others
+                        .into_iter()
+                        .zip(&own_scores[1..])
+                        .filter(|(_, score)| **score >= floor)
+                        .map(|(other, _)| other),
+                );
+                if candidates == [value.clone()] {
+                    decoder.force(&value)?;
+                }
+            }
             if candidates == [value.clone()] {
                 // The model's own value, already written.
                 call.mirror(&value)?;
@@ -233,6 +273,17 @@ fn numbers_in(messages: &[Message]) -> Vec<f64> {
     found.truncate(MAX_NUMBER_CANDIDATES);
     found
 }
+
+/// The most values a pattern-constrained string is chosen among.
+const PATTERN_VALUES: usize = 6;
+
+/// The most tokens of each value a pattern-constrained string is chosen among (its own,
+/// greedy value is not cut: it was written already).
+const PATTERN_VALUE_TOKENS: u32 = 48;
+
+/// How likely (against the model's own choice) another token must be for a
+/// pattern-constrained string's value written with it to be weighed too.
+const HESITATION: f64 = 0.05;
 
 /// The numbers earlier calls of the conversation took as arguments and their results only
 /// echo: what a small model copies from the previous call when a follow-up ("再乘以 2")
