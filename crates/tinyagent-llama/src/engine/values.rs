@@ -6,14 +6,15 @@ use std::collections::VecDeque;
 use llama_cpp_2::token::LlamaToken;
 use tinyagent::ModelError;
 
-use super::{Decoder, Job, Sampler, full_array, is_json, log_softmax};
+use super::{Decoder, Job, Sampler, full_array, is_json, log_softmax, take_utf8};
 
 impl Decoder<'_> {
     /// The values `grammar` allows here as the model would write them (each a complete JSON
     /// value, such as a string with its quotes): its own, greedy one first, then the ones it
     /// writes when, at a step of its own where it hesitates (one of the two next allowed
-    /// tokens at least `ratio` times as likely as its choice), it takes that token instead. At most `most`
-    /// values of at most `job.max_tokens` tokens each; the decoder is back where it was.
+    /// tokens at least `ratio` times as likely as its choice), it takes that token instead.
+    /// At most `most` values of at most `job.max_tokens` tokens each; the decoder is back
+    /// where it was.
     pub fn likely_values(
         &mut self,
         job: &Job,
@@ -33,6 +34,9 @@ impl Decoder<'_> {
             let mut sampler = Sampler::new(self.model, Some(grammar), job)?;
             let mut path: Vec<LlamaToken> = Vec::new();
             let mut text = String::new();
+            // Bytes of a character split across tokens, until it is whole.
+            let mut pending: Vec<u8> = Vec::new();
+            let mut piece: Vec<u8> = Vec::new();
             let mut complete = false;
             while path.len() < job.max_tokens as usize {
                 let ranked = sampler.allowed(&self.last_logits, 3);
@@ -58,11 +62,12 @@ impl Decoder<'_> {
                     break;
                 }
                 path.push(token);
-                let mut piece = Vec::new();
+                piece.clear();
                 self.model
                     .vocab()
                     .token_to_piece_into(token, &mut piece, false, None);
-                text.push_str(&String::from_utf8_lossy(&piece));
+                pending.extend_from_slice(&piece);
+                text.push_str(&take_utf8(&mut pending));
                 if is_json(text.trim()) {
                     complete = true;
                     break;
