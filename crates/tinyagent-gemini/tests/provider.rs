@@ -436,7 +436,7 @@ fn an_answer_shape_is_asked_in_the_system_prompt() {
             "place",
             schema.clone(),
         ));
-    let body = model.request_body(&req);
+    let body = model.request_body(&req, false);
     let system = body["systemInstruction"]["parts"][0]["text"]
         .as_str()
         .unwrap()

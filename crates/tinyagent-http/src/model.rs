@@ -89,6 +89,15 @@ impl<C: Provider> HttpModel<C> {
         })
     }
 
+    /// A model configured from the environment: the provider's variables (its key, base URL
+    /// and model; see [`from_lookup`](crate::from_lookup)).
+    ///
+    /// Fails with [`ConfigError::NotConfigured`] when neither the key nor the base URL is
+    /// set, and as [`new`](Self::new) does.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::new(crate::from_lookup(|name| std::env::var(name).ok())?)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &C {
         &self.inner.config

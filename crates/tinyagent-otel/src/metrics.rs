@@ -2,10 +2,11 @@
 //! duration and failure, a run's duration and the runs in flight, a server's requests.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
-use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Histogram, Meter, UpDownCounter};
+use opentelemetry::{Key, KeyValue, StringValue, Value};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Subscriber, span};
@@ -36,78 +37,102 @@ enum Kind {
     Store,
 }
 
-/// The fields of a span its metrics need, gathered as they are recorded.
+/// The span fields the instruments read: their attributes, the token counts and whether a
+/// server's answer is a stream. No other field is kept (ids, content, finish reasons), so a
+/// span costs the metrics only what they use.
+const USED: [&str; 16] = [
+    "gen_ai.agent.name",
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "gen_ai.tool.name",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "error.type",
+    "db.operation.name",
+    "mcp.method.name",
+    "http.request.method",
+    "http.route",
+    "http.response.status_code",
+    "url.scheme",
+    "tinyagent.stream",
+];
+
+/// The fields of a span its metrics need, gathered as they are recorded: numbers as numbers,
+/// text shared (an attribute set clones it without copying).
 #[derive(Debug, Default)]
-struct Fields(Vec<(&'static str, String)>);
+struct Fields(Vec<(&'static str, Value)>);
 
 impl Fields {
-    fn get(&self, name: &str) -> Option<&str> {
+    fn get(&self, name: &str) -> Option<&Value> {
         self.0
             .iter()
             .rev()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
     }
 
-    fn put(&mut self, name: &'static str, value: String) {
-        self.0.push((name, value));
+    fn is(&self, name: &str, text: &str) -> bool {
+        self.get(name).is_some_and(|value| value.as_str() == text)
+    }
+
+    fn count(&self, name: &str) -> Option<u64> {
+        match self.get(name)? {
+            Value::I64(n) => u64::try_from(*n).ok(),
+            Value::String(s) => s.as_str().parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, field: &Field, value: impl FnOnce() -> Value) {
+        let name = field.name();
+        if let Some(&name) = USED.iter().find(|used| **used == name) {
+            self.0.push((name, value()));
+        }
     }
 
     fn attributes(&self, names: &[&'static str]) -> Vec<KeyValue> {
         names
             .iter()
             .filter_map(|&name| {
-                let value = self.get(name)?;
-                // The conventions' integer attributes stay integers.
-                Some(match value.parse::<i64>() {
-                    Ok(n) if name == "http.response.status_code" => KeyValue::new(name, n),
-                    _ => KeyValue::new(name, value.to_owned()),
-                })
+                let value = self.get(name)?.clone();
+                Some(KeyValue::new(Key::from_static_str(name), value))
             })
             .collect()
     }
 }
 
-/// Field names worth keeping: the GenAI and HTTP attributes and the error type.
-fn wanted(name: &str) -> bool {
-    name.starts_with("gen_ai.")
-        || name.starts_with("http.")
-        || name.starts_with("mcp.")
-        || name.starts_with("db.")
-        || name == "url.scheme"
-        || name == "error.type"
-        || name == "tinyagent.stream"
+/// Text as an attribute value that clones without copying.
+fn shared(text: &str) -> Value {
+    Value::String(StringValue::from(Arc::<str>::from(text)))
 }
 
 impl Visit for Fields {
     fn record_str(&mut self, field: &Field, value: &str) {
-        if wanted(field.name()) {
-            self.put(field.name(), value.to_owned());
-        }
+        self.put(field, || shared(value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.put(field, || Value::Bool(value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if wanted(field.name()) {
-            self.put(field.name(), value.to_string());
-        }
+        self.put(field, || {
+            i64::try_from(value).map_or_else(|_| shared(&value.to_string()), Value::I64)
+        });
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if wanted(field.name()) {
-            self.put(field.name(), value.to_string());
-        }
+        self.put(field, || Value::I64(value));
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        if wanted(field.name()) {
-            self.put(field.name(), value.to_string());
-        }
+        self.put(field, || Value::F64(value));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if wanted(field.name()) {
-            self.put(field.name(), format!("{value:?}"));
-        }
+        self.put(field, || shared(&format!("{value:?}")));
     }
 }
 
@@ -214,7 +239,7 @@ impl GenAiMetrics {
     fn recorded(&self, timed: &mut Timed) {
         if timed.kind == Kind::Http
             && !timed.streaming
-            && timed.fields.get("tinyagent.stream") == Some("true")
+            && timed.fields.is("tinyagent.stream", "true")
         {
             timed.streaming = true;
             self.streams_active
@@ -239,7 +264,7 @@ impl GenAiMetrics {
                     ("gen_ai.usage.input_tokens", "input"),
                     ("gen_ai.usage.output_tokens", "output"),
                 ] {
-                    if let Some(n) = fields.get(field).and_then(|v| v.parse().ok()) {
+                    if let Some(n) = fields.count(field) {
                         attributes.push(KeyValue::new("gen_ai.token.type", kind));
                         self.token_usage.record(n, &attributes);
                         attributes.pop();

@@ -127,7 +127,7 @@ async fn a_client_system_message_reaches_the_model_below_the_operators_instructi
 
     let gemini = GeminiModel::new(GeminiConfig::new("gemini-2.5-flash"))
         .unwrap()
-        .request_body(&sent);
+        .request_body(&sent, false);
     assert_eq!(
         gemini["systemInstruction"],
         json!({"parts": [{"text": OPERATOR}]}),

@@ -6,11 +6,10 @@ mod wire;
 
 use std::fmt;
 
-use futures::stream::BoxStream;
 use reqwest::StatusCode;
 use serde_json::Value;
-use tinyagent::model::{ModelEvent, SamplingOption};
-use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse};
+use tinyagent::model::SamplingOption;
+use tinyagent::{ModelError, ModelRequest, ModelResponse};
 use tinyagent_http::{Common, HttpModel, HttpSettings, Protocol, Provider, ProviderInfo};
 
 use crate::config::{
@@ -223,7 +222,7 @@ impl Protocol for ResponsesConfig {
     }
 }
 
-/// A [`Model`] that talks the OpenAI Responses API over HTTP: the same transport, retries,
+/// A [`Model`](tinyagent::Model) that talks the OpenAI Responses API over HTTP: the same transport, retries,
 /// timeouts and faults handling as [`OpenAiModel`](crate::OpenAiModel), another wire format.
 ///
 /// Function tools (strict when configured), parallel calls, structured outputs
@@ -243,70 +242,20 @@ impl Protocol for ResponsesConfig {
 /// println!("{}", agent.ask(&Session::new(), "Hello").await?);
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
-pub struct ResponsesModel(HttpModel<ResponsesConfig>);
-
-impl ResponsesModel {
-    /// A model with this configuration; fails on a base URL that is not HTTP(S), an empty
-    /// model name, or a header value that is not valid.
-    pub fn new(config: ResponsesConfig) -> Result<Self, ConfigError> {
-        HttpModel::new(config).map(Self)
-    }
-
-    /// A model configured from the environment (see [`ResponsesConfig::from_env`]).
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::new(ResponsesConfig::from_env()?)
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &ResponsesConfig {
-        self.0.config()
-    }
-
-    /// The JSON body this model sends for `req` (`stream` chooses the streaming form).
-    ///
-    /// ```
-    /// use tinyagent::{Message, ModelRequest};
-    /// use tinyagent_openai::{ResponsesConfig, ResponsesModel};
-    ///
-    /// let model = ResponsesModel::new(ResponsesConfig::new("gpt-4.1-mini"))?;
-    /// let req = ModelRequest::new(vec![Message::user("Hello")]).instruction("Be brief.");
-    /// let body = model.request_body(&req, true);
-    /// assert_eq!(body["instructions"], "Be brief.");
-    /// assert_eq!(body["input"][0]["content"], "Hello");
-    /// assert_eq!(body["store"], false);
-    /// # Ok::<(), tinyagent_openai::ConfigError>(())
-    /// ```
-    pub fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
-        self.0.request_body(req, stream)
-    }
-}
-
-/// Forwards to the shared [`HttpModel`].
-impl Model for ResponsesModel {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn provider(&self) -> Option<&str> {
-        self.0.provider()
-    }
-
-    fn supports(&self, option: SamplingOption) -> bool {
-        self.0.supports(option)
-    }
-
-    fn generate<'a>(
-        &'a self,
-        req: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        self.0.generate(req)
-    }
-
-    fn stream<'a>(
-        &'a self,
-        req: &'a ModelRequest,
-    ) -> BoxStream<'a, Result<ModelEvent, ModelError>> {
-        self.0.stream(req)
-    }
-}
+///
+/// It is the shared [`HttpModel`] over a [`ResponsesConfig`], as
+/// [`OpenAiModel`](crate::OpenAiModel) is over an `OpenAiConfig`:
+///
+/// ```
+/// use tinyagent::{Message, ModelRequest};
+/// use tinyagent_openai::{ResponsesConfig, ResponsesModel};
+///
+/// let model = ResponsesModel::new(ResponsesConfig::new("gpt-4.1-mini"))?;
+/// let req = ModelRequest::new(vec![Message::user("Hello")]).instruction("Be brief.");
+/// let body = model.request_body(&req, true);
+/// assert_eq!(body["instructions"], "Be brief.");
+/// assert_eq!(body["input"][0]["content"], "Hello");
+/// assert_eq!(body["store"], false);
+/// # Ok::<(), tinyagent_openai::ConfigError>(())
+/// ```
+pub type ResponsesModel = HttpModel<ResponsesConfig>;
