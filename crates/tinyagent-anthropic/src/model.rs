@@ -7,9 +7,9 @@ use tinyagent_http::{HttpModel, Protocol};
 use crate::config::{AnthropicConfig, DEFAULT_BASE_URL};
 use crate::stream::Assembler;
 
-/// A [`Model`](tinyagent::Model) that talks to the Anthropic Messages API (`POST /v1/messages`).
+/// A [`Model`] that talks to the Anthropic Messages API (`POST /v1/messages`).
 ///
-/// [`Model::generate`](tinyagent::Model::generate) makes one non-streaming request; [`Model::stream`](tinyagent::Model::stream) (what agents call)
+/// [`Model::generate`] makes one non-streaming request; [`Model::stream`] (what agents call)
 /// streams over server-sent events. Failed requests (429, 529 overloaded, 5xx, connection
 /// failures, timeouts, a stream cut in the middle, an `overloaded_error` event) are retried
 /// with exponential backoff and jitter, honouring `retry-after`.
@@ -50,6 +50,10 @@ use crate::stream::Assembler;
 /// assert_eq!(body["max_tokens"], 4096);
 /// # Ok::<(), tinyagent_anthropic::ConfigError>(())
 /// ```
+///
+/// [`Model::generate`]: tinyagent::Model::generate
+/// [`Model::stream`]: tinyagent::Model::stream
+/// [`Model`]: tinyagent::Model
 pub type AnthropicModel = HttpModel<AnthropicConfig>;
 
 /// The Messages API's wire format, as the shared transport needs it.

@@ -7,8 +7,8 @@ use tinyagent_http::{HttpModel, Protocol};
 use crate::config::{DEFAULT_BASE_URL, GeminiConfig};
 use crate::stream::Assembler;
 
-/// A [`Model`](tinyagent::Model) for the Gemini API: `generateContent` for [`Model::generate`](tinyagent::Model::generate),
-/// `streamGenerateContent?alt=sse` for [`Model::stream`](tinyagent::Model::stream) (what agents call).
+/// A [`Model`] for the Gemini API: `generateContent` for [`Model::generate`],
+/// `streamGenerateContent?alt=sse` for [`Model::stream`] (what agents call).
 ///
 /// Failed requests (429, 5xx, connection failures, timeouts, a stream cut in the middle, an
 /// `UNAVAILABLE` error event) are retried with exponential backoff and jitter, honouring
@@ -47,6 +47,10 @@ use crate::stream::Assembler;
 /// assert_eq!(body["contents"][0]["parts"][0]["text"], "Hello");
 /// # Ok::<(), tinyagent_gemini::ConfigError>(())
 /// ```
+///
+/// [`Model::generate`]: tinyagent::Model::generate
+/// [`Model::stream`]: tinyagent::Model::stream
+/// [`Model`]: tinyagent::Model
 pub type GeminiModel = HttpModel<GeminiConfig>;
 
 /// The Gemini API's wire format, as the shared transport needs it.

@@ -7,11 +7,11 @@ use tinyagent_http::{HttpModel, Protocol};
 use crate::config::{DEFAULT_BASE_URL, OpenAiConfig};
 use crate::stream::Assembler;
 
-/// A [`Model`](tinyagent::Model) that talks the OpenAI Chat Completions wire format over HTTP.
+/// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP.
 ///
 /// Works with OpenAI and every compatible server (Ollama, vLLM, llama.cpp's server,
-/// DeepSeek, Qwen's compatible mode, …) by changing the base URL. [`Model::generate`](tinyagent::Model::generate) makes
-/// one non-streaming request; [`Model::stream`](tinyagent::Model::stream) (what agents call) streams over server-sent
+/// DeepSeek, Qwen's compatible mode, …) by changing the base URL. [`Model::generate`] makes
+/// one non-streaming request; [`Model::stream`] (what agents call) streams over server-sent
 /// events. Failed requests (429, 5xx, connection failures, timeouts) are retried with
 /// exponential backoff and jitter, honouring `Retry-After`.
 ///
@@ -51,6 +51,10 @@ use crate::stream::Assembler;
 /// assert_eq!(body["messages"][1]["content"], "Hello");
 /// # Ok::<(), tinyagent_openai::ConfigError>(())
 /// ```
+///
+/// [`Model::generate`]: tinyagent::Model::generate
+/// [`Model::stream`]: tinyagent::Model::stream
+/// [`Model`]: tinyagent::Model
 pub type OpenAiModel = HttpModel<OpenAiConfig>;
 
 /// The Chat Completions wire format, as the shared transport needs it.

@@ -222,7 +222,7 @@ impl Protocol for ResponsesConfig {
     }
 }
 
-/// A [`Model`](tinyagent::Model) that talks the OpenAI Responses API over HTTP: the same transport, retries,
+/// A [`Model`] that talks the OpenAI Responses API over HTTP: the same transport, retries,
 /// timeouts and faults handling as [`OpenAiModel`](crate::OpenAiModel), another wire format.
 ///
 /// Function tools (strict when configured), parallel calls, structured outputs
@@ -258,4 +258,6 @@ impl Protocol for ResponsesConfig {
 /// assert_eq!(body["store"], false);
 /// # Ok::<(), tinyagent_openai::ConfigError>(())
 /// ```
+///
+/// [`Model`]: tinyagent::Model
 pub type ResponsesModel = HttpModel<ResponsesConfig>;
