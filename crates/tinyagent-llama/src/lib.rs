@@ -5,8 +5,8 @@
 //!   template, decodes greedily by default, streams text, and — when tools are offered —
 //!   constrains the output with a grammar built from the tools' input schemas, so even a very
 //!   small model can only call an offered tool with schema-valid arguments.
-//! * [`LlamaModel::default_model`] loads the default model, Qwen2.5-Coder-0.5B-Instruct
-//!   (Q4_K_M, about 490 MB, Apache-2.0): from `TINYAGENT_GGUF`, or from `models/` in the
+//! * [`LlamaModel::default_model`] loads the default model, Qwen2.5-Coder-1.5B-Instruct
+//!   (Q4_K_M, about 1.1 GB, Apache-2.0): from `TINYAGENT_GGUF`, or from `models/` in the
 //!   repository, where `bash scripts/fetch-model.sh` puts it.
 //! * [`LlamaConfig`] sets threads, seed, temperature and limits.
 //!

@@ -13,18 +13,18 @@ pub const ENV_MODEL: &str = "TINYAGENT_GGUF";
 const ENV_MODEL_FORMER: &str = "TINYAGENT_MODEL";
 
 /// The file name of the default model, looked for in the repository's `models/` folder.
-pub const DEFAULT_MODEL_FILE: &str = "Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf";
+pub const DEFAULT_MODEL_FILE: &str = "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf";
 
 /// What to do when no model is found: the end of every "not found" message.
 const HOW_TO_GET_ONE: &str = "run `bash scripts/fetch-model.sh` in the tinyagent repository \
-     (it downloads Qwen2.5-Coder-0.5B-Instruct, about 490 MB, into models/), or set TINYAGENT_GGUF \
+     (it downloads Qwen2.5-Coder-1.5B-Instruct, about 1.1 GB, into models/), or set TINYAGENT_GGUF \
      to the path of a .gguf file";
 
 /// The smallest file accepted as a model: a GGUF header plus something.
 const MIN_MODEL_BYTES: u64 = 1024;
 
 /// Where the default model is: `TINYAGENT_GGUF` if it is set, else the first
-/// `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` found in the current directory or one of its
+/// `models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf` found in the current directory or one of its
 /// parents, else in this crate's repository.
 ///
 /// # Errors

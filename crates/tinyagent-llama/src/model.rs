@@ -53,7 +53,7 @@ use crate::speed::{Completion, Speed};
 /// use tinyagent_llama::LlamaModel;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = LlamaModel::default_model()?; // models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf or $TINYAGENT_GGUF
+/// let model = LlamaModel::default_model()?; // models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf or $TINYAGENT_GGUF
 /// let agent = LlmAgent::builder("smart-assistant")
 ///     .model(model)
 ///     .instruction("You are a helpful assistant.")
@@ -123,7 +123,7 @@ impl LlamaModel {
     /// ```no_run
     /// use tinyagent_llama::{LlamaConfig, LlamaModel};
     ///
-    /// let model = LlamaModel::load("models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf", LlamaConfig::default().threads(1))?;
+    /// let model = LlamaModel::load("models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf", LlamaConfig::default().threads(1))?;
     /// # Ok::<(), tinyagent::ModelError>(())
     /// ```
     pub fn load(path: impl AsRef<Path>, config: LlamaConfig) -> Result<Self, ModelError> {
@@ -178,7 +178,7 @@ impl LlamaModel {
     }
 
     /// Loads the default model with the default [`LlamaConfig`]: the file named by
-    /// `TINYAGENT_GGUF`, or `models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf` in the repository (see
+    /// `TINYAGENT_GGUF`, or `models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf` in the repository (see
     /// [`find_default_model`]).
     ///
     /// # Errors
@@ -329,6 +329,7 @@ impl LlamaModel {
             context_size: self.config.context_size,
             stop_at_json_end,
             repetition_guard: self.config.repetition_guard && grammar_is_none,
+            cut_loops: false,
             prompt_cache_bytes: self.config.prompt_cache_mib as usize * 1024 * 1024,
         }
     }

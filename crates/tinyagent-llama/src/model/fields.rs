@@ -102,12 +102,41 @@ impl LlamaModel {
             call.force(decoder, &key)?;
             let grammar = lead_with_space(&self.schema_grammar(schema)?);
             let before: Mark = decoder.mark();
-            let (value, s) = decoder.generate(job, Some(&grammar), |_| !tx.is_closed())?;
+            let is_string = schema.get("type").and_then(Value::as_str) == Some("string");
+            // A string value that loops ("深圳, China, China, …") is cut before the loop.
+            let string_job;
+            let value_job = if is_string {
+                string_job = Job {
+                    cut_loops: true,
+                    ..job.clone()
+                };
+                &string_job
+            } else {
+                job
+            };
+            let (value, s) = decoder.generate(value_job, Some(&grammar), |_| !tx.is_closed())?;
             stop = s;
-            if stop != Stop::Done {
-                call.text.push_str(&value);
-                break;
-            }
+            let value = match stop {
+                Stop::Done => value,
+                Stop::Repetition { first } => match cut_string(&value, first) {
+                    Some(cut) => {
+                        tracing::debug!(argument = %name, looped = %value, kept = %cut, "loop cut");
+                        decoder.rewind(before.clone())?;
+                        decoder.force(&format!(" {cut}"))?;
+                        stop = Stop::Done;
+                        cut
+                    }
+                    None => {
+                        stop = Stop::Length;
+                        call.text.push_str(&value);
+                        break;
+                    }
+                },
+                _ => {
+                    call.text.push_str(&value);
+                    break;
+                }
+            };
             let value = format!(" {}", value.trim());
             let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
             let numeric = integer || schema.get("type").and_then(Value::as_str) == Some("number");
@@ -241,6 +270,31 @@ impl Call<'_, '_> {
     }
 }
 
+/// A string value that began to loop, closed where the loop's first copy begins (`first`,
+/// a byte offset in `looped`), or failing that after one copy of the loop: its trailing
+/// spaces and separators (`,`, `;`, …) dropped and a closing quote added. `None` when
+/// neither is a JSON string with something in it.
+fn cut_string(looped: &str, first: usize) -> Option<String> {
+    const SEPARATORS: [char; 11] = [',', ';', ':', '.', '-', '/', '|', '、', '，', '；', '。'];
+    let close = |text: &str| -> Option<String> {
+        let mut text = text
+            .trim_end_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c))
+            .to_owned();
+        // A backslash that escapes nothing would escape the closing quote.
+        let backslashes = text.len() - text.trim_end_matches('\\').len();
+        if backslashes % 2 == 1 {
+            text.pop();
+        }
+        text.push('"');
+        let parsed: String = serde_json::from_str(text.trim()).ok()?;
+        (!parsed.trim().is_empty()).then(|| text.trim().to_owned())
+    };
+    looped
+        .get(..first)
+        .and_then(close)
+        .or_else(|| close(looped))
+}
+
 /// The index of the highest score, and how far it leads the next one (infinite when alone).
 fn best_and_lead(scores: &[f64]) -> (usize, f64) {
     let (mut best, mut first, mut second) = (0, f64::NEG_INFINITY, f64::NEG_INFINITY);
@@ -328,6 +382,24 @@ fn number_text(n: f64) -> String {
 mod tests {
     use super::*;
     use tinyagent::{Part, Role, ToolCall, ToolResult};
+
+    #[test]
+    fn a_looping_string_is_closed_before_its_loop() {
+        // `"深圳, China, China` with the loop (`, China`) from byte 9 on.
+        let looped = r#" "深圳, China, China"#;
+        let first = looped.find(", China").unwrap();
+        assert_eq!(cut_string(looped, first).as_deref(), Some(r#""深圳""#));
+        // Nothing before the loop: one copy of it is kept.
+        let looped = r#" "ha ha ha"#;
+        assert_eq!(cut_string(looped, 2).as_deref(), Some(r#""ha ha ha""#));
+        // A dangling escape is dropped rather than escaping the quote.
+        assert_eq!(
+            cut_string(r#" "C:\\dir\"#, 100).as_deref(),
+            Some(r#""C:\\dir""#)
+        );
+        // Only an opening quote and separators: nothing worth keeping.
+        assert_eq!(cut_string(r#" ", , ,"#, 2), None);
+    }
 
     #[test]
     fn numbers_are_read_from_text_results_and_calls() {

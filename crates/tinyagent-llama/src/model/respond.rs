@@ -123,7 +123,7 @@ impl LlamaModel {
         let finish = match stop {
             Stop::Length => FinishReason::Length,
             Stop::Cancelled => return Err(cancelled()),
-            Stop::Done | Stop::Repetition => FinishReason::Stop,
+            Stop::Done | Stop::Repetition { .. } => FinishReason::Stop,
         };
         Ok(ModelResponse::new(
             Message::assistant(done.text.trim()),
@@ -276,7 +276,7 @@ impl LlamaModel {
                 ))
                 .retryable(false));
             }
-            Stop::Done | Stop::Repetition => {}
+            Stop::Done | Stop::Repetition { .. } => {}
         }
         let call_text = format!(
             "{{\"name\": {}, \"arguments\": {}}}",
@@ -453,7 +453,7 @@ impl LlamaModel {
                     }
                 }
             }
-            Stop::Done | Stop::Repetition => {
+            Stop::Done | Stop::Repetition { .. } => {
                 let part = prompt::parse_json_output(&done.text, out, &validators)?;
                 let finish = if matches!(part, Part::ToolCall(_)) {
                     FinishReason::ToolCalls
