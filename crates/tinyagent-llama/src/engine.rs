@@ -414,39 +414,6 @@ fn log_softmax(logits: &[f32]) -> Vec<f64> {
     logits.iter().map(|&v| v as f64 - log_sum).collect()
 }
 
-/// A loop at the end of the output: `period` tokens repeated from token `first` on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Loop {
-    /// The index of the loop's first copy's first token.
-    first: usize,
-    /// The loop's length in tokens.
-    period: usize,
-}
-
-/// Whether the output ends in a loop: the same run of 1–3 tokens eight times over, of 4–15
-/// tokens three times, or of 16 to 64 tokens twice.
-fn repeating_tail(tokens: &[LlamaToken]) -> Option<Loop> {
-    let n = tokens.len();
-    for k in 1..=64usize {
-        let times = match k {
-            1..=3 => 8,
-            4..=15 => 3,
-            _ => 2,
-        };
-        if n < k * times {
-            continue;
-        }
-        let tail = &tokens[n - k..];
-        if (2..=times).all(|t| &tokens[n - k * t..n - k * (t - 1)] == tail) {
-            return Some(Loop {
-                first: n - k * times,
-                period: k,
-            });
-        }
-    }
-    None
-}
-
 /// Runs `job` on `model` in a context of its own: reads the prompt, then generates.
 pub(crate) fn generate(
     model: &RawModel,
@@ -599,7 +566,10 @@ fn argmax(values: impl Iterator<Item = (usize, f32)>) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+mod loops;
 mod values;
+
+use loops::repeating_tail;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! The tests of `engine`.
 
+use super::loops::Loop;
 use super::*;
 
 #[test]
