@@ -402,6 +402,15 @@ fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> 
         role: "system",
         content: system_prompt(req, output, style),
     }];
+    // Each call's arguments by its id: a plain-text answer reads a result beside the call
+    // that asked for it ("再乘以 2 呢？" is answered from `{"a":56,"b":2}` and 112, not from 112
+    // alone, which a small model then mixes with the previous answer's numbers).
+    let arguments: std::collections::HashMap<&str, &str> = req
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .map(|call| (call.id.as_str(), call.arguments.as_str()))
+        .collect();
     for message in &req.messages {
         let turn = match message.role {
             Role::System => ChatTurn {
@@ -447,7 +456,14 @@ fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> 
                             return format!("<tool_response>\n{}\n</tool_response>", r.content);
                         }
                         let verb = if r.is_error { "failed" } else { "returned" };
-                        format!("Tool {} {verb}: {}", r.name, r.content)
+                        let called = arguments
+                            .get(r.call_id.as_str())
+                            .map(|a| a.trim())
+                            .filter(|a| matches!(output, Output::Text) && !a.is_empty())
+                            .filter(|a| *a != "{}")
+                            .map(|a| format!(", called with {a},"))
+                            .unwrap_or_default();
+                        format!("Tool {}{called} {verb}: {}", r.name, r.content)
                     })
                     .collect();
                 ChatTurn {
