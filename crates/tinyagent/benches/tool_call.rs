@@ -1,5 +1,7 @@
 //! The cost of the tool path: raw `serde_json::from_str` + the function + `serde_json::to_string`
-//! versus the same function called through a tool made by `tools::new_func`.
+//! versus the same function called through a tool made by `tools::new_func`: by `Tool::call`
+//! with the model's text, as the agent loop calls it (`call`), and by the text-in, text-out
+//! shortcut `Tool::handle` (`new_func`), which boxes one more future.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -10,6 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tinyagent::Tool;
+use tinyagent::tools::ToolInput;
 use tinyagent::{ToolContext, ToolError, tools};
 use tinyagent_demo::{self, CalcInput};
 
@@ -75,6 +78,15 @@ fn bench_calculator(c: &mut Criterion) {
     group.bench_function("new_func", |b| {
         b.iter(|| ready(tool.handle(&ctx, black_box(input))).unwrap())
     });
+    group.bench_function("call", |b| {
+        b.iter(|| {
+            let input = ToolInput::from_text(black_box(input));
+            ready(tool.call(&ctx, input))
+                .unwrap()
+                .into_result()
+                .unwrap()
+        })
+    });
     group.finish();
 }
 
@@ -95,6 +107,15 @@ fn bench_floats(c: &mut Criterion) {
     });
     group.bench_function("new_func", |b| {
         b.iter(|| ready(tool.handle(&ctx, black_box(&input))).unwrap())
+    });
+    group.bench_function("call", |b| {
+        b.iter(|| {
+            let input = ToolInput::from_text(black_box(input.as_str()));
+            ready(tool.call(&ctx, input))
+                .unwrap()
+                .into_result()
+                .unwrap()
+        })
     });
     group.finish();
 }
