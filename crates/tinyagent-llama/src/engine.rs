@@ -347,7 +347,7 @@ impl<'m> Decoder<'m> {
             vocab.token_to_piece_into(token, &mut piece, false, None);
             pending.extend_from_slice(&piece);
             let delta = take_utf8(&mut pending);
-            if let Some(run) = repeating_tail(&produced).filter(|_| guard) {
+            if let Some(run) = guard.then(|| repeating_tail(&produced)).flatten() {
                 // Free text: what came so far (one or more rounds of the loop) was already
                 // sent; stop here. A constrained value keeps one copy of the loop; the caller
                 // decides whether that copy stays.

@@ -459,8 +459,7 @@ fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> 
                         let called = arguments
                             .get(r.call_id.as_str())
                             .map(|a| a.trim())
-                            .filter(|a| matches!(output, Output::Text) && !a.is_empty())
-                            .filter(|a| *a != "{}")
+                            .filter(|a| matches!(output, Output::Text) && !matches!(*a, "" | "{}"))
                             .map(|a| format!(", called with {a},"))
                             .unwrap_or_default();
                         format!("Tool {}{called} {verb}: {}", r.name, r.content)

@@ -104,35 +104,30 @@ impl LlamaModel {
             let before: Mark = decoder.mark();
             let is_string = schema.get("type").and_then(Value::as_str) == Some("string");
             // A string value that loops ("深圳, China, China, …") is cut before the loop.
-            let string_job;
-            let value_job = if is_string {
-                string_job = Job {
-                    cut_loops: true,
-                    ..job.clone()
-                };
-                &string_job
-            } else {
-                job
+            let value_job = Job {
+                cut_loops: is_string,
+                ..job.clone()
             };
-            let (value, s) = decoder.generate(value_job, Some(&grammar), |_| !tx.is_closed())?;
+            let (value, s) = decoder.generate(&value_job, Some(&grammar), |_| !tx.is_closed())?;
             stop = s;
-            let value = match stop {
-                Stop::Done => value,
-                Stop::Repetition { first } => match cut_string(&value, first) {
-                    Some(cut) => {
-                        tracing::debug!(argument = %name, looped = %value, kept = %cut, "loop cut");
-                        decoder.rewind(before.clone())?;
-                        decoder.force(&format!(" {cut}"))?;
-                        stop = Stop::Done;
-                        cut
-                    }
-                    None => {
+            let cut = match stop {
+                Stop::Repetition { first } => cut_string(&value, first),
+                _ => None,
+            };
+            let value = match cut {
+                Some(cut) => {
+                    tracing::debug!(argument = %name, looped = %value, kept = %cut, "loop cut");
+                    decoder.rewind(before.clone())?;
+                    decoder.force(&format!(" {cut}"))?;
+                    stop = Stop::Done;
+                    cut
+                }
+                None if stop == Stop::Done => value,
+                None => {
+                    // A loop with nothing worth keeping fails the call as the token limit does.
+                    if matches!(stop, Stop::Repetition { .. }) {
                         stop = Stop::Length;
-                        call.text.push_str(&value);
-                        break;
                     }
-                },
-                _ => {
                     call.text.push_str(&value);
                     break;
                 }
@@ -164,8 +159,7 @@ impl LlamaModel {
             // from a closed set, like an enum: it is chosen by calibrated score among the
             // values the model finds likely, so that the description's example does not win
             // by default ("What time is it in Seoul?" is not `Asia/Shanghai`).
-            let patterned = schema.get("type").and_then(Value::as_str) == Some("string")
-                && schema.get("pattern").is_some();
+            let patterned = is_string && schema.get("pattern").is_some();
             if patterned && calibrate {
                 decoder.rewind(before.clone())?;
                 let short = Job {
