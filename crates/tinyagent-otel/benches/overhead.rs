@@ -1,8 +1,13 @@
 //! What telemetry costs an agent, side by side in one run: no subscriber at all, a
 //! [`Telemetry`] with nothing configured (its layer installed), metrics only (Prometheus),
 //! spans only, and both exported (spans through the batch processor, over OTLP/HTTP to a
-//! receiver on 127.0.0.1 that answers every export). `OVERHEAD_SETTINGS=off,export` picks
-//! some of `off`, `idle`, `metrics`, `spans`, `export`.
+//! receiver on 127.0.0.1 that answers every export). Beside them, `sdk`: no subscriber, and
+//! for each run the same four spans (names, kinds, nesting, attributes and their values' types
+//! as tinyagent's) made straight with the OpenTelemetry API on the SDK's tracer and batch
+//! processor, to the same receiver: what the standard machinery itself costs, with no
+//! `tracing` bridge in between. `sampled` is spans only with one trace in a hundred kept
+//! (decided at each run's first span). `OVERHEAD_SETTINGS=off,export` picks some of `off`,
+//! `idle`, `metrics`, `spans`, `sampled`, `export`, `sdk`.
 //!
 //! Two figures per setting, each a run of its own process (a process has one global
 //! subscriber), alternating settings for three rounds:
@@ -23,6 +28,12 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use opentelemetry::trace::{
+    Span as _, SpanKind, TraceContextExt as _, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tinyagent::{
@@ -135,6 +146,74 @@ fn sink() -> String {
     format!("http://{addr}")
 }
 
+/// A tracer provider as `Telemetry` builds one for spans (batch processor, OTLP/HTTP protobuf),
+/// exporting to `endpoint`.
+fn sdk_provider(endpoint: &str) -> SdkTracerProvider {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("{endpoint}/v1/traces"))
+        .build()
+        .expect("an exporter");
+    SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build()
+}
+
+/// The four spans of one run, as tinyagent makes them, made with the OpenTelemetry API: an
+/// `invoke_agent` span holding two `chat` spans and the `execute_tool` span between them,
+/// with the attributes each gets by its end.
+fn sdk_spans(tracer: &SdkTracer, run: usize) {
+    let agent = tracer
+        .span_builder("invoke_agent adder")
+        .with_kind(SpanKind::Internal)
+        .with_attributes([
+            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::new("gen_ai.agent.name", "adder"),
+            KeyValue::new("gen_ai.conversation.id", format!("session-{run}")),
+            KeyValue::new("invocation.id", format!("invocation-{run}")),
+        ])
+        .start(tracer);
+    let agent_cx = Context::current_with_span(agent);
+    for (k, finish) in [(0, "tool_calls"), (1, "stop")] {
+        let mut chat = tracer
+            .span_builder("chat script")
+            .with_kind(SpanKind::Client)
+            .with_attributes([
+                KeyValue::new("gen_ai.operation.name", "chat"),
+                KeyValue::new("gen_ai.request.model", "script"),
+            ])
+            .start_with_context(tracer, &agent_cx);
+        chat.set_attributes([
+            KeyValue::new("gen_ai.usage.input_tokens", 30_i64 + 10 * k),
+            KeyValue::new("gen_ai.usage.output_tokens", 8_i64 - 4 * k),
+            KeyValue::new("gen_ai.response.finish_reasons", format!("[\"{finish}\"]")),
+        ]);
+        chat.end();
+        if k == 0 {
+            let mut tool = tracer
+                .span_builder("execute_tool add")
+                .with_kind(SpanKind::Internal)
+                .with_attributes([
+                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                    KeyValue::new("gen_ai.tool.name", "add"),
+                    KeyValue::new("gen_ai.tool.call.id", "c1"),
+                    KeyValue::new("gen_ai.tool.type", "function"),
+                ])
+                .start_with_context(tracer, &agent_cx);
+            tool.set_attributes([
+                KeyValue::new("duration_ms", 0.01),
+                KeyValue::new("output_len", 1_i64),
+            ]);
+            tool.end();
+        }
+    }
+    let agent = agent_cx.span();
+    agent.set_attribute(KeyValue::new("gen_ai.usage.input_tokens", 70_i64));
+    agent.set_attribute(KeyValue::new("gen_ai.usage.output_tokens", 12_i64));
+    agent.end();
+}
+
 /// One measurement in this process: `setting` is `off`, `idle` or `export`, `what` is
 /// `steps` or `batch`; prints the figure.
 fn measure(setting: &str, what: &str, n: usize) {
@@ -143,10 +222,12 @@ fn measure(setting: &str, what: &str, n: usize) {
         .enable_all()
         .build()
         .expect("a runtime");
+    let sdk = (setting == "sdk").then(|| sdk_provider(&sink()));
+    let tracer = sdk.as_ref().map(|provider| provider.tracer("tinyagent"));
     let telemetry = {
         let _entered = rt.enter();
         match setting {
-            "off" => None,
+            "off" | "sdk" => None,
             "idle" => Some(Telemetry::builder().env(false).build().expect("telemetry")),
             "metrics" => Some(
                 Telemetry::builder()
@@ -160,6 +241,15 @@ fn measure(setting: &str, what: &str, n: usize) {
                     .env(false)
                     .endpoint(sink())
                     .metrics(false)
+                    .build()
+                    .expect("telemetry"),
+            ),
+            "sampled" => Some(
+                Telemetry::builder()
+                    .env(false)
+                    .endpoint(sink())
+                    .metrics(false)
+                    .sampling(0.01)
                     .build()
                     .expect("telemetry"),
             ),
@@ -193,14 +283,21 @@ fn measure(setting: &str, what: &str, n: usize) {
             for i in 0..n {
                 let answer = agent.ask(&Session::new(), format!("{i} + 1")).await;
                 assert_eq!(answer.expect("an answer"), format!("= {}", i + 1));
+                if let Some(tracer) = &tracer {
+                    sdk_spans(tracer, i);
+                }
             }
         } else {
             let runs: Vec<_> = (0..n)
                 .map(|i| {
                     let agent = agent.clone();
+                    let tracer = tracer.clone();
                     tokio::spawn(async move {
                         let answer = agent.ask(&Session::new(), format!("{i} + 1")).await;
                         assert_eq!(answer.expect("an answer"), format!("= {}", i + 1));
+                        if let Some(tracer) = &tracer {
+                            sdk_spans(tracer, i);
+                        }
                     })
                 })
                 .collect();
@@ -212,6 +309,9 @@ fn measure(setting: &str, what: &str, n: usize) {
     let elapsed = started.elapsed();
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
+    }
+    if let Some(sdk) = sdk {
+        sdk.shutdown().expect("the spans sent");
     }
     if what == "steps" {
         println!("{:.2}", elapsed.as_secs_f64() * 1e6 / n as f64);
@@ -240,7 +340,7 @@ fn main() {
     let batch = flag(&args, "--batch", 100_000);
     let me = std::env::current_exe().expect("this program");
     let chosen = std::env::var("OVERHEAD_SETTINGS")
-        .unwrap_or_else(|_| "off,idle,metrics,spans,export".into());
+        .unwrap_or_else(|_| "off,idle,metrics,spans,sampled,export,sdk".into());
     let settings: Vec<&str> = chosen.split(',').collect();
     let mut figures = vec![(Vec::new(), Vec::new()); settings.len()];
     for _ in 0..rounds {

@@ -15,7 +15,7 @@
 //! | `OTEL_EXPORTER_OTLP_PROTOCOL` | `http/protobuf` (the default) or `grpc` (port 4317) |
 //! | `OTEL_EXPORTER_OTLP_HEADERS` | `key=value,...` sent with every export (an API key) |
 //! | `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` | who the telemetry is from |
-//! | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` | which traces are kept |
+//! | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` | which traces are kept (decided at a trace's first span: one not kept costs almost nothing) |
 //! | `OTEL_METRIC_EXPORT_INTERVAL` | how often metrics are sent (ms; 60 000) |
 //! | `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none`, `OTEL_METRICS_EXPORTER=none` | turn export off |
 //! | `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` | record answers, tool arguments and results on spans (redacted; off by default) |
@@ -34,8 +34,13 @@
 //!
 //! Spans are sent in batches from a thread of their own; a run never waits on the collector.
 
+/// The name of the instrumentation scope of tinyagent's spans and metrics (and the prefix of
+/// their `tracing` targets).
+const SCOPE: &str = "tinyagent";
+
 mod metrics;
 mod propagation;
+mod sampling;
 mod setup;
 
 pub use metrics::Prometheus;

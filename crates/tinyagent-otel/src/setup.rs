@@ -14,10 +14,9 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterExt as _, Targets};
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::SCOPE;
 use crate::metrics::{GenAiMetrics, MetricsLayer, Prometheus};
-
-/// The name of the instrumentation scope of tinyagent's spans and metrics.
-const SCOPE: &str = "tinyagent";
+use crate::sampling::{HeadSampler, Sampling};
 
 /// How telemetry is sent to the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,6 +51,7 @@ pub struct TelemetryBuilder {
     prometheus: bool,
     service_name: Option<String>,
     capture_content: Option<bool>,
+    sampling: Option<f64>,
     traces: bool,
     metrics: bool,
     lookup: Lookup,
@@ -73,6 +73,7 @@ impl TelemetryBuilder {
             prometheus: false,
             service_name: None,
             capture_content: None,
+            sampling: None,
             traces: true,
             metrics: true,
             lookup: environment,
@@ -89,9 +90,9 @@ impl TelemetryBuilder {
             .is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
     }
 
-    /// Whether the `OTEL_*` variables decide what is exported, where, how and by whom (on by
-    /// default): off, only what is set in code counts for those. The OpenTelemetry SDK and
-    /// exporter still read their own tuning variables (`OTEL_BSP_*`, the sampler,
+    /// Whether the `OTEL_*` variables decide what is exported, where, how, by whom and which
+    /// traces are kept (on by default): off, only what is set in code counts for those. The
+    /// OpenTelemetry SDK and exporter still read their own tuning variables (`OTEL_BSP_*`,
     /// `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS` and timeouts) either way.
     pub fn env(mut self, read: bool) -> Self {
         self.env = read;
@@ -143,6 +144,31 @@ impl TelemetryBuilder {
     pub fn capture_content(mut self, on: bool) -> Self {
         self.capture_content = Some(on);
         self
+    }
+
+    /// Keeps this fraction of the traces that start in this process (0 to 1; instead of what
+    /// `OTEL_TRACES_SAMPLER` says), parent-based: a caller's `traceparent` marked not sampled
+    /// is not kept either. The decision is made when a trace's first span starts, so a trace
+    /// not kept costs almost nothing; metrics count every run either way.
+    ///
+    /// # Panics
+    ///
+    /// If `ratio` is not between 0 and 1.
+    pub fn sampling(mut self, ratio: f64) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&ratio),
+            "a sampling ratio is between 0 and 1, not {ratio}"
+        );
+        self.sampling = Some(ratio);
+        self
+    }
+
+    /// Which traces are kept: the builder's ratio, else the `OTEL_TRACES_SAMPLER` variables.
+    fn trace_sampling(&self) -> Sampling {
+        Sampling::chosen(
+            self.sampling,
+            self.env.then_some(&|name: &str| self.var(name)),
+        )
     }
 
     /// Whether a signal (`TRACES` or `METRICS`) is to be exported.
@@ -232,7 +258,11 @@ impl TelemetryBuilder {
             .build()
     }
 
-    fn tracer_provider(&self, resource: Resource) -> Result<SdkTracerProvider, TelemetryError> {
+    fn tracer_provider(
+        &self,
+        resource: Resource,
+        sampling: Sampling,
+    ) -> Result<SdkTracerProvider, TelemetryError> {
         let protocol = self.protocol_for("TRACES");
         let url = self.url("/v1/traces", protocol);
         let exporter = match protocol {
@@ -256,6 +286,7 @@ impl TelemetryBuilder {
         .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
         Ok(SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
+            .with_sampler(sampling.sdk_sampler())
             .with_resource(resource)
             .build())
     }
@@ -291,10 +322,11 @@ impl TelemetryBuilder {
         });
         tinyagent::telemetry::capture_content(capture);
         let resource = self.resource();
+        let sampling = self.trace_sampling();
         let tracer = if self.exports("TRACES") {
             tinyagent::telemetry::propagate_with(crate::propagation::current_headers);
             tinyagent::telemetry::continue_with(crate::propagation::continue_from);
-            Some(self.tracer_provider(resource.clone())?)
+            Some(self.tracer_provider(resource.clone(), sampling)?)
         } else {
             None
         };
@@ -320,6 +352,7 @@ impl TelemetryBuilder {
             None
         };
         Ok(Telemetry {
+            sampler: tracer.as_ref().and_then(|_| sampling.filter()),
             tracer,
             meter,
             prometheus,
@@ -342,6 +375,8 @@ fn exported(meta: &tracing::Metadata<'_>) -> bool {
 /// the process's `tracing` subscriber. Dropping it sends what is still buffered.
 pub struct Telemetry {
     tracer: Option<SdkTracerProvider>,
+    /// Drops the traces not kept, at their first span (`None`: every trace is kept).
+    sampler: Option<HeadSampler>,
     meter: Option<SdkMeterProvider>,
     prometheus: Option<Prometheus>,
 }
@@ -350,6 +385,7 @@ impl fmt::Debug for Telemetry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Telemetry")
             .field("traces", &self.tracer.is_some())
+            .field("sampler", &self.sampler)
             .field("metrics", &self.meter.is_some())
             .field("prometheus", &self.prometheus.is_some())
             .finish()
@@ -372,6 +408,7 @@ impl Telemetry {
     pub fn disabled() -> Self {
         Self {
             tracer: None,
+            sampler: None,
             meter: None,
             prometheus: None,
         }
@@ -412,7 +449,8 @@ impl Telemetry {
                 .with_filter(
                     Targets::new()
                         .with_target(SCOPE, Level::INFO)
-                        .and(tracing_subscriber::filter::filter_fn(exported)),
+                        .and(tracing_subscriber::filter::filter_fn(exported))
+                        .and(self.sampler),
                 )
         });
         let metrics = self.meter.as_ref().map(|provider| {
