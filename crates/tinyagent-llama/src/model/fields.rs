@@ -102,7 +102,8 @@ impl LlamaModel {
             call.force(decoder, &key)?;
             let grammar = lead_with_space(&self.schema_grammar(schema)?);
             let before: Mark = decoder.mark();
-            let is_string = schema.get("type").and_then(Value::as_str) == Some("string");
+            let kind = schema.get("type").and_then(Value::as_str);
+            let is_string = kind == Some("string");
             // A string value that loops ("深圳, China, China, …") is cut before the loop.
             let value_job = Job {
                 cut_loops: is_string,
@@ -133,8 +134,8 @@ impl LlamaModel {
                 }
             };
             let value = format!(" {}", value.trim());
-            let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
-            let numeric = integer || schema.get("type").and_then(Value::as_str) == Some("number");
+            let integer = kind == Some("integer");
+            let numeric = integer || kind == Some("number");
             let own: Option<f64> = value.trim().parse().ok();
             // A number the user has just written is taken as the model wrote it: the choice
             // below is there for numbers it copied from earlier in the conversation.
