@@ -12,9 +12,13 @@ use tinyagent::{
 use crate::LlamaConfig;
 
 mod answer;
+mod direct;
+mod grounding;
 mod schema;
 
 pub(crate) use answer::*;
+use direct::capabilities_note;
+pub(crate) use grounding::invented_arguments;
 pub(crate) use schema::*;
 
 /// One message for the chat template: a role name and its text.
@@ -57,8 +61,9 @@ const DEFAULT_INSTRUCTION: &str = "You are a helpful assistant.";
 /// What the option of answering directly says, listed with the tools in [`Format::Json`]:
 /// an answer is chosen the way a tool is, by the model's own reading of the list.
 const ANSWER_DESCRIPTION: &str = "reply to the user yourself, when none of the tools above is \
-     needed: greetings, thanks, small talk, questions about you, and requests the tools cannot \
-     serve";
+     needed: greetings, thanks, small talk, questions about you or what you can do, and \
+     requests the tools cannot serve (to book, order, buy, send, remind, play or recommend \
+     something, to write a text, news, prices and anything else none of the tools gives)";
 
 /// The name the option of answering directly goes by in the tool list: `answer`, or, when a
 /// tool has that name, the first of a few others that none has.
@@ -180,14 +185,23 @@ pub(crate) fn plan(
     style: Style,
 ) -> Result<Plan, ModelError> {
     let output = output_for(req, config)?;
-    let chat = chat_for(req, &output, style);
+    let chat = chat_for(req, &output, style, false);
     Ok(Plan { chat, output })
 }
 
 /// The chat for a plain-text answer to `req` (no tool may be called).
 pub(crate) fn answer_plan(req: &ModelRequest, style: Style) -> Plan {
     let output = Output::Text;
-    let chat = chat_for(req, &output, style);
+    let chat = chat_for(req, &output, style, false);
+    Plan { chat, output }
+}
+
+/// The chat for an answer given instead of a tool call: as [`answer_plan`], told what the
+/// offered tools can do (so that a request none of them serves is answered with that, not as
+/// if it were done).
+pub(crate) fn direct_answer_plan(req: &ModelRequest, style: Style) -> Plan {
+    let output = Output::Text;
+    let chat = chat_for(req, &output, style, true);
     Plan { chat, output }
 }
 
@@ -250,7 +264,9 @@ fn invalid(message: impl Into<String>) -> ModelError {
     ModelError::new(ModelErrorKind::InvalidRequest, message.into())
 }
 
-fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
+/// The system message: the instruction, then the tools and the call syntax, or what the
+/// answer must be (`direct`: an answer given instead of a tool call).
+fn system_prompt(req: &ModelRequest, output: &Output, style: Style, direct: bool) -> String {
     let mut text = if req.instruction.trim().is_empty() {
         DEFAULT_INSTRUCTION.to_owned()
     } else {
@@ -364,6 +380,8 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
                     "\n\nAnswer with one JSON object and nothing else, with these fields:\n",
                 );
                 describe_arguments(&mut text, &format.schema, style.terse);
+            } else if direct {
+                text.push_str(&capabilities_note(&req.tools));
             } else if req.messages.iter().any(|m| m.role == Role::Tool) {
                 let only_failures =
                     recent_results(req).is_empty() && !recent_errors(req).is_empty();
@@ -397,10 +415,10 @@ pub(crate) fn call_json(call: &ToolCall) -> String {
     Value::Object(object).to_string()
 }
 
-fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> {
+fn chat_for(req: &ModelRequest, output: &Output, style: Style, direct: bool) -> Vec<ChatTurn> {
     let mut chat = vec![ChatTurn {
         role: "system",
-        content: system_prompt(req, output, style),
+        content: system_prompt(req, output, style, direct),
     }];
     // Each call's arguments by its id: a plain-text answer reads a result beside the call
     // that asked for it ("再乘以 2 呢？" is answered from `{"a":56,"b":2}` and 112, not from 112
