@@ -467,6 +467,8 @@ pub struct EvalArgs {
     pub model: crate::cli::ModelArgs,
     /// Which tools are offered.
     pub tools: ToolArgs,
+    /// When they are searched.
+    pub search: crate::cli::SearchArgs,
 }
 
 /// How many tokens an answer may take in `eval` unless `--max-tokens` says otherwise: what
@@ -486,6 +488,7 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
         }
     }
     let choice = setup::choose_model(&args.model, |name| std::env::var(name).ok())?;
+    let fallbacks = setup::choose_fallbacks(&args.model, |name| std::env::var(name).ok())?;
     let server = match &choice {
         setup::ModelChoice::Server { base_url, .. } => Some(base_url.clone()),
         setup::ModelChoice::Local { .. } => None,
@@ -515,7 +518,15 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
         ))
         .with_hint("offer it with --tools (such as --tools all) or --mcp"));
     }
-    let model = setup::load_model(&choice).await?;
+    let model = setup::load_with_fallbacks(&choice, &fallbacks).await?;
+    let search = setup::eval_search(
+        &args.search,
+        &listed
+            .tools
+            .iter()
+            .map(|t| t.tool.clone())
+            .collect::<Vec<_>>(),
+    );
     let instruction = args
         .instruction
         .as_deref()
@@ -523,7 +534,7 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
     let max_tokens = args.model.max_tokens.unwrap_or(EVAL_MAX_TOKENS);
     let need = cases.iter().filter(|c| c.tool.is_some()).count();
     eprintln!(
-        "{} questions ({need} need a tool, {} none) for {}, tools: {}",
+        "{} questions ({need} need a tool, {} none) for {}, tools: {}{}",
         cases.len(),
         cases.len() - need,
         model.name(),
@@ -531,12 +542,21 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
             .iter()
             .map(|t| t.name.as_str())
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        if search.is_some() {
+            " (searched: each question is offered the most relevant, and search_tools and call_tool)"
+        } else {
+            ""
+        }
     );
     let mut outcomes = Vec::with_capacity(cases.len());
     for case in &cases {
+        let offered = match &search {
+            Some(search) => crate::eval::searched(search, case).await,
+            None => definitions.clone(),
+        };
         let outcome = tokio::select! {
-            outcome = crate::eval::ask(&model, &definitions, instruction, max_tokens, case) => outcome,
+            outcome = crate::eval::ask(&model, &offered, instruction, max_tokens, case) => outcome,
             _ = tokio::signal::ctrl_c() => return Err(CliError::interrupted()),
         };
         // A model that cannot be reached fails every question the same way: stop at once.

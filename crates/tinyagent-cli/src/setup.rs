@@ -4,13 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
+use tinyagent::Tool;
 use tinyagent::ToolErrorKind;
-use tinyagent::tools::middleware::{Approval, ApprovalLayer, ApprovalRequest, approval_fn};
-use tinyagent::{LlmAgent, Tool};
 use tinyagent_mcp::{McpClientError, McpToolInfo, McpToolset};
-use tinyagent_openai::DEFAULT_MAX_TOKENS;
 
-use crate::cli::{AgentArgs, ToolArgs};
+use crate::cli::ToolArgs;
 use crate::error::CliError;
 
 /// The agent's name, the tutorial's.
@@ -20,9 +18,16 @@ pub const AGENT_NAME: &str = "smart-assistant";
 /// a longer instruction steers it away from the right tool.)
 pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 
+mod assemble;
 mod model_choice;
+mod model_spec;
+mod prices;
+mod tool_search;
 
-pub use model_choice::{ModelChoice, choose_fallbacks, choose_model, make_model};
+pub use assemble::{Assembled, assemble, assemble_named, load_with_fallbacks};
+pub use model_choice::{ModelChoice, choose_model, make_model};
+pub use model_spec::choose_fallbacks;
+pub use tool_search::eval_search;
 
 /// The names `--tools demo` stands for.
 pub const DEMO_TOOLS: [&str; 3] = ["get_weather", "calculator", "get_current_time"];
@@ -278,129 +283,6 @@ pub async fn all_tools(args: &ToolArgs) -> Result<ToolList, CliError> {
         not_offered,
         toolsets,
     })
-}
-
-/// The agent the options describe, with its model's server URL (when it is one).
-pub struct Assembled {
-    /// The agent.
-    pub agent: LlmAgent,
-    /// The model server's base URL, for error messages; `None` for the embedded model.
-    pub server: Option<String>,
-    /// The names of the static tools (MCP tools are resolved per run).
-    pub tool_names: Vec<String>,
-}
-
-/// Makes the chosen model; loading a GGUF file blocks, so it runs on the blocking pool.
-pub async fn load_model(choice: &ModelChoice) -> Result<Arc<dyn tinyagent::Model>, CliError> {
-    match choice {
-        ModelChoice::Local { .. } => {
-            let choice = choice.clone();
-            tokio::task::spawn_blocking(move || make_model(&choice))
-                .await
-                .map_err(|e| {
-                    CliError::failure("model_file", format!("loading the model failed: {e}"))
-                })?
-        }
-        ModelChoice::Server { .. } => make_model(choice),
-    }
-}
-
-/// `model` behind a circuit breaker with the default thresholds.
-fn guarded(model: Arc<dyn tinyagent::Model>) -> Arc<dyn tinyagent::Model> {
-    Arc::new(tinyagent::model::CircuitBreakerModel::new(model))
-}
-
-/// Builds the agent: model, built-in tools, MCP toolsets as resolvers.
-pub async fn assemble(args: &AgentArgs) -> Result<Assembled, CliError> {
-    assemble_named(args, AGENT_NAME).await
-}
-
-/// Builds the agent under a name of the caller's choosing.
-pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, CliError> {
-    let mut tools = builtin_tools(&args.tools)?;
-    tools.extend(a2a_tools(&args.tools).await?);
-    let choice = choose_model(&args.model, |name| std::env::var(name).ok())?;
-    let fallbacks = choose_fallbacks(&args.model, |name| std::env::var(name).ok())?;
-    // Tool servers first: a broken one fails before a model is loaded.
-    let toolsets = connect_toolsets(&args.tools).await?;
-    let mut model = load_model(&choice).await?;
-    if !fallbacks.is_empty() {
-        // Each model behind a breaker: one that keeps failing is skipped at once for a while.
-        let mut models = vec![guarded(model)];
-        for fallback in &fallbacks {
-            models.push(guarded(load_model(fallback).await?));
-        }
-        model = Arc::new(tinyagent::model::FallbackModel::new(models));
-    }
-    let server = match &choice {
-        ModelChoice::Server { base_url, .. } => Some(base_url.clone()),
-        ModelChoice::Local { .. } => None,
-    };
-    let mut tool_names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
-    for toolset in &toolsets {
-        if let Ok(listed) = toolset.tools().await {
-            tool_names.extend(listed.iter().map(|t| t.name().to_owned()));
-        }
-    }
-    let mut builder = LlmAgent::builder(name)
-        .description("一个全能助手")
-        .model(model)
-        .instruction(args.instruction.as_deref().unwrap_or(DEFAULT_INSTRUCTION))
-        .tools(tools)
-        .max_steps(usize::from(args.max_steps));
-    // A server gets a token limit always, so a cut reply names it; the embedded model only
-    // when one is asked for.
-    let max_tokens = match &choice {
-        ModelChoice::Server { .. } => Some(args.model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-        ModelChoice::Local { .. } => args.model.max_tokens,
-    };
-    if let Some(max_tokens) = max_tokens {
-        builder = builder.max_tokens(max_tokens);
-    }
-    for toolset in toolsets {
-        builder = builder.tool_resolver(toolset);
-    }
-    if let Some(unknown) = args
-        .confirm
-        .iter()
-        .find(|t| *t != "all" && !tool_names.contains(t))
-    {
-        return Err(CliError::usage(format!(
-            "--confirm {unknown}: there is no tool of that name; the tools are: {}",
-            tool_names.join(", ")
-        )));
-    }
-    if let Some(layer) = confirmation(&args.confirm) {
-        builder = builder.middleware([layer.into()]);
-    }
-    let agent = builder.build().map_err(|e| CliError::failure("agent", e))?;
-    Ok(Assembled {
-        agent,
-        server,
-        tool_names,
-    })
-}
-
-/// The approval layer that `--confirm` asks for: the named tools' calls (with `all`, every
-/// call of a tool not marked read-only) wait for a person's decision.
-pub fn confirmation(tools: &[String]) -> Option<ApprovalLayer> {
-    if tools.is_empty() {
-        return None;
-    }
-    let all = tools.iter().any(|t| t == "all");
-    let named: Arc<[String]> = tools.iter().filter(|t| *t != "all").cloned().collect();
-    Some(ApprovalLayer::new(approval_fn(
-        move |req: ApprovalRequest| {
-            let asks = (all && !req.hints.read_only) || named.iter().any(|t| **t == *req.tool);
-            async move {
-                if asks {
-                    Approval::defer(format!("{} runs only once you approve it", req.tool))
-                } else {
-                    Approval::Approve
-                }
-            }
-        },
-    )))
 }
 
 /// The names of a schema's arguments, required ones marked with `*`.

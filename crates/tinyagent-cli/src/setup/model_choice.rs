@@ -55,15 +55,15 @@ pub enum ModelChoice {
 }
 
 /// A provider's environment variables and defaults.
-struct Vendor {
-    base_url_env: &'static str,
-    api_key_env: &'static str,
-    model_env: &'static str,
-    default_base_url: &'static str,
-    default_model: &'static str,
+pub(super) struct Vendor {
+    pub(super) base_url_env: &'static str,
+    pub(super) api_key_env: &'static str,
+    pub(super) model_env: &'static str,
+    pub(super) default_base_url: &'static str,
+    pub(super) default_model: &'static str,
 }
 
-fn vendor(provider: Provider) -> Vendor {
+pub(super) fn vendor(provider: Provider) -> Vendor {
     match provider {
         Provider::Anthropic => Vendor {
             base_url_env: tinyagent_anthropic::ENV_BASE_URL,
@@ -144,7 +144,11 @@ pub fn choose_model(
             let v = vendor(p);
             env(v.base_url_env).is_some() || env(v.api_key_env).is_some()
         };
-        if args.base_url.is_some() || args.api_key.is_some() || set(Provider::Openai) {
+        if args.base_url.is_some()
+            || args.api_key.is_some()
+            || args.api_key_env.is_some()
+            || set(Provider::Openai)
+        {
             Some(Provider::Openai)
         } else if set(Provider::Anthropic) {
             Some(Provider::Anthropic)
@@ -173,7 +177,18 @@ pub fn choose_model(
     };
     let v = vendor(provider);
     let base_url = args.base_url.clone().or_else(|| env(v.base_url_env));
-    let api_key = args.api_key.clone().or_else(|| env(v.api_key_env));
+    let api_key = match (&args.api_key, &args.api_key_env) {
+        (Some(key), _) => Some(key.clone()),
+        (None, Some(var)) => Some(env(var).ok_or_else(|| {
+            CliError::usage(format!(
+                "--api-key-env {var}: the variable {var} is not set"
+            ))
+            .with_hint(format!(
+                "export {var}=... before running, or name another variable"
+            ))
+        })?),
+        (None, None) => env(v.api_key_env),
+    };
     if base_url.is_none() && api_key.is_none() {
         return Err(CliError::usage(format!(
             "--provider {} needs an API key, and none is given",
@@ -204,84 +219,6 @@ pub fn choose_model(
             .unwrap_or_else(|| v.default_model.to_owned()),
         timeout,
     })
-}
-
-/// The models `--fallback` (or `TINYAGENT_FALLBACK`) names, in order: `PROVIDER` or
-/// `PROVIDER:MODEL`, each with its provider's key, URL and default model from the environment
-/// and the same `--timeout`. A name that is not a provider, or a provider with neither key nor
-/// URL, is a usage error naming the fallback.
-pub fn choose_fallbacks(
-    args: &ModelArgs,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<ModelChoice>, CliError> {
-    let env = |name: &str| {
-        env(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let specs: Vec<String> = if args.fallback.is_empty() {
-        env(ENV_FALLBACK)
-            .map(|list| {
-                list.split(',')
-                    .map(|s| s.trim().to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    } else {
-        args.fallback.clone()
-    };
-    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
-        (Some(t), _) => Some(t),
-        (None, Some(text)) => crate::cli::parse_secs(&text).ok(),
-        (None, None) => None,
-    };
-    specs
-        .iter()
-        .map(|spec| {
-            let (name, model) = match spec.split_once(':') {
-                Some((name, model)) => (name.trim(), Some(model.trim().to_owned())),
-                None => (spec.trim(), None),
-            };
-            let provider = <Provider as clap::ValueEnum>::from_str(name, true).map_err(|_| {
-                CliError::usage(format!("--fallback {spec:?}: {name:?} is not a provider"))
-                    .with_hint(
-                        "use openai, openai-responses, anthropic, gemini or local, with :MODEL \
-                         to pick a model",
-                    )
-            })?;
-            if provider == Provider::Local {
-                return Ok(ModelChoice::Local {
-                    file: model.map(PathBuf::from),
-                    threads: args.threads,
-                    context_size: None,
-                });
-            }
-            let v = vendor(provider);
-            let base_url = env(v.base_url_env);
-            let api_key = env(v.api_key_env);
-            if base_url.is_none() && api_key.is_none() {
-                return Err(CliError::usage(format!(
-                    "--fallback {spec:?} needs an API key, and {} is not set",
-                    v.api_key_env
-                ))
-                .with_hint(format!(
-                    "set {} (or {} for a gateway)",
-                    v.api_key_env, v.base_url_env
-                )));
-            }
-            Ok(ModelChoice::Server {
-                provider,
-                base_url: base_url.unwrap_or_else(|| v.default_base_url.to_owned()),
-                api_key,
-                model: model
-                    .filter(|m| !m.is_empty())
-                    .or_else(|| env(v.model_env))
-                    .unwrap_or_else(|| v.default_model.to_owned()),
-                timeout,
-            })
-        })
-        .collect()
 }
 
 /// Makes the chosen model; loading the embedded one reads its file.

@@ -29,6 +29,7 @@ mod panic;
 mod resolver;
 pub(crate) mod schema_gen;
 mod search;
+mod search_index;
 mod validate;
 
 pub use adapter::{
