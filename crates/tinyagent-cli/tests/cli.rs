@@ -163,13 +163,19 @@ async fn run_answers_with_a_tool_call() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "stderr: {stderr}");
     assert_eq!(stdout, format!("{WEATHER_ANSWER}\n"));
-    // The tool call with its arguments, then its result and duration, on standard error.
+    // The tool call with its arguments, then its result and duration, on standard error; last
+    // what the run took (the fixtures' model, gpt-4o-mini, has a list price).
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines.len(), 3, "{stderr}");
     assert_eq!(lines[0], r#"→ get_weather {"city":"北京"}"#);
     assert!(lines[1].starts_with("✓ get_weather ("), "{stderr}");
     assert!(lines[1].contains(" ms) "), "{stderr}");
     assert!(lines[1].contains(r#""temperature":22.5"#), "{stderr}");
+    assert!(lines[2].starts_with("(2 model calls · "), "{stderr}");
+    assert!(
+        lines[2].contains(" tokens in, ") && lines[2].contains(" · $0.0"),
+        "{stderr}"
+    );
 
     // The model got the three demo tools and, in the second request, the tool's result.
     let bodies: Vec<Value> = server

@@ -91,7 +91,9 @@ async fn steady_server(body: String, answer: &str) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .and(wiremock::matchers::body_partial_json(json!({"stream": true})))
+        .and(wiremock::matchers::body_partial_json(
+            json!({"stream": true}),
+        ))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(&server)
         .await;
