@@ -12,10 +12,18 @@ use tinyagent_openai::DEFAULT_MAX_TOKENS;
 use crate::cli::AgentArgs;
 use crate::error::CliError;
 
+use super::model_choice::{ModelChoice, choose_model, make_model};
 use super::model_spec::{choose_fallbacks, choose_summarizer};
 use super::prices::{check_priced, price_table};
+use super::sources::{a2a_tools, builtin_tools, connect_toolsets};
 use super::tool_search::{ToolSource, searched_tools};
-use super::{AGENT_NAME, DEFAULT_INSTRUCTION, ModelChoice, choose_model, make_model};
+
+/// The agent's name, the tutorial's.
+pub const AGENT_NAME: &str = "smart-assistant";
+
+/// The default instruction: the tutorial's. (Kept short: the embedded model is very small, and
+/// a longer instruction steers it away from the right tool.)
+pub const DEFAULT_INSTRUCTION: &str = "你是一个全能助手。";
 
 /// The agent the options describe, with its model's server URL (when it is one).
 pub struct Assembled {
@@ -94,8 +102,8 @@ fn choose_models(args: &AgentArgs) -> Result<Models, CliError> {
 
 /// Builds the agent under a name of the caller's choosing.
 pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, CliError> {
-    let mut tools = super::builtin_tools(&args.tools)?;
-    tools.extend(super::a2a_tools(&args.tools).await?);
+    let mut tools = builtin_tools(&args.tools)?;
+    tools.extend(a2a_tools(&args.tools).await?);
     let models = choose_models(args)?;
     let prices = price_table(&args.model, |name| std::env::var(name).ok())?;
     if args.max_cost.is_some() {
@@ -106,7 +114,7 @@ pub async fn assemble_named(args: &AgentArgs, name: &str) -> Result<Assembled, C
         check_priced(&prices, &all)?;
     }
     // Tool servers first: a broken one fails before a model is loaded.
-    let toolsets = super::connect_toolsets(&args.tools).await?;
+    let toolsets = connect_toolsets(&args.tools).await?;
     let model = load_with_fallbacks(&models.main, &models.fallbacks).await?;
     let server = match &models.main {
         ModelChoice::Server { base_url, .. } => Some(base_url.clone()),

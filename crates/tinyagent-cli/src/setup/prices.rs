@@ -11,7 +11,7 @@ use tinyagent::model::{Price, PriceTable};
 use crate::cli::ModelArgs;
 use crate::error::CliError;
 
-use super::ModelChoice;
+use super::model_choice::ModelChoice;
 
 /// The environment variable naming a price file (`--prices`'s default).
 pub const ENV_PRICES: &str = "TINYAGENT_PRICES";
