@@ -68,12 +68,15 @@ or an array of alternatives. \"part\" groups questions in the report (such as tu
 reporting); \"id\" names one.
 
 The answers are cut at --max-tokens (default 64): what is measured is the choice and the
-arguments. The project's own set is eval/tools.jsonl.
+arguments. The project's own set is eval/tools.jsonl. With more tools than --tool-search
+allows, each question is offered what the search finds for it, and a call of call_tool counts
+as a call of the tool it names.
 
 Examples:
   tinyagent eval eval/tools.jsonl --local --tools all
   tinyagent eval eval/tools.jsonl --tools all --part reporting --report report.json
-  tinyagent eval my_questions.jsonl --base-url http://localhost:11434/v1 --model qwen2.5:7b --mcp \"python3 server.py\"";
+  tinyagent eval my_questions.jsonl --base-url http://localhost:11434/v1 --model qwen2.5:7b --mcp \"python3 server.py\"
+  tinyagent eval my_questions.jsonl --mcp \"python3 big_server.py\" --tool-search on --fallback anthropic";
 
 /// An agent in the terminal: the demo tools, MCP tools and any model.
 #[derive(Debug, Parser)]
