@@ -76,8 +76,8 @@ impl McpToolset {
     /// ```no_run
     /// use tinyagent_mcp::{McpCompletionRequest, McpToolset};
     ///
-    /// # async fn demo() -> Result<(), tinyagent::ToolError> {
-    /// let toolset = McpToolset::stdio("npx -y @modelcontextprotocol/server-everything")?;
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let toolset = McpToolset::stdio("npx -y @modelcontextprotocol/server-everything stdio")?;
     /// let request = McpCompletionRequest::new("name", "").context_argument("department", "Sales");
     /// let names = toolset.complete_prompt("completable-prompt", request).await?;
     /// println!("{:?}", names.values);
