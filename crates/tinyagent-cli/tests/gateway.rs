@@ -1,7 +1,8 @@
 //! `serve-mcp` as a gateway to a real upstream, the reference MCP server `server-everything`
 //! (from npm, pinned, installed by `scripts/setup.sh --test`), driven by the official MCP
 //! Python SDK's client: an upstream that is killed is started again and the next call works;
-//! completion and resource subscriptions pass through.
+//! completion and resource subscriptions (`resources/subscribe` and `subscriptions/listen`)
+//! pass through.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -240,6 +241,26 @@ fn completion_and_subscriptions_pass_through_the_gateway() {
     );
     assert!(
         b.iter()
+            .all(|u| *u == "demo://resource/static/document/features.md"),
+        "{report}"
+    );
+    // A client of protocol 2026-07-28 subscribes with `subscriptions/listen`: it is granted
+    // the resource the gateway has (not the unknown one) and told about it.
+    assert_eq!(report["listen_protocol"], "2026-07-28", "{report}");
+    assert_eq!(
+        report["honored"],
+        serde_json::json!(["demo://resource/static/document/features.md"]),
+        "{report}"
+    );
+    let c: Vec<&str> = told["c"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(!c.is_empty(), "{report}");
+    assert!(
+        c.iter()
             .all(|u| *u == "demo://resource/static/document/features.md"),
         "{report}"
     );
