@@ -143,6 +143,15 @@ fn a_killed_upstream_is_started_again_and_the_next_call_works() {
     assert_eq!(before.len(), 1, "{report}");
     assert_eq!(after.len(), 2, "started once more: {report}");
     assert_ne!(before[0], after[1]);
+    // The subscription made before the kill was made again with the new process.
+    let updated = report["updated"].as_array().unwrap();
+    assert!(
+        !updated.is_empty()
+            && updated
+                .iter()
+                .all(|u| u == "demo://resource/static/document/architecture.md"),
+        "{report}"
+    );
 }
 
 /// The binary serving over HTTP on a port it picks (the gateway to server-everything),

@@ -17,8 +17,8 @@ pub enum McpHealth {
     NotConnected,
     /// Connected: the handshake and the tool listing succeeded.
     Connected,
-    /// The connection was lost (the process exited, the HTTP session ended); a restart
-    /// follows at once.
+    /// The connection was lost (the process exited, the HTTP session ended); a restart is
+    /// planned at once ([`Restarting`](Self::Restarting)).
     Lost,
     /// The connection was lost and a new one is on its way: the `restart`-th in a row (a
     /// connection that stays up 30 s ends the series), starting `retry_in` after this state was
