@@ -402,6 +402,7 @@ pub async fn serve_mcp(
         .server_name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(description);
+    crate::gateway::forward_updates(&server, &toolsets);
     let token = bearer_token.or_else(|| {
         std::env::var(ENV_MCP_TOKEN)
             .ok()

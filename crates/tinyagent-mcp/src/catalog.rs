@@ -1,6 +1,6 @@
-//! What an [`McpServer`](crate::McpServer) serves besides tools: prompts ([`McpPrompt`]),
-//! resources ([`McpResource`]) and resource templates ([`McpResourceTemplate`]), with
-//! completion of prompt arguments and resource subscriptions.
+//! What an [`McpServer`](crate::McpServer) serves besides tools: prompts ([`McpPrompt`]), and
+//! the catalog of its prompts, resources and resource templates, with completion of their
+//! arguments.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,15 +10,16 @@ use std::sync::Arc;
 use base64::Engine as _;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, ErrorCode, GetPromptResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument,
-    PromptMessage, ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate,
-    Role,
+    CompleteRequestParams, CompleteResult, ErrorCode, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
 };
 use serde_json::Value;
 use tinyagent::{BoxFuture, ContentPart, ToolError};
 
+use crate::completion::{Completer, McpCompletion, McpCompletionRequest, completer};
 use crate::content::content_block;
+use crate::resource::{McpResource, McpResourceTemplate, ResourceBody, Watch};
 
 /// Who says a prompt's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,7 @@ pub struct McpPrompt {
     description: Option<String>,
     arguments: Vec<(PromptArgument, Vec<String>)>,
     render: Render,
+    completer: Option<Completer>,
 }
 
 impl fmt::Debug for McpPrompt {
@@ -117,6 +119,7 @@ impl McpPrompt {
             description: None,
             arguments: Vec::new(),
             render: Arc::new(move |args| Box::pin(render(args))),
+            completer: None,
         }
     }
 
@@ -151,196 +154,45 @@ impl McpPrompt {
         self
     }
 
+    /// Completes the prompt's arguments with the async function `f`, which is given the
+    /// argument, what was typed so far and the values of the other arguments already chosen
+    /// (it takes over from the values of [`completed_argument`](Self::completed_argument)).
+    ///
+    /// ```
+    /// use tinyagent_mcp::{McpCompletion, McpPrompt, McpPromptMessage};
+    ///
+    /// let promote = McpPrompt::new("promote", |args| async move {
+    ///     Ok(vec![McpPromptMessage::user(format!("Promote {}", args["name"]))])
+    /// })
+    /// .argument("department", "the department", true)
+    /// .argument("name", "who", true)
+    /// .completion(|request| async move {
+    ///     let names: &[&str] = match request.context.get("department").map(String::as_str) {
+    ///         Some("Sales") => &["David", "Eve", "Frank"],
+    ///         _ => &[],
+    ///     };
+    ///     Ok(McpCompletion::new(names.iter().filter(|n| n.starts_with(&request.value)).copied()))
+    /// });
+    /// # let _ = promote;
+    /// ```
+    #[must_use]
+    pub fn completion<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(McpCompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<McpCompletion, ToolError>> + Send + 'static,
+    {
+        self.completer = Some(completer(f));
+        self
+    }
+
     /// The prompt's name.
     pub fn name(&self) -> &str {
         &self.name
     }
-}
 
-/// What reading a resource gives: text or bytes, with a MIME type.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ResourceBody {
-    /// Text.
-    Text(String),
-    /// Bytes (sent base64-encoded).
-    Bytes(Vec<u8>),
-}
-
-type Read = Arc<
-    dyn Fn(HashMap<String, String>) -> BoxFuture<'static, Result<ResourceBody, ToolError>>
-        + Send
-        + Sync,
->;
-
-/// A resource an [`McpServer`](crate::McpServer) offers at a fixed URI.
-///
-/// ```
-/// use tinyagent_mcp::McpResource;
-///
-/// let readme = McpResource::text("file:///README.md", "README", "text/markdown", "# Hello");
-/// let logo = McpResource::bytes("file:///logo.png", "logo", "image/png", vec![0x89, b'P', b'N', b'G']);
-/// # let _ = (readme, logo);
-/// ```
-#[derive(Clone)]
-pub struct McpResource {
-    uri: String,
-    name: String,
-    description: Option<String>,
-    mime_type: String,
-    read: Read,
-}
-
-impl fmt::Debug for McpResource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpResource")
-            .field("uri", &self.uri)
-            .field("mime_type", &self.mime_type)
-            .finish_non_exhaustive()
-    }
-}
-
-impl McpResource {
-    /// A resource whose content is read by the async function `read` each time a client
-    /// reads it.
-    pub fn new<F, Fut>(
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        read: F,
-    ) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ResourceBody, ToolError>> + Send + 'static,
-    {
-        Self {
-            uri: uri.into(),
-            name: name.into(),
-            description: None,
-            mime_type: mime_type.into(),
-            read: Arc::new(move |_| Box::pin(read())),
-        }
-    }
-
-    /// A resource with fixed text.
-    pub fn text(
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
-        let text = text.into();
-        Self::new(uri, name, mime_type, move || {
-            std::future::ready(Ok(ResourceBody::Text(text.clone())))
-        })
-    }
-
-    /// A resource with fixed bytes.
-    pub fn bytes(
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        bytes: Vec<u8>,
-    ) -> Self {
-        Self::new(uri, name, mime_type, move || {
-            std::future::ready(Ok(ResourceBody::Bytes(bytes.clone())))
-        })
-    }
-
-    /// Sets what the resource is.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// The resource's URI.
-    pub fn uri(&self) -> &str {
-        &self.uri
-    }
-}
-
-/// Resources an [`McpServer`](crate::McpServer) offers under a URI template (RFC 6570 level
-/// 1: `{name}` stands for one path segment), read by an async function of the template's
-/// values.
-///
-/// ```
-/// use tinyagent_mcp::{McpResourceTemplate, ResourceBody};
-///
-/// let orders = McpResourceTemplate::new("orders://{id}/summary", "order summary", "text/plain", |vars| async move {
-///     Ok(ResourceBody::Text(format!("order {} is on its way", vars["id"])))
-/// });
-/// # let _ = orders;
-/// ```
-#[derive(Clone)]
-pub struct McpResourceTemplate {
-    template: String,
-    name: String,
-    description: Option<String>,
-    mime_type: String,
-    read: Read,
-}
-
-impl fmt::Debug for McpResourceTemplate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpResourceTemplate")
-            .field("template", &self.template)
-            .finish_non_exhaustive()
-    }
-}
-
-impl McpResourceTemplate {
-    /// Resources under `template`, read by `read` from the template's values.
-    pub fn new<F, Fut>(
-        template: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        read: F,
-    ) -> Self
-    where
-        F: Fn(HashMap<String, String>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ResourceBody, ToolError>> + Send + 'static,
-    {
-        Self {
-            template: template.into(),
-            name: name.into(),
-            description: None,
-            mime_type: mime_type.into(),
-            read: Arc::new(move |vars| Box::pin(read(vars))),
-        }
-    }
-
-    /// Sets what the resources are.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// The values of the template's variables in `uri`, when `uri` is one of its resources.
-    fn matches(&self, uri: &str) -> Option<HashMap<String, String>> {
-        let mut vars = HashMap::new();
-        let mut rest = uri;
-        let mut pattern = self.template.as_str();
-        while let Some(open) = pattern.find('{') {
-            let literal = &pattern[..open];
-            rest = rest.strip_prefix(literal)?;
-            let close = open + pattern[open..].find('}')?;
-            let name = &pattern[open + 1..close];
-            pattern = &pattern[close + 1..];
-            let next = pattern.find('{').map_or(pattern, |i| &pattern[..i]);
-            let end = if next.is_empty() {
-                rest.find('/').unwrap_or(rest.len())
-            } else {
-                rest.find(next)?
-            };
-            let value = &rest[..end];
-            if value.is_empty() || value.contains('/') {
-                return None;
-            }
-            vars.insert(name.to_owned(), value.to_owned());
-            rest = &rest[end..];
-        }
-        (rest == pattern).then_some(vars)
+    /// Whether it completes any argument.
+    fn completes(&self) -> bool {
+        self.completer.is_some() || self.arguments.iter().any(|(_, values)| !values.is_empty())
     }
 }
 
@@ -439,12 +291,6 @@ impl Catalog {
         )
     }
 
-    /// Whether `uri` is a resource of this server (listed, or under a template).
-    pub(crate) fn knows(&self, uri: &str) -> bool {
-        self.resources.iter().any(|r| r.uri == uri)
-            || self.templates.iter().any(|t| t.matches(uri).is_some())
-    }
-
     pub(crate) async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let (body, mime_type) = if let Some(r) = self.resources.iter().find(|r| r.uri == uri) {
             ((r.read)(HashMap::new()), &r.mime_type)
@@ -474,33 +320,73 @@ impl Catalog {
         Ok(ReadResourceResult::new(vec![contents]))
     }
 
-    pub(crate) fn complete(&self, request: &CompleteRequestParams) -> CompleteResult {
-        let typed = request.argument.value.to_lowercase();
-        let values: Vec<String> = match &request.r#ref {
-            Reference::Prompt(reference) => self
-                .prompts
-                .iter()
-                .find(|p| p.name == reference.name)
-                .and_then(|p| {
-                    p.arguments
-                        .iter()
-                        .find(|(a, _)| a.name == request.argument.name)
-                })
-                .map(|(_, values)| {
-                    values
-                        .iter()
-                        .filter(|v| v.to_lowercase().starts_with(&typed))
-                        .take(CompletionInfo::MAX_VALUES)
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let mut result = CompleteResult::default();
-        result.completion = CompletionInfo::new(values).unwrap_or_default();
-        result
+    /// Whether a prompt or template completes its arguments.
+    pub(crate) fn completes(&self) -> bool {
+        self.prompts.iter().any(McpPrompt::completes)
+            || self.templates.iter().any(|t| t.completer.is_some())
     }
+
+    /// Whether a resource or template takes subscriptions.
+    pub(crate) fn subscribable(&self) -> bool {
+        self.resources.iter().any(|r| r.watch.subscribable)
+            || self.templates.iter().any(|t| t.watch.subscribable)
+    }
+
+    /// How subscriptions to `uri` are handled: its resource's, or its template's.
+    pub(crate) fn watch_of(&self, uri: &str) -> Option<&Watch> {
+        self.resources
+            .iter()
+            .find(|r| r.uri == uri)
+            .map(|r| &r.watch)
+            .or_else(|| {
+                self.templates
+                    .iter()
+                    .find(|t| t.matches(uri).is_some())
+                    .map(|t| &t.watch)
+            })
+    }
+
+    /// The values offered for an argument of a prompt or a template: its completer's, or
+    /// those of its static list starting with what was typed (case-insensitively).
+    pub(crate) async fn complete(
+        &self,
+        request: &CompleteRequestParams,
+    ) -> Result<CompleteResult, ErrorData> {
+        let asked = McpCompletionRequest::from_params(request);
+        let completion = match &request.r#ref {
+            Reference::Prompt(reference) => {
+                let prompt = self.prompts.iter().find(|p| p.name == reference.name);
+                match prompt.and_then(|p| p.completer.as_ref()) {
+                    Some(complete) => complete(asked).await.map_err(|e| failed(&e))?,
+                    None => McpCompletion::new(static_values(prompt, &asked)),
+                }
+            }
+            Reference::Resource(reference) => {
+                let template = self.templates.iter().find(|t| t.template == reference.uri);
+                match template.and_then(|t| t.completer.as_ref()) {
+                    Some(complete) => complete(asked).await.map_err(|e| failed(&e))?,
+                    None => McpCompletion::default(),
+                }
+            }
+            _ => McpCompletion::default(),
+        };
+        Ok(completion.into_result())
+    }
+}
+
+/// The static values of a prompt's argument that start with what was typed.
+fn static_values(prompt: Option<&McpPrompt>, asked: &McpCompletionRequest) -> Vec<String> {
+    let typed = asked.value.to_lowercase();
+    prompt
+        .and_then(|p| p.arguments.iter().find(|(a, _)| a.name == asked.argument))
+        .map(|(_, values)| {
+            values
+                .iter()
+                .filter(|v| v.to_lowercase().starts_with(&typed))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A prompt argument's value as text (a client may send a number or a flag).
@@ -508,26 +394,5 @@ pub(crate) fn value_text(value: Value) -> String {
     match value {
         Value::String(text) => text,
         other => other.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn templates_match_one_segment_per_variable() {
-        let t = McpResourceTemplate::new("test://template/{id}/data", "t", "text/plain", |_| {
-            std::future::ready(Ok(ResourceBody::Text(String::new())))
-        });
-        assert_eq!(t.matches("test://template/123/data").unwrap()["id"], "123");
-        assert!(t.matches("test://template/1/2/data").is_none());
-        assert!(t.matches("test://template//data").is_none());
-        assert!(t.matches("test://template/123/other").is_none());
-        let t = McpResourceTemplate::new("orders://{id}", "o", "text/plain", |_| {
-            std::future::ready(Ok(ResourceBody::Text(String::new())))
-        });
-        assert_eq!(t.matches("orders://42").unwrap()["id"], "42");
-        assert!(t.matches("orders://42/x").is_none());
     }
 }

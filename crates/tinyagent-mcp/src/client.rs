@@ -2,13 +2,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tinyagent::tools::ToolResolver;
-use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolErrorKind, ToolHints};
+use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolHints};
 use tokio::sync::Mutex;
 
 use crate::command_line::split_command_line;
@@ -22,11 +21,15 @@ mod catalog;
 mod connection;
 mod endpoint;
 mod health;
+mod health_state;
+mod restart;
+mod subscriptions;
 
 pub(crate) use bridge::Bridge;
 pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 pub use catalog::{McpPromptInfo, McpResourceInfo};
-pub use connection::McpHealth;
+pub use health_state::McpHealth;
+use restart::Link;
 
 use endpoint::Endpoint;
 
@@ -38,6 +41,10 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long connecting (spawning, the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many resource updates wait for a slow reader of
+/// [`resource_updates`](McpToolset::resource_updates) before the oldest are dropped.
+const UPDATES_BUFFER: usize = 256;
+
 /// The tools of one MCP server, offered to an agent: a [`ToolResolver`].
 ///
 /// The toolset connects to a server, either a child process that speaks MCP over its standard
@@ -48,9 +55,12 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`ToolError`] whose message the model reads.
 ///
 /// The list is cached and listed again only after the server sends
-/// `notifications/tools/list_changed`. If the server goes away, calls fail with an
-/// [`Unavailable`](tinyagent::ToolErrorKind::Unavailable) error that says so, and the next
-/// invocation (the next [`resolve_tools`](ToolResolver::resolve_tools)) connects again.
+/// `notifications/tools/list_changed`. If the server goes away, the call in flight fails with
+/// an [`Unavailable`](tinyagent::ToolErrorKind::Unavailable) error that says so, and the
+/// toolset connects again by itself (a stdio server's process is started again): at once,
+/// then, while the server keeps dying soon after it starts, after 1 s, 2 s, 4 s … at most
+/// 64 s. The tools already handed out use the new connection; [`health`](Self::health)
+/// says what is happening meanwhile.
 ///
 /// The connection is made lazily, on the first invocation, or eagerly with
 /// [`connect`](Self::connect). A child process is killed when the toolset is dropped; its
@@ -223,6 +233,9 @@ impl McpToolset {
                 state: Mutex::new(None),
                 outage: Default::default(),
                 health: Default::default(),
+                generation: Default::default(),
+                subscribed: Default::default(),
+                updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
             }),
         }
     }
@@ -248,6 +261,9 @@ impl McpToolset {
                 state: Mutex::new(None),
                 outage: Default::default(),
                 health: Default::default(),
+                generation: Default::default(),
+                subscribed: Default::default(),
+                updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
             },
         };
         f(&mut inner);
@@ -411,30 +427,7 @@ impl McpToolset {
     pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolError> {
         let inner = &self.inner;
         let mut state = inner.state.lock().await;
-        let alive = state.as_ref().is_some_and(|c| {
-            !c.broken.load(Ordering::SeqCst)
-                && !c.service.is_closed()
-                && !c.service.is_transport_closed()
-        });
-        if !alive {
-            if state.is_some() {
-                tracing::info!(server = %inner.label, "MCP server connection lost; reconnecting");
-                inner.health.set(McpHealth::Lost);
-            }
-            *state = None;
-            inner.check_outage()?;
-            let connection = tokio::time::timeout(inner.connect_timeout, inner.connect())
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ToolError::timed_out(format!(
-                        "MCP server `{}` did not finish connecting within {:?}",
-                        inner.label, inner.connect_timeout
-                    )))
-                })
-                .inspect_err(|e| inner.connect_failed(e))?;
-            inner.connected();
-            *state = Some(connection);
-        }
+        inner.ensure_connected(&mut state).await?;
         let Some(connection) = state.as_mut() else {
             return Err(ToolError::unavailable(format!(
                 "MCP server `{}` is not connected",
@@ -450,9 +443,7 @@ impl McpToolset {
                 Ok(Err(err)) => {
                     connection.stale.store(true, Ordering::SeqCst);
                     let err = service_error(&inner.label, err, "listing its tools");
-                    if err.kind() == ToolErrorKind::Unavailable {
-                        *state = None;
-                    }
+                    inner.check_error(connection.generation, &err);
                     return Err(err);
                 }
                 Err(_) => {
@@ -463,8 +454,7 @@ impl McpToolset {
                     )));
                 }
             };
-            let broken = Arc::clone(&connection.broken);
-            let (tools, infos) = self.convert(listed, &peer, &broken, connection.output.as_deref());
+            let (tools, infos) = self.convert(listed, connection.output.as_deref());
             connection.tools = Some(tools);
             connection.infos = infos;
         }
@@ -497,11 +487,10 @@ impl McpToolset {
     fn convert(
         &self,
         listed: Vec<rmcp::model::Tool>,
-        peer: &Peer<RoleClient>,
-        broken: &Arc<AtomicBool>,
         output: Option<&ChildOutput>,
     ) -> (Vec<Arc<dyn Tool>>, Vec<McpToolInfo>) {
         let inner = &self.inner;
+        let link: Arc<dyn crate::remote_tool::PeerSource> = Arc::new(Link::new(inner));
         let label: Arc<str> = Arc::from(inner.label.as_str());
         let remote: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
         let names = crate::naming::offered_names(&inner.prefix, &remote);
@@ -572,12 +561,11 @@ impl McpToolset {
                     output_schema: info.output_schema.clone(),
                     schema,
                     hints,
-                    peer: peer.clone(),
+                    link: Arc::clone(&link),
                     bridge: Arc::clone(&inner.bridge),
                     label: Arc::clone(&label),
                     call_timeout: inner.call_timeout,
                     max_result_bytes: inner.max_result_bytes,
-                    broken: Arc::clone(broken),
                 }));
             }
             infos.push(info);

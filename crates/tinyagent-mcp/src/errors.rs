@@ -3,11 +3,12 @@
 
 use std::net::SocketAddr;
 
-use rmcp::model::ErrorCode;
+use rmcp::model::{CallToolRequestParams, CustomRequest, ErrorCode};
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpError,
 };
+use serde_json::Value;
 use tinyagent::ToolError;
 
 /// An HTTP server's refusal to let us in.
@@ -109,7 +110,8 @@ pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> Tool
             };
             ToolError::unavailable(format!(
                 "MCP server `{label}` is not running: the connection closed while {doing}{cause}; \
-                 it will be reconnected on the next invocation"
+                 it is being reconnected (a server process is started again), and the next \
+                 call goes to the new connection"
             ))
             .with_source(err)
         }
@@ -149,6 +151,55 @@ pub(crate) fn service_error(label: &str, err: ServiceError, doing: &str) -> Tool
         ))
         .with_source(other),
     }
+}
+
+/// The error for a request rmcp could not type: a known MCP method whose params do not fit
+/// (rmcp falls back to a custom request then) is invalid params (-32602), saying what is
+/// wrong; anything else is method not found (-32601).
+pub(crate) fn custom_request_error(request: &CustomRequest) -> rmcp::ErrorData {
+    const KNOWN: [&str; 12] = [
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "logging/setLevel",
+    ];
+    let method = request.method.as_str();
+    if !KNOWN.contains(&method) {
+        return rmcp::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+            None,
+        );
+    }
+    let params = request.params.clone().unwrap_or(Value::Null);
+    let problem = if method == "tools/call" {
+        match serde_json::from_value::<CallToolRequestParams>(params.clone()) {
+            Err(e) => e.to_string(),
+            Ok(_) => "the params do not match the method".to_owned(),
+        }
+    } else {
+        "the params do not match the method".to_owned()
+    };
+    let problem = if method == "tools/call" && params.get("name").is_none_or(|n| !n.is_string()) {
+        "`name` (a string) is missing".to_owned()
+    } else if method == "tools/call"
+        && params
+            .get("arguments")
+            .is_some_and(|a| !a.is_object() && !a.is_null())
+    {
+        "`arguments` must be an object".to_owned()
+    } else {
+        problem
+    };
+    rmcp::ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
 }
 
 /// Why a toolset could not be made or could not connect.

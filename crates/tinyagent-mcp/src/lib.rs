@@ -29,6 +29,7 @@
 mod catalog;
 mod client;
 mod command_line;
+mod completion;
 mod content;
 mod errors;
 mod http;
@@ -36,25 +37,26 @@ mod input_required;
 mod naming;
 mod oauth;
 mod remote_tool;
+mod resource;
 mod served_call;
 mod server;
 mod server_catalog;
 mod server_host;
 mod std_streams;
 mod stdio;
+mod subscriptions;
 mod telemetry;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
-pub use catalog::{
-    McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, PromptRole, ResourceBody,
-};
+pub use catalog::{McpPrompt, McpPromptMessage, PromptRole};
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpHealth,
     McpPromptInfo, McpResourceInfo, McpToolset, elicitation_fn,
 };
+pub use completion::{McpCompletion, McpCompletionRequest};
 pub use content::{
     DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, tool_output,
     truncate_result,
@@ -63,6 +65,7 @@ pub use errors::McpClientError;
 pub use http::{HttpServerHandle, MCP_HTTP_PATH, McpHttpService};
 pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
 pub use remote_tool::McpToolInfo;
+pub use resource::{McpResource, McpResourceTemplate, ResourceBody};
 pub use server::{
     DEFAULT_HTTP_HEADER_TIMEOUT, DEFAULT_HTTP_MAX_CONNECTIONS, McpServeError, McpServer,
 };

@@ -1,7 +1,6 @@
 //! One tool of an MCP server as a tinyagent [`Tool`], and what the toolset tells about it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
@@ -54,6 +53,17 @@ impl McpToolInfo {
     }
 }
 
+/// Where a tool finds its server's connection: the toolset's live one, made again when the
+/// server went away.
+pub(crate) trait PeerSource: Send + Sync {
+    /// The connection now, and its number: connects if there is none (or fails at once while
+    /// a server that cannot be reached is waited out).
+    fn peer(&self) -> BoxFuture<'_, Result<(Peer<RoleClient>, u64), ToolError>>;
+
+    /// A call found connection `generation` gone: it is made again.
+    fn lost(&self, generation: u64, why: &str);
+}
+
 /// One tool of an MCP server, as a tinyagent [`Tool`].
 pub(crate) struct McpTool {
     pub name: String,
@@ -63,12 +73,11 @@ pub(crate) struct McpTool {
     pub output_schema: Option<Value>,
     pub schema: Value,
     pub hints: ToolHints,
-    pub peer: Peer<RoleClient>,
+    pub link: Arc<dyn PeerSource>,
     pub bridge: Arc<crate::client::Bridge>,
     pub label: Arc<str>,
     pub call_timeout: Duration,
     pub max_result_bytes: usize,
-    pub broken: Arc<AtomicBool>,
 }
 
 impl Tool for McpTool {
@@ -124,6 +133,8 @@ impl McpTool {
         params: CallToolRequestParams,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
+        // The connection now: a server that went away is connected again first.
+        let (peer, generation) = self.link.peer().await?;
         // The call: the server's progress and logs, and what it asks during the call,
         // reach this call's host. rmcp gives the request a progress token of its own,
         // which the call adopts as soon as the request is on its way.
@@ -134,15 +145,14 @@ impl McpTool {
             let request = rmcp::model::ClientRequest::CallToolRequest(
                 rmcp::model::CallToolRequest::new(params),
             );
-            let handle = self
-                .peer
+            let handle = peer
                 .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
                 .await?;
             call.adopt(&handle.progress_token);
             let id = handle.id.clone();
             let request_id = crate::server::request_id_text(&id);
             tracing::Span::current().record("jsonrpc.request.id", request_id.as_str());
-            let cancel = CancelOnDrop(Some((self.peer.clone(), id)));
+            let cancel = CancelOnDrop(Some((peer.clone(), id)));
             let result = handle.await_response().await;
             cancel.disarm();
             result
@@ -169,7 +179,7 @@ impl McpTool {
                 let doing = format!("calling tool `{}`", self.remote);
                 let err = service_error(label, err, &doing);
                 if err.kind() == ToolErrorKind::Unavailable {
-                    self.broken.store(true, Ordering::SeqCst);
+                    self.link.lost(generation, err.message());
                 }
                 return Err(err);
             }

@@ -8,7 +8,7 @@ use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
     Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    ToolAnnotations,
+    SubscriptionFilter, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServiceExt};
@@ -20,7 +20,9 @@ use tinyagent::{Tool, ToolContext, ToolError};
 use crate::catalog::{Catalog, value_text};
 use crate::content::{error_result, success_result};
 pub use crate::errors::McpServeError;
+use crate::errors::custom_request_error;
 use crate::input_required::Waiting;
+use crate::subscriptions::{SessionToken, Subscriptions};
 use tracing::Instrument as _;
 
 use crate::server_host::{SessionLogLevel, log_level};
@@ -63,6 +65,8 @@ pub struct McpServer {
     pub(crate) inner: Arc<ServerInner>,
     /// The session's `logging/setLevel` (each HTTP session gets its own).
     pub(crate) log_level: SessionLogLevel,
+    /// The session's subscriptions end when its last handle is dropped.
+    pub(crate) session: Arc<SessionToken>,
 }
 
 /// Who may call the endpoint.
@@ -104,6 +108,8 @@ pub(crate) struct ServerInner {
     pub(crate) catalog: Catalog,
     /// Calls waiting for their clients' answers (protocol 2026-07-28 and later).
     pub(crate) waiting: Waiting,
+    /// Who is subscribed to which resource, over all sessions.
+    pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
 pub(crate) struct ServedTool {
@@ -196,7 +202,9 @@ impl McpServer {
                 validator,
             });
         }
+        let subscriptions = Arc::new(Subscriptions::default());
         Self {
+            session: Arc::new(SessionToken::new(&subscriptions)),
             inner: Arc::new(ServerInner {
                 implementation: Implementation::new("tinyagent", env!("CARGO_PKG_VERSION")),
                 instructions: None,
@@ -211,6 +219,7 @@ impl McpServer {
                 by_name,
                 catalog: Catalog::default(),
                 waiting: Waiting::default(),
+                subscriptions,
             }),
             log_level: SessionLogLevel::default(),
         }
@@ -222,6 +231,7 @@ impl McpServer {
         Self {
             inner: Arc::new(inner),
             log_level: self.log_level,
+            session: self.session,
         }
     }
 
@@ -329,7 +339,10 @@ impl McpServer {
         output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
     ) -> Result<(), McpServeError> {
         let (sink, stream, writer) = crate::stdio::server_transport(input, output);
+        // A session of its own: its subscriptions end with it, even while other handles of
+        // this server live on.
         let running = self
+            .new_session()
             .serve((sink, stream))
             .await
             .map_err(|e| McpServeError::Handshake(crate::errors::chain_text(&e)))?;
@@ -355,6 +368,7 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
                 http_limits: shared.http_limits,
                 catalog: shared.catalog.clone(),
                 waiting: shared.waiting.clone(),
+                subscriptions: Arc::clone(&shared.subscriptions),
                 tools: shared
                     .tools
                     .iter()
@@ -377,61 +391,13 @@ pub(crate) fn request_id_text(id: &rmcp::model::RequestId) -> String {
     }
 }
 
-/// The error for a request rmcp could not type: a known MCP method whose params do not fit
-/// (rmcp falls back to a custom request then) is invalid params (-32602), saying what is
-/// wrong; anything else is method not found (-32601).
-fn custom_request_error(request: &CustomRequest) -> ErrorData {
-    const KNOWN: [&str; 12] = [
-        "initialize",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "resources/list",
-        "resources/read",
-        "resources/templates/list",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "prompts/list",
-        "prompts/get",
-        "logging/setLevel",
-    ];
-    let method = request.method.as_str();
-    if !KNOWN.contains(&method) {
-        return ErrorData::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-            None,
-        );
-    }
-    let params = request.params.clone().unwrap_or(Value::Null);
-    let problem = if method == "tools/call" {
-        match serde_json::from_value::<CallToolRequestParams>(params.clone()) {
-            Err(e) => e.to_string(),
-            Ok(_) => "the params do not match the method".to_owned(),
-        }
-    } else {
-        "the params do not match the method".to_owned()
-    };
-    let problem = if method == "tools/call" && params.get("name").is_none_or(|n| !n.is_string()) {
-        "`name` (a string) is missing".to_owned()
-    } else if method == "tools/call"
-        && params
-            .get("arguments")
-            .is_some_and(|a| !a.is_object() && !a.is_null())
-    {
-        "`arguments` must be an object".to_owned()
-    } else {
-        problem
-    };
-    ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
-}
-
 impl McpServer {
     /// The server for a new session: the same tools, a log level of its own.
     pub(crate) fn new_session(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
             log_level: SessionLogLevel::default(),
+            session: Arc::new(SessionToken::new(&self.inner.subscriptions)),
         }
     }
 }
@@ -446,11 +412,13 @@ impl ServerHandler for McpServer {
         let catalog = &self.inner.catalog;
         if !catalog.prompts.is_empty() {
             capabilities.prompts = Some(Default::default());
+        }
+        if catalog.completes() {
             capabilities.completions = Some(Default::default());
         }
         if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
             let mut resources = rmcp::model::ResourcesCapability::default();
-            resources.subscribe = Some(true);
+            resources.subscribe = catalog.subscribable().then_some(true);
             capabilities.resources = Some(resources);
         }
         let config =
@@ -515,7 +483,14 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        Ok(self.inner.catalog.complete(&request))
+        if !self.inner.catalog.completes() {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: completion/complete (this server completes no argument)",
+                None,
+            ));
+        }
+        self.inner.catalog.complete(&request).await
     }
 
     async fn list_resources(
@@ -545,9 +520,9 @@ impl ServerHandler for McpServer {
     async fn subscribe(
         &self,
         request: rmcp::model::SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.known_resource(&request.uri)
+        self.session_subscribe(&request.uri, context.peer).await
     }
 
     async fn unsubscribe(
@@ -555,7 +530,19 @@ impl ServerHandler for McpServer {
         request: rmcp::model::UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.known_resource(&request.uri)
+        self.session_unsubscribe(&request.uri).await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(self.listen_filter(requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_to(context).await;
+        Ok(())
     }
 
     async fn on_custom_request(

@@ -395,11 +395,23 @@ fn token_text(token: &ProgressToken) -> Option<String> {
 pub(crate) struct Watched<T> {
     inner: T,
     bridge: Arc<Bridge>,
+    /// Told when the transport's messages end (the server closed the connection).
+    ended: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl<T> Watched<T> {
     pub(crate) fn new(inner: T, bridge: Arc<Bridge>) -> Self {
-        Self { inner, bridge }
+        Self {
+            inner,
+            bridge,
+            ended: None,
+        }
+    }
+
+    /// Tells `ended` when the transport's messages end.
+    pub(crate) fn ending(mut self, ended: tokio::sync::oneshot::Sender<()>) -> Self {
+        self.ended = Some(ended);
+        self
     }
 }
 
@@ -417,8 +429,13 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await;
-        if let Some(message) = &message {
-            self.bridge.on_wire(message);
+        match &message {
+            Some(message) => self.bridge.on_wire(message),
+            None => {
+                if let Some(ended) = self.ended.take() {
+                    let _ = ended.send(());
+                }
+            }
         }
         message
     }

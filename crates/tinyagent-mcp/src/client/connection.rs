@@ -1,11 +1,12 @@
 //! Connecting to the server (over stdio, a child process or HTTP, with the configured headers
 //! and timeouts) and noticing when its tool list changes.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{broadcast, oneshot};
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
@@ -18,6 +19,7 @@ use tokio::sync::Mutex;
 
 use super::bridge::{Bridge, Watched};
 use super::endpoint::Endpoint;
+use super::health_state::{HealthCell, McpHealth};
 use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
 use crate::remote_tool::McpToolInfo;
 use crate::stdio::ChildOutput;
@@ -44,14 +46,23 @@ pub(super) struct Inner {
     pub(super) outage: std::sync::Mutex<Outage>,
     /// The server's health, for [`McpToolset::health`](super::McpToolset::health).
     pub(super) health: HealthCell,
+    /// The number of the last connection made (a lost connection is reported with its own,
+    /// so that a loss is handled once).
+    pub(super) generation: AtomicU64,
+    /// The resources subscribed to: subscribed again on every new connection.
+    pub(super) subscribed: std::sync::Mutex<BTreeSet<String>>,
+    /// `notifications/resources/updated` from the server: the URIs.
+    pub(super) updates: broadcast::Sender<String>,
 }
 
 /// A server that could not be reached: how many attempts failed in a row, and when the next
 /// one may start.
 #[derive(Debug, Default)]
 pub(super) struct Outage {
-    failures: u32,
-    retry_at: Option<tokio::time::Instant>,
+    pub(super) failures: u32,
+    pub(super) retry_at: Option<tokio::time::Instant>,
+    /// Connections lost in a row, each soon after it was made (see `restart_delay`).
+    pub(super) restarts: u32,
 }
 
 /// How long a toolset waits before trying again after `failures` failed attempts in a row:
@@ -66,40 +77,64 @@ pub(super) struct Secret(pub(super) Arc<str>);
 
 pub(super) struct Connection {
     pub(super) service: RunningService<RoleClient, ToolsetClient>,
+    /// Which connection of the toolset this is.
+    pub(super) generation: u64,
+    /// When it was made.
+    pub(super) since: tokio::time::Instant,
+    /// Fires when the server closes the connection (its messages end); taken by the watcher.
+    pub(super) ended: Option<oneshot::Receiver<()>>,
     /// The server process (killed when dropped), for stdio.
-    pub(super) _child: Option<tokio::process::Child>,
+    pub(super) child: Option<tokio::process::Child>,
     /// What the server process wrote, for stdio.
     pub(super) output: Option<Arc<ChildOutput>>,
     /// Every listed tool, offered or not.
     pub(super) infos: Vec<McpToolInfo>,
     /// Set when the server says its tool list changed.
     pub(super) stale: Arc<AtomicBool>,
-    /// Set when a call found the connection gone (HTTP has no connection to watch).
-    pub(super) broken: Arc<AtomicBool>,
     pub(super) tools: Option<Vec<Arc<dyn Tool>>>,
 }
 
 impl Inner {
-    fn outage(&self) -> std::sync::MutexGuard<'_, Outage> {
+    pub(super) fn outage(&self) -> std::sync::MutexGuard<'_, Outage> {
         self.outage
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Fails at once while a server that could not be reached is waited out, saying when
-    /// the next attempt will be.
+    /// Fails at once while a server that could not be reached (or that keeps dying) is
+    /// waited out, saying when the next attempt will be.
     pub(super) fn check_outage(&self) -> Result<(), ToolError> {
         let outage = self.outage();
-        match outage.retry_at {
-            Some(at) if tokio::time::Instant::now() < at => Err(ToolError::unavailable(format!(
-                "MCP server `{}` could not be reached ({} attempts in a row failed); the next \
-                 attempt is in {:.1?}",
-                self.label,
-                outage.failures,
-                at - tokio::time::Instant::now()
-            ))),
-            _ => Ok(()),
+        let Some(at) = outage.retry_at else {
+            return Ok(());
+        };
+        let now = tokio::time::Instant::now();
+        if now >= at {
+            return Ok(());
         }
+        let why = if outage.failures > 0 {
+            format!(
+                "could not be reached ({} attempts in a row failed)",
+                outage.failures
+            )
+        } else {
+            format!(
+                "closed its connection soon after it was made, {} times in a row",
+                outage.restarts
+            )
+        };
+        Err(ToolError::unavailable(format!(
+            "MCP server `{}` {why}; the next attempt is in {:.1?}",
+            self.label,
+            at - now
+        )))
+    }
+
+    /// How long until the next attempt may start, when it may not start now.
+    pub(super) fn wait_left(&self) -> Option<Duration> {
+        let at = self.outage().retry_at?;
+        let now = tokio::time::Instant::now();
+        (now < at).then(|| at - now)
     }
 
     /// Notes a failed attempt: the next waits longer.
@@ -120,10 +155,13 @@ impl Inner {
     /// Notes a connection made: the server is back, if it was away.
     pub(super) fn connected(&self) {
         let mut outage = self.outage();
-        if outage.failures > 0 {
-            tracing::info!(server = %self.label, failures = outage.failures, "MCP server is back");
+        let was = self.health.now();
+        if outage.failures > 0 || matches!(was, McpHealth::Restarting { .. } | McpHealth::Lost) {
+            tracing::warn!(server = %self.label, failures = outage.failures,
+                restarts = outage.restarts, "MCP server is back");
         }
-        *outage = Outage::default();
+        outage.failures = 0;
+        outage.retry_at = None;
         self.health.set(McpHealth::Connected);
     }
 
@@ -133,7 +171,9 @@ impl Inner {
             stale: Arc::clone(&stale),
             label: self.label.clone(),
             bridge: Arc::clone(&self.bridge),
+            updates: self.updates.clone(),
         };
+        let (ended_tx, ended) = oneshot::channel();
         let label = &self.label;
         let failed = |text: String| {
             ToolError::unavailable(format!("could not connect to MCP server `{label}`: {text}"))
@@ -171,6 +211,7 @@ impl Inner {
                 let mut garbage = output.garbage.subscribe();
                 let bridge = Arc::clone(&self.bridge);
                 let stream = futures::StreamExt::inspect(stream, move |m| bridge.on_wire(m));
+                let stream = futures::StreamExt::chain(stream, end_marker(ended_tx));
                 let serve = client.serve((sink, stream));
                 tokio::pin!(serve);
                 let served = tokio::select! {
@@ -210,7 +251,7 @@ impl Inner {
                     }
                 };
                 tracing::debug!(server = %label, "connected to MCP server");
-                Ok(self.connection(service, stale, Some(child), Some(output)))
+                Ok(self.connection(service, stale, ended, Some(child), Some(output)))
             }
             Endpoint::Http { url } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -233,9 +274,8 @@ impl Inner {
                 }
                 let served = match &self.oauth {
                     None => {
-                        client
-                            .serve(self.watched(StreamableHttpClientTransport::from_config(config)))
-                            .await
+                        let transport = StreamableHttpClientTransport::from_config(config);
+                        client.serve(self.watched(transport).ending(ended_tx)).await
                     }
                     Some(oauth) => 'served: {
                         // With a stored token, use it; without one, ask the user only when the
@@ -247,6 +287,7 @@ impl Inner {
                                     stale: Arc::clone(&stale),
                                     label: self.label.clone(),
                                     bridge: Arc::clone(&self.bridge),
+                                    updates: self.updates.clone(),
                                 };
                                 let plain = self.watched(
                                     StreamableHttpClientTransport::from_config(config.clone()),
@@ -266,13 +307,8 @@ impl Inner {
                             }
                         };
                         let http = AuthClient::new(reqwest::Client::new(), manager);
-                        client
-                            .serve(
-                                self.watched(StreamableHttpClientTransport::with_client(
-                                    http, config,
-                                )),
-                            )
-                            .await
+                        let transport = StreamableHttpClientTransport::with_client(http, config);
+                        client.serve(self.watched(transport).ending(ended_tx)).await
                     }
                 };
                 let service = served.map_err(|e| {
@@ -301,7 +337,7 @@ impl Inner {
                     }
                 })?;
                 tracing::debug!(server = %label, "connected to MCP server");
-                Ok(self.connection(service, stale, None, None))
+                Ok(self.connection(service, stale, ended, None, None))
             }
         }
     }
@@ -315,16 +351,19 @@ impl Inner {
         &self,
         service: RunningService<RoleClient, ToolsetClient>,
         stale: Arc<AtomicBool>,
+        ended: oneshot::Receiver<()>,
         child: Option<tokio::process::Child>,
         output: Option<Arc<ChildOutput>>,
     ) -> Connection {
         Connection {
             service,
-            _child: child,
+            generation: self.generation.fetch_add(1, Ordering::SeqCst) + 1,
+            since: tokio::time::Instant::now(),
+            ended: Some(ended),
+            child,
             output,
             infos: Vec::new(),
             stale,
-            broken: Arc::new(AtomicBool::new(false)),
             tools: None,
         }
     }
@@ -336,6 +375,18 @@ pub(super) struct ToolsetClient {
     stale: Arc<AtomicBool>,
     label: String,
     bridge: Arc<Bridge>,
+    updates: broadcast::Sender<String>,
+}
+
+/// A stream with no items that tells `ended` when it is polled: chained after a server's
+/// messages, it says that they ended (the server closed the connection). When the connection
+/// is dropped first, `ended` is dropped unsent.
+fn end_marker<T>(ended: oneshot::Sender<()>) -> impl futures::Stream<Item = T> + Send + Unpin
+where
+    T: Send,
+{
+    let told = futures::future::lazy(move |_| ended.send(()));
+    futures::StreamExt::filter_map(futures::stream::once(told), |_| std::future::ready(None))
 }
 
 impl ClientHandler for ToolsetClient {
@@ -387,58 +438,18 @@ impl ClientHandler for ToolsetClient {
         Ok(self.bridge.elicit(request).await)
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.label, uri = %params.uri, "MCP resource updated");
+        // No receiver: no one listens for updates now; nothing to do.
+        let _ = self.updates.send(params.uri);
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.label, "MCP server's tool list changed");
         self.stale.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Whether an [`McpToolset`](super::McpToolset)'s server is reachable, as the toolset last found it; watch it
-/// with [`McpToolset::health`](super::McpToolset::health).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum McpHealth {
-    /// No connection was made yet (the toolset connects on first use).
-    NotConnected,
-    /// Connected: the handshake and the tool listing succeeded.
-    Connected,
-    /// The connection was lost (the process exited, the HTTP session ended); the next
-    /// invocation reconnects.
-    Lost,
-    /// Connecting failed `failures` times in a row; invocations fail at once until the next
-    /// attempt, `retry_in` after the last failure.
-    Unreachable {
-        /// Failed attempts in a row.
-        failures: u32,
-        /// How long after the last failure the next attempt may start.
-        retry_in: Duration,
-        /// Why the last attempt failed.
-        error: String,
-    },
-}
-
-/// The health of one toolset's server, and its watchers.
-#[derive(Debug)]
-pub(super) struct HealthCell(watch::Sender<McpHealth>);
-
-impl Default for HealthCell {
-    fn default() -> Self {
-        Self(watch::Sender::new(McpHealth::NotConnected))
-    }
-}
-
-impl HealthCell {
-    /// A new watcher.
-    pub(super) fn subscribe(&self) -> watch::Receiver<McpHealth> {
-        self.0.subscribe()
-    }
-
-    /// Sets the health; watchers are told when it changes.
-    pub(super) fn set(&self, health: McpHealth) {
-        self.0.send_if_modified(|now| {
-            let changed = *now != health;
-            *now = health;
-            changed
-        });
     }
 }
