@@ -1,10 +1,12 @@
 //! How long each function is, counted as clippy's `too_many_lines` counts: the lines of its
-//! body between the braces that hold code, blank lines and comment-only lines left out.
+//! body between the braces that hold code, blank lines and comment-only lines left out. (For
+//! an `async fn`, clippy sees the body as an `async` block and counts its braces' lines too;
+//! so does this count.)
 
 use proc_macro2::LineColumn;
 use quote::ToTokens;
 use syn::visit::{self, Visit};
-use syn::{Block, ImplItemFn, Item, ItemFn, ItemImpl, ItemTrait, TraitItemFn, Type};
+use syn::{Block, ImplItemFn, Item, ItemFn, ItemImpl, ItemTrait, Signature, TraitItemFn, Type};
 
 use crate::cfg::is_test_only;
 use crate::scope::item_attrs;
@@ -51,16 +53,21 @@ struct FunctionVisitor<'t, 'o> {
 }
 
 impl FunctionVisitor<'_, '_> {
-    fn function(&mut self, ident: &syn::Ident, block: &Block, visit_body: impl FnOnce(&mut Self)) {
+    fn function(&mut self, sig: &Signature, block: &Block, visit_body: impl FnOnce(&mut Self)) {
+        let ident = &sig.ident;
         let mut name = self.prefix.clone();
         name.push(ident.to_string());
         let open = block.brace_token.span.open().start();
         let close = block.brace_token.span.close().start();
+        let mut body = between(&self.lines, open, close);
+        if sig.asyncness.is_some() {
+            body = format!("{{{body}}}");
+        }
         self.out.push(Function {
             file: self.file,
             name: name.join("::"),
             line: ident.span().start().line,
-            lines: code_lines(&between(&self.lines, open, close)),
+            lines: code_lines(&body),
         });
         self.prefix.push(ident.to_string());
         visit_body(self);
@@ -83,7 +90,7 @@ impl<'ast> Visit<'ast> for FunctionVisitor<'_, '_> {
     }
 
     fn visit_item_fn(&mut self, f: &'ast ItemFn) {
-        self.function(&f.sig.ident, &f.block, |v| visit::visit_block(v, &f.block));
+        self.function(&f.sig, &f.block, |v| visit::visit_block(v, &f.block));
     }
 
     fn visit_item_impl(&mut self, i: &'ast ItemImpl) {
@@ -107,7 +114,7 @@ impl<'ast> Visit<'ast> for FunctionVisitor<'_, '_> {
 
     fn visit_impl_item_fn(&mut self, f: &'ast ImplItemFn) {
         if !is_test_only(&f.attrs) {
-            self.function(&f.sig.ident, &f.block, |v| visit::visit_block(v, &f.block));
+            self.function(&f.sig, &f.block, |v| visit::visit_block(v, &f.block));
         }
     }
 
@@ -122,7 +129,7 @@ impl<'ast> Visit<'ast> for FunctionVisitor<'_, '_> {
     fn visit_trait_item_fn(&mut self, f: &'ast TraitItemFn) {
         if let Some(block) = &f.default {
             if !is_test_only(&f.attrs) {
-                self.function(&f.sig.ident, block, |v| visit::visit_block(v, block));
+                self.function(&f.sig, block, |v| visit::visit_block(v, block));
             }
         }
     }

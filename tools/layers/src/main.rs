@@ -134,6 +134,9 @@ fn run(options: &Options) -> Result<bool, String> {
         } else {
             baseline.shrunk(&findings)
         };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         std::fs::write(&path, baseline.render()).map_err(|e| format!("{}: {e}", path.display()))?;
         println!(
             "layers: wrote {} entries to {}",
