@@ -135,7 +135,7 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
         line: u.line,
         text: u.text.clone(),
     };
-    let all_edges: Vec<Edge> = graph
+    let mut all_edges: Vec<Edge> = graph
         .values()
         .map(|u| Edge {
             from: display(u.from),
@@ -143,6 +143,7 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
             example: example(u),
         })
         .collect();
+    all_edges.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
 
     let mut findings = Vec::new();
     for error in &tree.errors {

@@ -112,7 +112,18 @@ fn run(options: &Options) -> Result<bool, String> {
             root.display()
         ));
     }
-    let crates: Vec<CrateReport> = dirs.iter().map(|dir| analyse_crate(dir, &root)).collect();
+    // A crate per thread: each parses and analyses its own files (syn's spans stay on the
+    // thread that parsed them).
+    let crates: Vec<CrateReport> = std::thread::scope(|scope| {
+        let handles: Vec<_> = dirs
+            .iter()
+            .map(|dir| scope.spawn(|| analyse_crate(dir, &root)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a crate's analysis panicked"))
+            .collect()
+    });
     let findings: Vec<&Finding> = crates
         .iter()
         .flat_map(|c| &c.targets)
