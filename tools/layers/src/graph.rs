@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use crate::tree::FileId;
 use crate::uses::Use;
 
-/// File `from` uses file `to`; `example` is the first such use (lowest line).
+/// The edges of a file graph: for each pair `(from, to)`, the first use (lowest line) of `to`
+/// in `from`.
 pub type Edges = BTreeMap<(FileId, FileId), Use>;
 
 /// One edge per pair of files, with the use on the lowest line as its example.
