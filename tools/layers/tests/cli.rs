@@ -220,3 +220,27 @@ fn bad_usage_exits_2() {
     assert_eq!(status, 2);
     assert!(out.contains("no crate with a src/ directory"), "{out}");
 }
+
+#[test]
+fn a_file_that_does_not_parse_fails_and_cannot_be_baselined() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        &[
+            ("crates/broken/src/lib.rs", "mod gone;\nmod bad;\n"),
+            ("crates/broken/src/bad.rs", "pub fn f( {\n"),
+        ],
+    );
+    let (status, out) = layers(root, &["--write-baseline"]);
+    assert_eq!(status, 1, "{out}");
+    assert!(
+        out.contains("NEW: crates/broken/src/lib.rs:1: no file for `mod gone;`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("NEW: crates/broken/src/bad.rs:1: does not parse: "),
+        "{out}"
+    );
+    assert!(entries(root).is_empty(), "{}", baseline(root));
+}

@@ -98,6 +98,10 @@ fn paths_in_every_position_count_and_declarations_do_not() {
                 1,
                 "super::super::super::kinds::Kind"
             ),
+            // A name a glob import brings in; an import inside a function. (shadow.rs
+            // globs the same names but only names a local item that shadows them.)
+            ("globber.rs", "kinds.rs", 3, "Kind"),
+            ("globber.rs", "defs.rs", 4, "use crate::defs::make"),
             // A trait imported for its methods: the import is the use.
             ("user.rs", "ext.rs", 1, "use crate::ext::Ext"),
             // A constant named only inside a format string.
