@@ -3,6 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 
 mod agent;
+mod seconds;
+
+pub use seconds::parse_secs;
 
 pub use agent::{AgentArgs, ModelArgs, OutputArgs, Provider, SearchArgs, ToolArgs, ToolSearchMode};
 
@@ -357,20 +360,6 @@ fn parse_cap(text: &str) -> Result<(String, f64), String> {
 
 fn parse_client_instructions(text: &str) -> Result<tinyagent_server::ClientInstructions, String> {
     text.parse()
-}
-
-/// Seconds, such as `30` or `2.5`, as a duration (at least a millisecond, at most a day).
-pub fn parse_secs(text: &str) -> Result<std::time::Duration, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds, such as 30 or 2.5"))?;
-    if !(0.001..=86_400.0).contains(&secs) {
-        return Err(format!(
-            "{text:?} is out of range: give between 0.001 and 86400 seconds"
-        ));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// A duration: seconds, or a number with `s`, `m`, `h` or `d`.

@@ -171,57 +171,69 @@ impl Renderer {
                 result,
                 duration,
                 error_kind,
-            } => {
-                self.stop();
-                let mut err = anstream::stderr().lock();
-                let took = format_duration(*duration);
-                if *error_kind == Some(tinyagent::ToolErrorKind::Deferred) {
-                    writeln!(
-                        err,
-                        "{DIM}⏸{DIM:#} {NAME}{}{NAME:#} {DIM}waits for approval{DIM:#}",
-                        result.name
-                    )?;
-                    return Ok(());
-                } else if result.is_error {
-                    writeln!(
-                        err,
-                        "{FAILED}✗{FAILED:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {FAILED}error:{FAILED:#} {}",
-                        result.name,
-                        shorten(&result.content)
-                    )?;
-                } else {
-                    writeln!(
-                        err,
-                        "{OK}✓{OK:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {}",
-                        result.name,
-                        shorten(&result.content)
-                    )?;
-                }
-                drop(err);
-                self.thinking("thinking");
-            }
+            } => self.tool_call_finished(result, *duration, *error_kind)?,
             Event::Finished {
                 answer,
                 usage,
                 steps,
-            } => {
-                self.stop();
-                if !self.streamed && !answer.is_empty() {
-                    let mut out = anstream::stdout().lock();
-                    write!(out, "{answer}")?;
-                    self.at_line_start = answer.ends_with('\n');
-                }
-                self.end_line()?;
-                self.streamed = false;
-                writeln!(
-                    anstream::stderr().lock(),
-                    "{DIM}{}{DIM:#}",
-                    summary(*steps, usage)
-                )?;
-            }
+            } => self.finished(answer, usage, *steps)?,
             _ => {}
         }
         Ok(())
+    }
+
+    /// A tool call's result (or error, or wait for approval), on standard error.
+    fn tool_call_finished(
+        &mut self,
+        result: &tinyagent::ToolResult,
+        duration: Duration,
+        error_kind: Option<tinyagent::ToolErrorKind>,
+    ) -> io::Result<()> {
+        self.stop();
+        let mut err = anstream::stderr().lock();
+        let took = format_duration(duration);
+        if error_kind == Some(tinyagent::ToolErrorKind::Deferred) {
+            writeln!(
+                err,
+                "{DIM}⏸{DIM:#} {NAME}{}{NAME:#} {DIM}waits for approval{DIM:#}",
+                result.name
+            )?;
+            return Ok(());
+        } else if result.is_error {
+            writeln!(
+                err,
+                "{FAILED}✗{FAILED:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {FAILED}error:{FAILED:#} {}",
+                result.name,
+                shorten(&result.content)
+            )?;
+        } else {
+            writeln!(
+                err,
+                "{OK}✓{OK:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {}",
+                result.name,
+                shorten(&result.content)
+            )?;
+        }
+        drop(err);
+        self.thinking("thinking");
+        Ok(())
+    }
+
+    /// The end of a run: the answer when it was not streamed, then what the run took.
+    fn finished(&mut self, answer: &str, usage: &Usage, steps: usize) -> io::Result<()> {
+        self.stop();
+        if !self.streamed && !answer.is_empty() {
+            let mut out = anstream::stdout().lock();
+            write!(out, "{answer}")?;
+            self.at_line_start = answer.ends_with('\n');
+        }
+        self.end_line()?;
+        self.streamed = false;
+        writeln!(
+            anstream::stderr().lock(),
+            "{DIM}{}{DIM:#}",
+            summary(steps, usage)
+        )
     }
 
     /// Ends the current line of standard output, if one is open.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::parse_secs;
+use super::seconds::parse_secs;
 
 /// Options of the commands that run the agent.
 #[derive(Debug, Args)]

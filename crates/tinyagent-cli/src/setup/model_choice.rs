@@ -107,28 +107,8 @@ pub fn choose_model(
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     };
-    let local = || -> Result<ModelChoice, CliError> {
-        let context_size = match (args.context_size, env(ENV_CONTEXT_SIZE)) {
-            (Some(n), _) => Some(n),
-            (None, Some(text)) => Some(text.parse::<u32>().map_err(|_| {
-                CliError::usage(format!(
-                    "{ENV_CONTEXT_SIZE}={text:?} is not a number of tokens"
-                ))
-                .with_hint(format!(
-                    "set {ENV_CONTEXT_SIZE} to a whole number such as 8192 (0: the model's own \
-                     trained context)"
-                ))
-            })?),
-            (None, None) => None,
-        };
-        Ok(ModelChoice::Local {
-            file: args.model_file.clone(),
-            threads: args.threads,
-            context_size,
-        })
-    };
     if args.local || args.model_file.is_some() {
-        return local();
+        return local_choice(args, &env);
     }
     let from_env = match env(ENV_PROVIDER) {
         None => None,
@@ -139,27 +119,8 @@ pub fn choose_model(
             })?,
         ),
     };
-    let guessed = || {
-        let set = |p: Provider| {
-            let v = vendor(p);
-            env(v.base_url_env).is_some() || env(v.api_key_env).is_some()
-        };
-        if args.base_url.is_some()
-            || args.api_key.is_some()
-            || args.api_key_env.is_some()
-            || set(Provider::Openai)
-        {
-            Some(Provider::Openai)
-        } else if set(Provider::Anthropic) {
-            Some(Provider::Anthropic)
-        } else if set(Provider::Gemini) {
-            Some(Provider::Gemini)
-        } else {
-            None
-        }
-    };
-    let provider = match args.provider.or(from_env).or_else(guessed) {
-        Some(Provider::Local) => return local(),
+    let provider = match args.provider.or(from_env).or_else(|| guess(args, &env)) {
+        Some(Provider::Local) => return local_choice(args, &env),
         Some(provider) => provider,
         None => {
             if let Some(model) = &args.model {
@@ -172,23 +133,12 @@ pub fn choose_model(
                      server; for the embedded model use --model-file PATH",
                 ));
             }
-            return local();
+            return local_choice(args, &env);
         }
     };
     let v = vendor(provider);
     let base_url = args.base_url.clone().or_else(|| env(v.base_url_env));
-    let api_key = match (&args.api_key, &args.api_key_env) {
-        (Some(key), _) => Some(key.clone()),
-        (None, Some(var)) => Some(env(var).ok_or_else(|| {
-            CliError::usage(format!(
-                "--api-key-env {var}: the variable {var} is not set"
-            ))
-            .with_hint(format!(
-                "export {var}=... before running, or name another variable"
-            ))
-        })?),
-        (None, None) => env(v.api_key_env),
-    };
+    let api_key = api_key(args, &v, &env)?;
     if base_url.is_none() && api_key.is_none() {
         return Err(CliError::usage(format!(
             "--provider {} needs an API key, and none is given",
@@ -218,6 +168,74 @@ pub fn choose_model(
             .or_else(|| env(v.model_env))
             .unwrap_or_else(|| v.default_model.to_owned()),
         timeout,
+    })
+}
+
+/// The embedded model, with the file, threads and context window the options give.
+fn local_choice(
+    args: &ModelArgs,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<ModelChoice, CliError> {
+    let context_size = match (args.context_size, env(ENV_CONTEXT_SIZE)) {
+        (Some(n), _) => Some(n),
+        (None, Some(text)) => Some(text.parse::<u32>().map_err(|_| {
+            CliError::usage(format!(
+                "{ENV_CONTEXT_SIZE}={text:?} is not a number of tokens"
+            ))
+            .with_hint(format!(
+                "set {ENV_CONTEXT_SIZE} to a whole number such as 8192 (0: the model's own \
+                 trained context)"
+            ))
+        })?),
+        (None, None) => None,
+    };
+    Ok(ModelChoice::Local {
+        file: args.model_file.clone(),
+        threads: args.threads,
+        context_size,
+    })
+}
+
+/// The provider the options and the variables set point to, if any: OpenAI-compatible for a
+/// URL or key given or an `OPENAI_*` variable, then Anthropic's, then Gemini's variables.
+fn guess(args: &ModelArgs, env: &impl Fn(&str) -> Option<String>) -> Option<Provider> {
+    let set = |p: Provider| {
+        let v = vendor(p);
+        env(v.base_url_env).is_some() || env(v.api_key_env).is_some()
+    };
+    if args.base_url.is_some()
+        || args.api_key.is_some()
+        || args.api_key_env.is_some()
+        || set(Provider::Openai)
+    {
+        Some(Provider::Openai)
+    } else if set(Provider::Anthropic) {
+        Some(Provider::Anthropic)
+    } else if set(Provider::Gemini) {
+        Some(Provider::Gemini)
+    } else {
+        None
+    }
+}
+
+/// The key: `--api-key`, else the variable `--api-key-env` names (which must be set), else
+/// the provider's variable.
+fn api_key(
+    args: &ModelArgs,
+    v: &Vendor,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, CliError> {
+    Ok(match (&args.api_key, &args.api_key_env) {
+        (Some(key), _) => Some(key.clone()),
+        (None, Some(var)) => Some(env(var).ok_or_else(|| {
+            CliError::usage(format!(
+                "--api-key-env {var}: the variable {var} is not set"
+            ))
+            .with_hint(format!(
+                "export {var}=... before running, or name another variable"
+            ))
+        })?),
+        (None, None) => env(v.api_key_env),
     })
 }
 
