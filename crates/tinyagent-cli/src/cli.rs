@@ -175,12 +175,9 @@ GET /v1/agents, GET /metrics, GET /healthz, GET /readyz, and the page at /.
 Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
 TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
 addresses, unless --allow-unauthenticated. (--api-key is the model provider's key.)
-Each session belongs to the key that created it, and each key has session ids of its own
-(another key's chat-1 is another session); --admin-key lists them all and opens any with
-?owner=NAME. A key's name is its tenant: name keys (--server-key alice=KEY) to keep their
-sessions when the secret changes; a key given alone is named after its secret
-(key-3f9a1c2e, printed at start). Two keys of one name are refused. Logs show names, never
-keys. --max-cost-per-key caps what each key's runs may cost (429 cost_limit_exceeded).
+A key's name (--server-key alice=KEY; alone, key- and a hash of the key) owns its sessions,
+under ids of its own; --admin-key lists all and opens any with ?owner=NAME. Names must differ;
+logs show names, never keys. --max-cost-per-key caps each key's spending (429).
 
 Other sites' pages cannot drive it through a browser: API bodies must be application/json
 (415), a foreign Origin gets 403, and a Host other than the address connected to (or
@@ -220,9 +217,8 @@ pub struct ServeArgs {
     /// names must differ [env: TINYAGENT_API_KEYS, comma-separated].
     #[arg(long = "server-key", value_name = "[NAME=]KEY")]
     pub server_keys: Vec<String>,
-    /// An admin key, which lists every key's sessions, may use any of them (?owner=NAME) and
-    /// reads /metrics; its rights are the key's own, not its name's (named admin unless given
-    /// as NAME=KEY; no other key may have its name) [env: TINYAGENT_ADMIN_KEY].
+    /// An admin key: lists every key's sessions, uses any (?owner=NAME), reads /metrics;
+    /// named admin unless NAME=KEY, a name no other key may have [env: TINYAGENT_ADMIN_KEY].
     #[arg(long = "admin-key", value_name = "[NAME=]KEY")]
     pub admin_key: Option<String>,
     /// How long a session is kept after its last message, such as 3600, 90m, 12h or 30d
@@ -241,11 +237,8 @@ pub struct ServeArgs {
     /// one every 1/N of the period); beyond it 429 with Retry-After [default: no limit].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub rate_limit: Option<tinyagent_server::RateLimit>,
-    /// How much one API key's runs may cost, in US dollars per period: USD/h, USD/day or
-    /// USD/week, such as 5/day or 0.50/h (priced by the model's price; a bucket that fills up
-    /// again at that rate, counted in this process). A key that has spent it gets 429
-    /// cost_limit_exceeded with Retry-After, and a run in flight stops before a model call
-    /// once it has spent what the key had left [default: no limit].
+    /// What one API key's runs may cost, in US dollars per h, day or week (5/day, 0.50/h;
+    /// counted in this process); beyond it 429 cost_limit_exceeded [default: no limit].
     #[arg(long, value_name = "USD/PERIOD")]
     pub max_cost_per_key: Option<tinyagent_server::CostLimit>,
     /// Serve without API keys on an address other than loopback: anyone who reaches it may

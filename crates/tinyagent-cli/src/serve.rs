@@ -157,9 +157,10 @@ fn keyed_server(
             "give each key its own name: --server-key NAME=KEY (a key given alone is named \
              after its secret)",
         ),
-        Err(err @ (ServeError::DuplicateKey { .. } | ServeError::KeyName { .. })) => {
-            CliError::usage(err)
-                .with_hint("key names are letters, digits, -, _ and ., one name per key")
+        Err(err @ ServeError::DuplicateKey { .. }) => CliError::usage(err)
+            .with_hint("a secret is one key: leave the second out, or give it a secret of its own"),
+        Err(err @ ServeError::KeyName { .. }) => {
+            CliError::usage(err).with_hint("key names are letters, digits, -, _ and .")
         }
         _ => return Ok(server),
     };
@@ -203,7 +204,11 @@ async fn stop_signal() {
 }
 
 /// Without keys, only loopback addresses, unless `--allow-unauthenticated`.
-fn refuse_open(args: &ServeArgs, any_key: bool, addr: std::net::SocketAddr) -> Result<(), CliError> {
+fn refuse_open(
+    args: &ServeArgs,
+    any_key: bool,
+    addr: std::net::SocketAddr,
+) -> Result<(), CliError> {
     if !any_key && !args.allow_unauthenticated && !addr.ip().is_loopback() {
         return Err(CliError::usage(format!(
             "refusing to serve on {addr} without API keys: anyone who can reach it could use the agent"
@@ -321,7 +326,9 @@ pub async fn serve(
             format!("API keys {}; admin key {admin}", key_names.join(", "))
         }
     };
-    eprintln!("tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {keys_text})");
+    eprintln!(
+        "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {keys_text})"
+    );
     eprintln!("tinyagent: OpenAI API at http://{addr}/v1, A2A agent at http://{addr}/a2a/{name}");
     server
         .serve(listener, stop_signal())

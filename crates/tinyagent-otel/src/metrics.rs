@@ -379,7 +379,14 @@ fn kind_of(attrs: &Attributes<'_>) -> Option<Kind> {
         "mcp_server" => Some(Kind::McpServer),
         "session_store" => Some(Kind::Store),
         _ if attrs.metadata().fields().field("http.route").is_some() => Some(Kind::Http),
-        _ if attrs.metadata().fields().field("tinyagent.api_key").is_some() => Some(Kind::Keyed),
+        _ if attrs
+            .metadata()
+            .fields()
+            .field("tinyagent.api_key")
+            .is_some() =>
+        {
+            Some(Kind::Keyed)
+        }
         _ => None,
     }
 }

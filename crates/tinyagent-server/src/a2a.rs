@@ -16,15 +16,15 @@ use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
 use tinyagent::agent::SessionRunner;
 use tinyagent::budget::BudgetResource;
-use tinyagent::{Agent, AgentError};
 use tinyagent::store::StoreError;
+use tinyagent::{Agent, AgentError};
 use tinyagent_a2a::{A2aService, TaskCall};
 
-use crate::error::ApiError;
 use crate::cost_limit::Spending;
+use crate::error::ApiError;
 use crate::metered::Metered;
-use crate::request_id::{REQUEST_ID_HEADER, RequestId};
 use crate::post::{PostChecks, lock};
+use crate::request_id::{REQUEST_ID_HEADER, RequestId};
 use crate::scoped::Scoped;
 use crate::state::AppState;
 use crate::tenancy::Caller;
@@ -193,7 +193,13 @@ fn task_error_text(err: &AgentError, call: &TaskCall, money: &(Arc<Spending>, Ar
     match call.header(REQUEST_ID_HEADER).and_then(RequestId::parse) {
         Some(id) => {
             let text = id.scope(text);
-            format!("{text} (request id {id})")
+            // The other APIs say "this request id" beside the id; a task's text has no
+            // field for it, so it names the id itself.
+            if text.contains("this request id") {
+                text.replace("this request id", &format!("request id {id}"))
+            } else {
+                format!("{text} (request id {id})")
+            }
         }
         None => text(),
     }

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
 use axum::Extension;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -504,11 +504,9 @@ fn stream_chunks(
             Step::TimedOut => frames.push(data(
                 &in_request(request_id, || timeout_error(&state)).body(),
             )),
-            Step::Event(Err(err)) => {
-                frames.push(data(
-                    &in_request(request_id, || state.run_error(err, &caller)).body(),
-                ))
-            }
+            Step::Event(Err(err)) => frames.push(data(
+                &in_request(request_id, || state.run_error(err, &caller)).body(),
+            )),
             Step::Event(Ok(event)) => match &event {
                 Event::TextDelta(text) => {
                     let piece = transcript.delta(text);

@@ -141,8 +141,9 @@ impl Spending {
             };
         };
         let elapsed = now.saturating_duration_since(bucket.at).as_nanos();
-        let back = i128::try_from(elapsed * u128::from(limit.cost.nano_usd()) / limit.per.as_nanos())
-            .unwrap_or(i128::MAX);
+        let back =
+            i128::try_from(elapsed * u128::from(limit.cost.nano_usd()) / limit.per.as_nanos())
+                .unwrap_or(i128::MAX);
         Bucket {
             level: bucket.level.saturating_add(back).min(full),
             at: now,
@@ -166,8 +167,11 @@ impl Spending {
         }
         // Until the bucket holds the floor again.
         let missing = u128::try_from(floor - bucket.level).unwrap_or(u128::MAX);
-        let nanos = missing.saturating_mul(limit.per.as_nanos()) / u128::from(limit.cost.nano_usd()).max(1);
-        Err(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+        let nanos =
+            missing.saturating_mul(limit.per.as_nanos()) / u128::from(limit.cost.nano_usd()).max(1);
+        Err(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
     }
 
     /// How long until `key` may spend again, if it may not now.
@@ -196,7 +200,10 @@ mod tests {
 
     #[test]
     fn limits_parse_and_print() {
-        assert_eq!("5/day".parse::<CostLimit>().unwrap(), CostLimit::per_day(5.0));
+        assert_eq!(
+            "5/day".parse::<CostLimit>().unwrap(),
+            CostLimit::per_day(5.0)
+        );
         assert_eq!(
             " $0.50 / h ".parse::<CostLimit>().unwrap(),
             CostLimit::new(Cost::from_usd(0.5), Duration::from_secs(3600))
@@ -205,7 +212,9 @@ mod tests {
             "0.125/week".parse::<CostLimit>().unwrap().to_string(),
             "$0.125/week"
         );
-        for bad in ["", "5", "0/day", "-1/day", "5/month", "x/h", "NaN/h", "inf/h"] {
+        for bad in [
+            "", "5", "0/day", "-1/day", "5/month", "x/h", "NaN/h", "inf/h",
+        ] {
             assert!(bad.parse::<CostLimit>().is_err(), "{bad}");
         }
     }

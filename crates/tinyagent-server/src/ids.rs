@@ -51,7 +51,9 @@ pub(crate) fn check_id(id: &str) -> Result<(), StoreError> {
             id.len()
         )
     } else if let Some((at, c)) = id.char_indices().find(|(_, c)| is_format(*c)) {
-        let name = format_name(c).map(|n| format!(" ({n})")).unwrap_or_default();
+        let name = format_name(c)
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         format!(
             "it holds U+{:04X}{name} at byte {at}, an invisible format character (Unicode \
              category Cf) that makes ids look alike, or reorders them, in logs and on the page",
@@ -68,11 +70,7 @@ pub(crate) fn check_id(id: &str) -> Result<(), StoreError> {
 
 /// [`check_id`], as an answer: `400 invalid_session_id`, naming the problem.
 pub(crate) fn checked(id: &str) -> Result<(), ApiError> {
-    check_id(id).map_err(|err| {
-        ApiError::from(err)
-            .param("id")
-            .code("invalid_session_id")
-    })
+    check_id(id).map_err(|err| ApiError::from(err).param("id").code("invalid_session_id"))
 }
 
 #[cfg(test)]
@@ -95,7 +93,9 @@ mod tests {
             assert!(check_id(fine).is_ok(), "{fine}");
         }
         assert!(check_id(&"a".repeat(MAX_ID_LEN)).is_ok());
-        let long = check_id(&"a".repeat(MAX_ID_LEN + 1)).unwrap_err().to_string();
+        let long = check_id(&"a".repeat(MAX_ID_LEN + 1))
+            .unwrap_err()
+            .to_string();
         assert!(long.contains(&format!("at most {MAX_ID_LEN}")), "{long}");
         assert!(check_id("").is_err());
         assert!(check_id("a\nb").is_err());

@@ -39,7 +39,7 @@ pub(crate) fn derived_name(secret: &str) -> String {
 
 /// Why keys cannot be served together, if they cannot: two of one name, one secret twice, a
 /// name with control or format characters.
-pub(crate) fn check(keys: &[ApiKey]) -> Result<(), crate::ServeError> {
+pub(crate) fn check(keys: &[ApiKey]) -> Result<(), crate::serve_error::ServeError> {
     let mut names: HashMap<&str, &ApiKey> = HashMap::new();
     for key in keys {
         if let Some(bad) = key
@@ -47,7 +47,7 @@ pub(crate) fn check(keys: &[ApiKey]) -> Result<(), crate::ServeError> {
             .chars()
             .find(|c| c.is_control() || crate::ids::is_format(*c))
         {
-            return Err(crate::ServeError::KeyName {
+            return Err(crate::serve_error::ServeError::KeyName {
                 name: key.name.clone(),
                 problem: format!(
                     "it holds the invisible character U+{:04X}, which would look like another \
@@ -57,7 +57,7 @@ pub(crate) fn check(keys: &[ApiKey]) -> Result<(), crate::ServeError> {
             });
         }
         if let Some(first) = names.insert(&key.name, key) {
-            return Err(crate::ServeError::DuplicateKeyName {
+            return Err(crate::serve_error::ServeError::DuplicateKeyName {
                 name: key.name.clone(),
                 admin: first.admin || key.admin,
             });
@@ -65,7 +65,7 @@ pub(crate) fn check(keys: &[ApiKey]) -> Result<(), crate::ServeError> {
     }
     for (i, key) in keys.iter().enumerate() {
         if let Some(other) = keys[i + 1..].iter().find(|o| o.secret == key.secret) {
-            return Err(crate::ServeError::DuplicateKey {
+            return Err(crate::serve_error::ServeError::DuplicateKey {
                 names: (key.name.clone(), other.name.clone()),
             });
         }
@@ -100,9 +100,9 @@ impl KeyRing {
         while let Err(err) = check(&keys) {
             tracing::error!(error = %err, "API keys refused");
             let refused: Vec<String> = match &err {
-                crate::ServeError::DuplicateKeyName { name, .. }
-                | crate::ServeError::KeyName { name, .. } => vec![name.clone()],
-                crate::ServeError::DuplicateKey { names } => {
+                crate::serve_error::ServeError::DuplicateKeyName { name, .. }
+                | crate::serve_error::ServeError::KeyName { name, .. } => vec![name.clone()],
+                crate::serve_error::ServeError::DuplicateKey { names } => {
                     vec![names.0.clone(), names.1.clone()]
                 }
                 _ => Vec::new(),
@@ -183,7 +183,7 @@ mod tests {
         ];
         let err = check(&keys).unwrap_err();
         assert!(
-            matches!(&err, crate::ServeError::DuplicateKeyName { name, admin: true } if name == "admin"),
+            matches!(&err, crate::serve_error::ServeError::DuplicateKeyName { name, admin: true } if name == "admin"),
             "{err}"
         );
         let ring = KeyRing::new(keys);
@@ -194,7 +194,7 @@ mod tests {
         let twice = vec![key("a", "sk-same", false), key("b", "sk-same", false)];
         assert!(matches!(
             check(&twice),
-            Err(crate::ServeError::DuplicateKey { .. })
+            Err(crate::serve_error::ServeError::DuplicateKey { .. })
         ));
         // Every key refused: the server fails closed, it does not become keyless.
         let ring = KeyRing::new(twice);
@@ -203,7 +203,7 @@ mod tests {
         let hidden = vec![key("ali\u{202e}ce", "sk-x", false)];
         assert!(matches!(
             check(&hidden),
-            Err(crate::ServeError::KeyName { .. })
+            Err(crate::serve_error::ServeError::KeyName { .. })
         ));
     }
 

@@ -87,6 +87,7 @@ mod request_id;
 mod responses;
 mod routes;
 mod scoped;
+mod serve_error;
 mod server;
 mod serving;
 mod sessions;
@@ -99,10 +100,11 @@ mod tenancy;
 pub use cost_limit::CostLimit;
 pub use error::ApiError;
 pub use namespace::store_key;
+pub use serve_error::ServeError;
 pub use server::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, ServeError, Server,
+    DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, Server,
 };
 pub use state::ClientInstructions;
 pub use tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};

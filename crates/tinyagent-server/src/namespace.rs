@@ -80,7 +80,10 @@ mod tests {
         let bob = store_key("bob", "chat-1");
         assert_ne!(alice, bob);
         assert_eq!(alice.len(), PREFIX_LEN + "chat-1".len());
-        assert!(alice.starts_with('~') && alice.ends_with("/chat-1"), "{alice}");
+        assert!(
+            alice.starts_with('~') && alice.ends_with("/chat-1"),
+            "{alice}"
+        );
         assert_eq!(client_id(&alice, "alice"), "chat-1");
         // Another owner's prefix is not stripped; a bare key is its own id.
         assert_eq!(client_id(&alice, "bob"), alice);

@@ -50,7 +50,13 @@ mod tests {
         // handler or a style attribute would be refused by the browser.
         assert_eq!(INDEX_HTML.matches("<script").count(), 1);
         assert_eq!(INDEX_HTML.matches("<style").count(), 1);
-        for attribute in [" onclick=", " onload=", " onsubmit=", " style=", "javascript:"] {
+        for attribute in [
+            " onclick=",
+            " onload=",
+            " onsubmit=",
+            " style=",
+            "javascript:",
+        ] {
             assert!(!INDEX_HTML.contains(attribute), "{attribute}");
         }
         let csp = &*PAGE_CSP;

@@ -119,7 +119,13 @@ mod tests {
         assert_eq!(a.scope(RequestId::current), Some(a));
         assert_eq!(in_request(Some(b), RequestId::current), Some(b));
         assert_eq!(RequestId::parse(a.as_str()), Some(a));
-        for bad in ["", "req_", "req_0123456789abcdeF", "xyz_0123456789abcdef", "req_0123456789abcdef0"] {
+        for bad in [
+            "",
+            "req_",
+            "req_0123456789abcdeF",
+            "xyz_0123456789abcdef",
+            "req_0123456789abcdef0",
+        ] {
             assert_eq!(RequestId::parse(bad), None, "{bad}");
         }
     }

@@ -89,7 +89,10 @@ async fn page() -> Response {
     (
         [
             (header::CACHE_CONTROL, "no-cache"),
-            (header::CONTENT_SECURITY_POLICY, crate::page::PAGE_CSP.as_str()),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                crate::page::PAGE_CSP.as_str(),
+            ),
         ],
         Html(crate::page::INDEX_HTML),
     )

@@ -2,7 +2,7 @@
 //! into an axum [`Router`] or a running server.
 
 use std::fmt;
-use std::net::SocketAddr;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -180,8 +180,8 @@ impl Server {
     ///
     /// Names must be unique (the admin key's included) and free of control and invisible
     /// format characters, and a secret may be given once: [`check`](Self::check) and
-    /// [`serve`](Self::serve) refuse the server otherwise ([`ServeError::DuplicateKeyName`],
-    /// [`ServeError::DuplicateKey`], [`ServeError::KeyName`]).
+    /// [`serve`](Self::serve) refuse the server otherwise ([`ServeError::DuplicateKeyName`](crate::ServeError::DuplicateKeyName),
+    /// [`DuplicateKey`](crate::ServeError::DuplicateKey), [`KeyName`](crate::ServeError::KeyName)).
     #[must_use]
     pub fn named_api_key(self, id: impl Into<String>, key: impl Into<String>) -> Self {
         self.add_key(id.into(), key.into(), false)
@@ -476,58 +476,4 @@ impl Server {
         self.tenancy.rate_limit = limit.into();
         self
     }
-}
-
-/// Why [`Server::serve`] could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServeError {
-    /// No API keys, and an address that is not loopback.
-    #[error(
-        "refusing to serve on {addr} without API keys: anyone who can reach it could use the \
-         agents; add API keys, listen on a loopback address (127.0.0.1), or allow \
-         unauthenticated access explicitly"
-    )]
-    Unauthenticated {
-        /// The address.
-        addr: SocketAddr,
-    },
-    /// No agent to serve.
-    #[error("no agent to serve: add one with Server::agent")]
-    NoAgents,
-    /// A pinned or capped request field cannot be used.
-    #[error("the request fields the operator set cannot be used: {problem}")]
-    Parameters {
-        /// What is wrong.
-        problem: String,
-    },
-    /// Two keys have one name (the admin key's included): they would be one tenant.
-    #[error(
-        "two API keys are named {name:?}{}: a key's name is the tenant whose sessions it sees, \
-         so each key needs a name of its own",
-        if *admin { " (one of them the admin key, named \"admin\" unless named otherwise)" } else { "" }
-    )]
-    DuplicateKeyName {
-        /// The name.
-        name: String,
-        /// Whether one of the two is an admin key.
-        admin: bool,
-    },
-    /// One secret is given as two keys.
-    #[error("the keys named {:?} and {:?} have the same secret: give each key its own", names.0, names.1)]
-    DuplicateKey {
-        /// The names of the two keys.
-        names: (String, String),
-    },
-    /// A key's name cannot be used.
-    #[error("the API key name {name:?} cannot be used: {problem}")]
-    KeyName {
-        /// The name.
-        name: String,
-        /// Why.
-        problem: String,
-    },
-    /// The listener failed.
-    #[error("the server's listener failed: {0}")]
-    Io(#[from] std::io::Error),
 }

@@ -14,7 +14,8 @@ use tower_layer::Layer;
 
 use crate::guard::{FrontLayer, SitePolicy};
 use crate::keys::{ANONYMOUS, KeyRing};
-use crate::server::{ServeError, Server};
+use crate::serve_error::ServeError;
+use crate::server::Server;
 use crate::state::{AppState, Limits};
 
 impl Server {

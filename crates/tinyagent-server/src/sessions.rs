@@ -375,9 +375,7 @@ async fn respond(
         .map(move |step| match step {
             // Only errors name the request; events need no scope (nor a copy of its id).
             Step::Event(Ok(_)) => step_frame(&state, &caller, step),
-            step => {
-                crate::request_id::in_request(request_id, || step_frame(&state, &caller, step))
-            }
+            step => crate::request_id::in_request(request_id, || step_frame(&state, &caller, step)),
         });
     Ok(sse::response(sse::with_heartbeat(frames, sse::HEARTBEAT)))
 }

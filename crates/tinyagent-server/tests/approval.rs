@@ -121,7 +121,13 @@ async fn a_paused_run_is_shown_resumed_by_its_owner_only_and_runs_its_call_once(
     let response = send(&server, "sk-bob", "/v1/sessions/s1/resume", approve.clone()).await;
     assert_eq!(response.status(), 404);
     let theirs: Value = response.json().await.unwrap();
-    let response = send(&server, "sk-alice", "/v1/sessions/s9/resume", approve.clone()).await;
+    let response = send(
+        &server,
+        "sk-alice",
+        "/v1/sessions/s9/resume",
+        approve.clone(),
+    )
+    .await;
     assert_eq!(response.status(), 404);
     let never: Value = response.json().await.unwrap();
     assert_eq!(never["error"]["code"], "session_not_found", "{never}");

@@ -60,9 +60,11 @@ async fn the_operator_reads_the_money_spent_per_key_and_model() {
     let sent: serde_json::Value = http
         .post(server.url("/a2a/priced"))
         .bearer_auth("sk-bob")
-        .json(&json!({"jsonrpc": "2.0", "id": "r1", "method": "message/send",
+        .json(
+            &json!({"jsonrpc": "2.0", "id": "r1", "method": "message/send",
             "params": {"message": {"kind": "message", "messageId": "m1", "role": "user",
-                "parts": [{"kind": "text", "text": "hi"}]}}}))
+                "parts": [{"kind": "text", "text": "hi"}]}}}),
+        )
         .send()
         .await
         .unwrap()

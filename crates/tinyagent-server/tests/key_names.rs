@@ -24,7 +24,9 @@ fn loopback() -> std::net::SocketAddr {
 }
 
 async fn status(server: &Running, key: &str, method: reqwest::Method, path: &str) -> (u16, Value) {
-    let mut request = client().request(method.clone(), server.url(path)).bearer_auth(key);
+    let mut request = client()
+        .request(method.clone(), server.url(path))
+        .bearer_auth(key);
     if method == reqwest::Method::POST {
         request = request.json(&json!({"input": "hi"}));
     }
@@ -49,7 +51,10 @@ async fn a_key_named_like_the_admin_key_is_refused_and_gains_nothing() {
     assert!(err.to_string().contains("\"admin\""), "{err}");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let refused = server.serve(listener, async {}).await.unwrap_err();
-    assert!(matches!(refused, ServeError::DuplicateKeyName { .. }), "{refused}");
+    assert!(
+        matches!(refused, ServeError::DuplicateKeyName { .. }),
+        "{refused}"
+    );
 
     // Mounted as routes (which cannot refuse to start), both keys are refused: the server
     // fails closed, neither open to all nor an admin by name.
@@ -62,7 +67,12 @@ async fn a_key_named_like_the_admin_key_is_refused_and_gains_nothing() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    for (key, want) in [("sk-low", 401), ("sk-root", 401), ("sk-carol", 200), ("", 401)] {
+    for (key, want) in [
+        ("sk-low", 401),
+        ("sk-root", 401),
+        ("sk-carol", 200),
+        ("", 401),
+    ] {
         let response = client()
             .get(format!("{base}/v1/sessions"))
             .bearer_auth(key)
@@ -87,7 +97,10 @@ async fn a_key_named_like_the_admin_key_is_refused_and_gains_nothing() {
         .named_api_key("erin", "sk-1");
     let err = same.check(loopback()).unwrap_err();
     assert!(matches!(err, ServeError::DuplicateKey { .. }), "{err}");
-    assert!(!err.to_string().contains("sk-1"), "the secret is never shown: {err}");
+    assert!(
+        !err.to_string().contains("sk-1"),
+        "the secret is never shown: {err}"
+    );
 }
 
 #[tokio::test]
@@ -109,16 +122,34 @@ async fn admin_rights_are_the_admin_keys_own_not_its_names() {
     .await;
     let post = reqwest::Method::POST;
     let get = reqwest::Method::GET;
-    assert_eq!(status(&server, "sk-alice", post, "/v1/sessions/a1/messages").await.0, 200);
+    assert_eq!(
+        status(&server, "sk-alice", post, "/v1/sessions/a1/messages")
+            .await
+            .0,
+        200
+    );
     let (code, body) = status(&server, "sk-low", get.clone(), "/metrics").await;
     assert_eq!(code, 403, "{body}");
     let (_, page) = status(&server, "sk-low", get.clone(), "/v1/sessions").await;
     assert_eq!(page["key"], json!({"name": "admin", "admin": false}));
-    assert_eq!(page["data"], json!([]), "another key's sessions are not listed");
-    let (code, _) = status(&server, "sk-low", get.clone(), "/v1/sessions/a1?owner=alice").await;
+    assert_eq!(
+        page["data"],
+        json!([]),
+        "another key's sessions are not listed"
+    );
+    let (code, _) = status(
+        &server,
+        "sk-low",
+        get.clone(),
+        "/v1/sessions/a1?owner=alice",
+    )
+    .await;
     assert_eq!(code, 403);
     // The admin key, whatever its name, is the admin.
-    assert_eq!(status(&server, "sk-root", get.clone(), "/metrics").await.0, 200);
+    assert_eq!(
+        status(&server, "sk-root", get.clone(), "/metrics").await.0,
+        200
+    );
     let (_, page) = status(&server, "sk-root", get.clone(), "/v1/sessions").await;
     assert_eq!(page["key"], json!({"name": "ops", "admin": true}));
     assert_eq!(page["data"][0]["owner"], "alice");
@@ -134,7 +165,10 @@ async fn an_unnamed_keys_name_does_not_move_when_other_keys_come_and_go() {
     let path = dir.path().join("sessions.db");
     let erin = Server::new().api_key("erin-secret");
     let erin_name = erin.key_names().next().unwrap().to_owned();
-    assert!(erin_name.starts_with("key-") && erin_name.len() == 12, "{erin_name}");
+    assert!(
+        erin_name.starts_with("key-") && erin_name.len() == 12,
+        "{erin_name}"
+    );
     assert_eq!(
         Server::new()
             .api_key("dave-secret")
@@ -164,8 +198,28 @@ async fn an_unnamed_keys_name_does_not_move_when_other_keys_come_and_go() {
     let get = reqwest::Method::GET;
     // Two unnamed keys; each starts a session.
     let mut first = start(&[("", "dave-secret"), ("", "erin-secret")]).await;
-    assert_eq!(status(&first, "dave-secret", post.clone(), "/v1/sessions/dave-1/messages").await.0, 200);
-    assert_eq!(status(&first, "erin-secret", post.clone(), "/v1/sessions/erin-1/messages").await.0, 200);
+    assert_eq!(
+        status(
+            &first,
+            "dave-secret",
+            post.clone(),
+            "/v1/sessions/dave-1/messages"
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        status(
+            &first,
+            "erin-secret",
+            post.clone(),
+            "/v1/sessions/erin-1/messages"
+        )
+        .await
+        .0,
+        200
+    );
     first.shut_down();
     first.task.await.unwrap().unwrap();
 
@@ -181,7 +235,12 @@ async fn an_unnamed_keys_name_does_not_move_when_other_keys_come_and_go() {
         .collect();
     assert_eq!(ids, ["erin-1"], "{page}");
     assert_eq!(page["key"]["name"], erin_name.as_str());
-    assert_eq!(status(&second, "erin-secret", get.clone(), "/v1/sessions/erin-1").await.0, 200);
+    assert_eq!(
+        status(&second, "erin-secret", get.clone(), "/v1/sessions/erin-1")
+            .await
+            .0,
+        200
+    );
     second.shut_down();
     second.task.await.unwrap().unwrap();
 

@@ -135,7 +135,14 @@ async fn the_page_cannot_be_framed_and_allows_only_its_own_script_and_style() {
     // The inline script and style, each by its hash: nothing else runs or styles the page.
     assert_eq!(words("script-src"), [hash_of(&html, "script")], "{policy}");
     assert_eq!(words("style-src"), [hash_of(&html, "style")], "{policy}");
-    for loose in ["'unsafe-inline'", "'unsafe-eval'", "'unsafe-hashes'", "*", "data:", "http:"] {
+    for loose in [
+        "'unsafe-inline'",
+        "'unsafe-eval'",
+        "'unsafe-hashes'",
+        "*",
+        "data:",
+        "http:",
+    ] {
         assert!(!policy.contains(loose), "{loose} in {policy}");
     }
     // The API's answers may not be framed nor run anything either.

@@ -31,13 +31,10 @@ fn escape(text: &str) -> String {
         .collect()
 }
 
-async fn send(
-    server: &Running,
-    method: reqwest::Method,
-    key: &str,
-    path: &str,
-) -> (u16, Value) {
-    let mut request = client().request(method.clone(), server.url(path)).bearer_auth(key);
+async fn send(server: &Running, method: reqwest::Method, key: &str, path: &str) -> (u16, Value) {
+    let mut request = client()
+        .request(method.clone(), server.url(path))
+        .bearer_auth(key);
     if method == reqwest::Method::POST {
         request = request.json(&json!({"input": "hi", "decisions": {}}));
     }
@@ -129,20 +126,49 @@ async fn sessions_stored_before_ids_were_per_key_keep_working_for_their_owner() 
     assert_eq!(session["messages"][0]["parts"][0]["text"], "from before");
     let (_, page) = send(&server, get.clone(), "sk-alice", "/v1/sessions").await;
     assert_eq!(page["data"][0]["id"], "chat-1");
-    let (status, _) = send(&server, reqwest::Method::POST, "sk-alice", "/v1/sessions/chat-1/messages").await;
+    let (status, _) = send(
+        &server,
+        reqwest::Method::POST,
+        "sk-alice",
+        "/v1/sessions/chat-1/messages",
+    )
+    .await;
     assert_eq!(status, 200);
     let stored = store.load("chat-1").await.unwrap().unwrap();
-    assert_eq!(stored.messages.len(), 4, "the turn went on in the old session");
+    assert_eq!(
+        stored.messages.len(),
+        4,
+        "the turn went on in the old session"
+    );
     assert_eq!(stored.messages[3].role, Role::Assistant);
-    assert!(store.load(&store_key("alice", "chat-1")).await.unwrap().is_none());
+    assert!(
+        store
+            .load(&store_key("alice", "chat-1"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // Bob: nothing to see, and a post of his starts his own session of that id.
     let (status, _) = send(&server, get.clone(), "sk-bob", "/v1/sessions/chat-1").await;
     assert_eq!(status, 404);
-    let (status, _) = send(&server, reqwest::Method::POST, "sk-bob", "/v1/sessions/chat-1/messages").await;
+    let (status, _) = send(
+        &server,
+        reqwest::Method::POST,
+        "sk-bob",
+        "/v1/sessions/chat-1/messages",
+    )
+    .await;
     assert_eq!(status, 200);
-    assert_eq!(store.load("chat-1").await.unwrap().unwrap().messages.len(), 4);
-    let bobs = store.load(&store_key("bob", "chat-1")).await.unwrap().unwrap();
+    assert_eq!(
+        store.load("chat-1").await.unwrap().unwrap().messages.len(),
+        4
+    );
+    let bobs = store
+        .load(&store_key("bob", "chat-1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((bobs.owner.as_str(), bobs.messages.len()), ("bob", 2));
 
     // The admin key sees both as their owners', and reads the old one as alice's.
@@ -151,12 +177,20 @@ async fn sessions_stored_before_ids_were_per_key_keep_working_for_their_owner() 
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["id"].as_str().unwrap().to_owned(), s["owner"].as_str().unwrap().to_owned()))
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_owned(),
+                s["owner"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     listed.sort();
     assert_eq!(
         listed,
-        [("chat-1".to_owned(), "alice".to_owned()), ("chat-1".to_owned(), "bob".to_owned())]
+        [
+            ("chat-1".to_owned(), "alice".to_owned()),
+            ("chat-1".to_owned(), "bob".to_owned())
+        ]
     );
     let (status, session) = send(&server, get, "sk-root", "/v1/sessions/chat-1?owner=alice").await;
     assert_eq!(status, 200);

@@ -44,7 +44,12 @@ struct Recording {
 
 impl Recording {
     fn locks_of(&self, key: &str) -> usize {
-        self.locks.lock().unwrap().iter().filter(|k| *k == key).count()
+        self.locks
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|k| *k == key)
+            .count()
     }
 }
 
@@ -63,7 +68,10 @@ impl SessionStore for Recording {
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.inner.commit(id, expected, changes)
     }
-    fn list<'a>(&'a self, options: &'a ListOptions) -> BoxFuture<'a, Result<SessionPage, StoreError>> {
+    fn list<'a>(
+        &'a self,
+        options: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<SessionPage, StoreError>> {
         self.inner.list(options)
     }
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
@@ -124,7 +132,12 @@ async fn another_key_never_holds_a_keys_session(store: Arc<dyn SessionStore>) {
     let b_posts = Arc::new(AtomicUsize::new(0));
     let mut b = Vec::new();
     for _ in 0..B_TASKS {
-        let (base, id, done, b_posts) = (server.base.clone(), id.clone(), done.clone(), b_posts.clone());
+        let (base, id, done, b_posts) = (
+            server.base.clone(),
+            id.clone(),
+            done.clone(),
+            b_posts.clone(),
+        );
         b.push(tokio::spawn(async move {
             let http = client();
             while !done.load(Ordering::SeqCst) {
@@ -161,7 +174,11 @@ async fn another_key_never_holds_a_keys_session(store: Arc<dyn SessionStore>) {
     for task in b {
         task.await.unwrap();
     }
-    assert!(lost.is_empty(), "{} of A's {A_POSTS} posts failed: {lost:?}", lost.len());
+    assert!(
+        lost.is_empty(),
+        "{} of A's {A_POSTS} posts failed: {lost:?}",
+        lost.len()
+    );
     // No request of B's asked for the lock of A's session: every lock of it was A's.
     let (alice_key, bob_key) = (store_key("alice", &id), store_key("bob", &id));
     assert_eq!(recording.locks_of(&alice_key), a_locks);

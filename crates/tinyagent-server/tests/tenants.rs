@@ -195,7 +195,9 @@ pub async fn each_key_has_its_own_ids(store: Arc<dyn SessionStore>) {
     }
     // Without an owner, the admin key addresses its own sessions (of no owner).
     assert_eq!(
-        get(&server, "sk-root", &format!("/v1/sessions/{id}")).await.0,
+        get(&server, "sk-root", &format!("/v1/sessions/{id}"))
+            .await
+            .0,
         404
     );
 
@@ -203,7 +205,13 @@ pub async fn each_key_has_its_own_ids(store: Arc<dyn SessionStore>) {
     let path = format!("/v1/sessions/{id}?owner=bob");
     let response = send(&server, reqwest::Method::DELETE, "sk-root", &path, None).await;
     assert_eq!(response.status(), 200);
-    assert!(store.load(&store_key("alice", &id)).await.unwrap().is_none());
+    assert!(
+        store
+            .load(&store_key("alice", &id))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(store.load(&store_key("bob", &id)).await.unwrap().is_none());
 }
 
@@ -271,7 +279,10 @@ async fn another_keys_post_to_a_busy_sessions_id_is_its_own_and_waits_for_nothin
     assert!(bobs.contains("event: finished"), "{bobs}");
     assert_eq!(model.script.request_count(), 3);
     let (_, session) = get(&server, "sk-alice", &format!("/v1/sessions/{id}")).await;
-    assert_eq!(session["message_count"], 4, "alice's two turns, and nothing of bob's");
+    assert_eq!(
+        session["message_count"], 4,
+        "alice's two turns, and nothing of bob's"
+    );
 }
 
 /// An SQLite file of schema 1 (before owners): its sessions belong to no key. A server with

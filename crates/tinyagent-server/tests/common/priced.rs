@@ -53,7 +53,8 @@ async fn completions(
         .and_then(|m| m.last())
         .is_some_and(|m| m["role"] == "tool");
     let usage = json!({"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500});
-    let tool = provider.always_tool || (!after_tool && request["messages"].to_string().contains("add please"));
+    let tool = provider.always_tool
+        || (!after_tool && request["messages"].to_string().contains("add please"));
     let mut sse = String::new();
     if tool {
         let n = provider.calls();
@@ -66,7 +67,11 @@ async fn completions(
         ));
         sse.push_str(&chunk(json!({}), Some("tool_calls"), None));
     } else {
-        sse.push_str(&chunk(json!({"role": "assistant", "content": "priced answer"}), None, None));
+        sse.push_str(&chunk(
+            json!({"role": "assistant", "content": "priced answer"}),
+            None,
+            None,
+        ));
         sse.push_str(&chunk(json!({}), Some("stop"), None));
     }
     sse.push_str(&chunk(Value::Null, None, Some(usage)));

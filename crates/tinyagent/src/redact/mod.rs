@@ -264,7 +264,9 @@ fn redact_free_text<'a>(text: &'a str, extra: &[String]) -> std::borrow::Cow<'a,
             c[0].to_owned()
         }
     });
-    replace(&mut out, &URL_USERINFO, &|c| format!("{}{REDACTED}@", &c[1]));
+    replace(&mut out, &URL_USERINFO, &|c| {
+        format!("{}{REDACTED}@", &c[1])
+    });
     replace(&mut out, &KNOWN_TOKENS, &|_| REDACTED.to_owned());
     if let Some(clean) = redact_key_values(&out, extra) {
         out = std::borrow::Cow::Owned(clean);

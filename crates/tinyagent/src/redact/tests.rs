@@ -47,7 +47,10 @@ fn urls_lose_their_credentials_and_nothing_else() {
     // The user name goes with the password: a log reader learns neither.
     for text in ["postgres://app:pa55@db/x", "http://user:pa55@h:1/v1"] {
         let out = url(text);
-        assert!(!out.contains("app") && !out.contains("user"), "{text} -> {out}");
+        assert!(
+            !out.contains("app") && !out.contains("user"),
+            "{text} -> {out}"
+        );
     }
     for plain in [
         "http://127.0.0.1:8080/v1",
