@@ -280,7 +280,9 @@ fn serve_refuses_an_open_address_without_keys() {
 /// twice.
 #[test]
 fn serve_refuses_keys_it_cannot_tell_apart() {
-    let cases: [(&[&str], &[(&str, &str)], &str, &str); 4] = [
+    /// The flags, the environment, what the error says and what its hint says.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: [Case; 4] = [
         (
             &["--server-key", "admin=sk-low", "--admin-key", "sk-root"],
             &[],

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-/// Why [`Server::serve`] could not start or stopped with an error.
+/// Why [`Server::serve`](crate::Server::serve) could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {

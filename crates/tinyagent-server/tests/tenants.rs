@@ -155,8 +155,8 @@ pub async fn each_key_has_its_own_ids(store: Arc<dyn SessionStore>) {
     let bobs = store.load(&store_key("bob", &id)).await.unwrap().unwrap();
     assert_eq!((bobs.owner.as_str(), bobs.messages.len()), ("bob", 2));
     assert_eq!(bobs.messages[0].text(), "mine now?");
-    assert_eq!(listed(&server, "sk-bob").await, [id.clone()]);
-    assert_eq!(listed(&server, "sk-alice").await, [id.clone()]);
+    assert_eq!(listed(&server, "sk-bob").await, std::slice::from_ref(&id));
+    assert_eq!(listed(&server, "sk-alice").await, std::slice::from_ref(&id));
     let (_, page) = get(&server, "sk-alice", "/v1/sessions").await;
     assert_eq!(page["key"], json!({"name": "alice", "admin": false}));
     assert_eq!(page["data"][0]["owner"], "alice");
