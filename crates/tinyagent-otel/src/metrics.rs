@@ -40,9 +40,10 @@ enum Kind {
     Keyed,
 }
 
-/// The span fields the instruments read: their attributes, the token counts and whether a
-/// server's answer is a stream. No other field is kept (ids, content, finish reasons), so a
-/// span costs the metrics only what they use.
+/// The span fields the instruments read: their attributes, the token counts, a call's cost,
+/// the API key a server's request or task is for, and whether a server's answer is a stream. No
+/// other field is kept (ids, content, finish reasons), so a span costs the metrics only what
+/// they use.
 const USED: [&str; 18] = [
     "gen_ai.agent.name",
     "gen_ai.operation.name",
