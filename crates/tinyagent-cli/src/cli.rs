@@ -196,9 +196,9 @@ GET /v1/agents, GET /metrics, GET /healthz, GET /readyz, and the page at /.
 Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
 TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
 addresses, unless --allow-unauthenticated. (--api-key is the model provider's key.)
-Each session belongs to the key that created it: other keys get 404 for it and never see it
-listed; --admin-key sees them all. Name keys (--server-key alice=KEY) to keep their sessions
-when the secret changes; logs show names, never keys.
+A key's name (--server-key alice=KEY; alone, key- and a hash of the key) owns its sessions,
+under ids of its own; --admin-key lists all and opens any with ?owner=NAME. Names must differ;
+logs show names, never keys. --max-cost-per-key caps each key's spending (429).
 
 Other sites' pages cannot drive it through a browser: API bodies must be application/json
 (415), a foreign Origin gets 403, and a Host other than the address connected to (or
@@ -218,6 +218,7 @@ Ctrl-C or SIGTERM stops it: no new connections, answers in flight finish (up to
 Examples:
   tinyagent serve --listen 127.0.0.1:8080
   tinyagent serve --store sqlite:sessions.db --server-key sk-local-1 --base-url http://localhost:11434/v1 --model qwen2.5:7b
+  tinyagent serve --server-key alice=sk-alice --server-key bob=sk-bob --admin-key ops=sk-ops --max-cost-per-key 5/day
   curl -N http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\
        -d '{\"model\":\"tinyagent\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"北京天气怎么样？\"}]}'";
 
@@ -233,12 +234,12 @@ pub struct ServeArgs {
     pub store: String,
     /// An API key clients must send as `Authorization: Bearer KEY` (repeatable), as NAME=KEY
     /// to name it (logs and the page show the name; the name owns the key's sessions) or as
-    /// KEY alone (named key-N, N its place among the keys) [env: TINYAGENT_API_KEYS,
-    /// comma-separated].
+    /// KEY alone (named key- and 8 hex digits of a hash of the key, the same at every start);
+    /// names must differ [env: TINYAGENT_API_KEYS, comma-separated].
     #[arg(long = "server-key", value_name = "[NAME=]KEY")]
     pub server_keys: Vec<String>,
-    /// An admin key, which sees and may use every session, whoever created it (named admin
-    /// unless given as NAME=KEY) [env: TINYAGENT_ADMIN_KEY].
+    /// An admin key: lists every key's sessions, uses any (?owner=NAME), reads /metrics;
+    /// named admin unless NAME=KEY, a name no other key may have [env: TINYAGENT_ADMIN_KEY].
     #[arg(long = "admin-key", value_name = "[NAME=]KEY")]
     pub admin_key: Option<String>,
     /// How long a session is kept after its last message, such as 3600, 90m, 12h or 30d
@@ -257,6 +258,10 @@ pub struct ServeArgs {
     /// one every 1/N of the period); beyond it 429 with Retry-After [default: no limit].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub rate_limit: Option<tinyagent_server::RateLimit>,
+    /// What one API key's runs may cost, in US dollars per h, day or week (5/day, 0.50/h;
+    /// counted in this process); beyond it 429 cost_limit_exceeded [default: no limit].
+    #[arg(long, value_name = "USD/PERIOD")]
+    pub max_cost_per_key: Option<tinyagent_server::CostLimit>,
     /// Serve without API keys on an address other than loopback: anyone who reaches it may
     /// use the agent.
     #[arg(long)]

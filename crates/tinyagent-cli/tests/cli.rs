@@ -985,7 +985,7 @@ fn credentials_in_urls_never_reach_the_output() {
         .replace("/v1", "/v1?api_key=k3y-s3cr3t");
     let shown = closed
         .url
-        .replace("http://", "http://user:[REDACTED]@")
+        .replace("http://", "http://[REDACTED]@")
         .replace("/v1", "/v1?api_key=[REDACTED]");
     for json in [false, true] {
         let mut cmd = tinyagent();
@@ -1024,7 +1024,7 @@ fn credentials_in_urls_never_reach_the_output() {
     let stderr = assert_one_error_line(&out, 2);
     assert!(!stderr.contains("pa55w0rd"), "{stderr}");
     assert!(
-        stderr.contains("ftp://ann:[REDACTED]@127.0.0.1/mcp"),
+        stderr.contains("ftp://[REDACTED]@127.0.0.1/mcp"),
         "{stderr}"
     );
 }
