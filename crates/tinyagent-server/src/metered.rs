@@ -10,13 +10,13 @@ use futures::stream::{self, BoxStream, StreamExt};
 use tinyagent::agent::{PausedRun, RunOptions};
 use tinyagent::budget::{BudgetResource, SharedBudget};
 use tinyagent::model::Cost;
-use tinyagent::{Agent, AgentError, Budget, Event, Invocation};
+use tinyagent::{Agent, AgentError, Event, Invocation};
 
 use crate::cost_limit::Spending;
 
-/// An agent run for one key. With a money limit per key, each run draws from
-/// [`Budget::default`] with its `max_cost` what the key has left (so it stops before a model
-/// call once it has spent that), and every model call's cost is taken from the key as it is
+/// An agent run for one key. With a money limit per key, each run draws from its agent's
+/// budget ([`Agent::budget`]) with its `max_cost` at most what the key has left (so it stops
+/// before a model call once it has spent that), and every model call's cost is taken from the key as it is
 /// reported (the whole tree's, agents called as tools included, when the run ends). Without a
 /// limit, the agent's own budget applies and nothing is counted. A run may also be made inside
 /// a span naming the key (for a run away from its request: an A2A task), so that the cost
@@ -97,7 +97,10 @@ impl Agent for Metered {
             .and_then(Result::ok)
             .and_then(|paused| paused.usage.cost)
             .unwrap_or(Cost::ZERO);
-        let budget = SharedBudget::new(Budget::default().max_cost(left + paid));
+        // The agent's own limits, with its money capped at what the key has left.
+        let own = self.inner.budget();
+        let allowed = own.max_cost.map_or(left + paid, |max| max.min(left + paid));
+        let budget = SharedBudget::new(own.max_cost(allowed));
         let inv = inv.with_budget(budget.clone());
         let events = Metering {
             inner: self.inner.run(inv),

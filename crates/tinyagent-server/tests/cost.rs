@@ -223,3 +223,51 @@ async fn a_run_stops_before_it_spends_past_what_its_key_had_left() {
     assert_eq!(again.status(), 429);
     assert_eq!(provider.calls(), 2);
 }
+
+#[tokio::test]
+async fn the_agents_own_money_limit_stays_under_the_keys() {
+    // The key may spend $1; the agent's own budget stops a run at $0.01 (two calls).
+    let provider = Provider {
+        always_tool: true,
+        ..Provider::default()
+    };
+    let base = priced::provider(provider.clone()).await;
+    let agent = priced::builder("priced", &base, true)
+        .budget(tinyagent::Budget::default().max_cost(Cost::from_usd(0.01)))
+        .build()
+        .unwrap();
+    let server = Running::start(
+        Server::new()
+            .agent(agent)
+            .named_api_key("alice", "sk-alice")
+            .max_cost_per_key(CostLimit::new(
+                Cost::from_usd(1.0),
+                Duration::from_secs(86_400),
+            )),
+    )
+    .await;
+    let response = post_json(
+        &server,
+        "sk-alice",
+        "/v1/sessions/s1/messages",
+        json!({"input": "add forever"}),
+    )
+    .await;
+    let events = frames(&response.text().await.unwrap());
+    let error = events.last().unwrap().json();
+    assert_eq!(error["error"]["code"], "cost_limit_exceeded", "{error}");
+    assert_eq!(provider.calls(), 2);
+    // The key itself has money left: its next request runs (and stops at the agent's limit).
+    let again = post_json(
+        &server,
+        "sk-alice",
+        "/v1/sessions/s2/messages",
+        json!({"input": "more"}),
+    )
+    .await;
+    assert_eq!(again.status(), 200);
+    let events = frames(&again.text().await.unwrap());
+    let error = events.last().unwrap().json();
+    assert_eq!(error["error"]["code"], "cost_limit_exceeded", "{error}");
+    assert_eq!(provider.calls(), 4);
+}

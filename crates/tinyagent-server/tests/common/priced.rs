@@ -92,6 +92,12 @@ pub async fn provider(provider: Provider) -> String {
 
 /// An agent `name` on the fake server's `gpt-test`, with the `add` tool; priced when `priced`.
 pub fn agent(name: &str, base: &str, priced: bool) -> LlmAgent {
+    builder(name, base, priced).build().unwrap()
+}
+
+/// The builder of [`agent`], for more settings.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
+pub fn builder(name: &str, base: &str, priced: bool) -> tinyagent::agent::LlmAgentBuilder {
     let model = OpenAiModel::new(
         OpenAiConfig::new("gpt-test")
             .base_url(base)
@@ -109,6 +115,4 @@ pub fn agent(name: &str, base: &str, priced: bool) -> LlmAgent {
         .model(model)
         .tool(super::add_tool())
         .prices(prices)
-        .build()
-        .unwrap()
 }
