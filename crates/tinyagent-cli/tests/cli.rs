@@ -1165,7 +1165,14 @@ fn the_local_model_answers_with_a_weather_tool_call() {
         .args(["run", "--json", "--threads", "1", "北京天气怎么样？"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    // With --json a failure is an event on standard output: show both.
+    assert!(
+        out.status.success(),
+        "{:?}\n{}\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     eprintln!("local run took {:?}", started.elapsed());
     let events: Vec<Value> = text(&out.stdout)
         .lines()
