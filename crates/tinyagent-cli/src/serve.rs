@@ -220,7 +220,8 @@ fn refuse_open(
     Ok(())
 }
 
-/// `tinyagent serve`.
+/// `tinyagent serve`: checks the options, binds, opens the store, assembles the agent, and
+/// serves until Ctrl-C or SIGTERM.
 pub async fn serve(
     args: &ServeArgs,
     agent_args: &AgentArgs,
@@ -236,8 +237,44 @@ pub async fn serve(
     if name.is_empty() {
         return Err(CliError::usage("--agent-name is empty"));
     }
-    // Checked before binding when the address is literal, and again once bound (a host name
-    // may resolve to anything).
+    let (listener, addr) = bind(args, any_key).await?;
+    let on_busy = on_busy(args)?;
+    let store = open_store(&store_choice, args.session_lease, args.session_ttl).await?;
+    let assembled = setup::assemble_named(agent_args, name).await?;
+    let mut server = server;
+    if let Some(metrics) = metrics {
+        server = server.metrics(metrics);
+    }
+    let key_names: Vec<String> = server
+        .key_names()
+        .filter(|name| Some(*name) != admin_name.as_deref())
+        .map(str::to_owned)
+        .collect();
+    let server = configure(server.agent(assembled.agent).store(store), args).on_busy(on_busy);
+    server
+        .check(addr)
+        .map_err(|e| CliError::failure("serve", e))?;
+    // The keys' names (never their secrets): an operator learns what a key given alone is
+    // called, to name it so when it is renamed.
+    let keys_text = keys_text(&key_names, admin_name.as_deref());
+    let store_text = store_text(&store_choice);
+    eprintln!(
+        "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {keys_text})"
+    );
+    eprintln!("tinyagent: OpenAI API at http://{addr}/v1, A2A agent at http://{addr}/a2a/{name}");
+    server
+        .serve(listener, stop_signal())
+        .await
+        .map_err(|e| CliError::failure("serve", e))
+}
+
+/// The listener on `--listen`, and the address it is bound to; refused when open to others
+/// without keys, checked before binding when the address is literal and again once bound (a
+/// host name may resolve to anything).
+async fn bind(
+    args: &ServeArgs,
+    any_key: bool,
+) -> Result<(tokio::net::TcpListener, std::net::SocketAddr), CliError> {
     if let Ok(addr) = args.listen.parse::<std::net::SocketAddr>() {
         refuse_open(args, any_key, addr)?;
     }
@@ -251,32 +288,29 @@ pub async fn serve(
         CliError::failure("listen", format!("cannot read the listening address: {e}"))
     })?;
     refuse_open(args, any_key, addr)?;
+    Ok((listener, addr))
+}
+
+/// What a request for a busy session does, from `--session-wait`: fail at once (0), or wait
+/// up to that many seconds (at most a day).
+fn on_busy(args: &ServeArgs) -> Result<OnBusy, CliError> {
     if !(0.0..=86_400.0).contains(&args.session_wait) {
         return Err(CliError::usage(format!(
             "--session-wait {} is out of range: give between 0 and 86400 seconds",
             args.session_wait
         )));
     }
-    let on_busy = if args.session_wait == 0.0 {
+    Ok(if args.session_wait == 0.0 {
         OnBusy::Fail
     } else {
         OnBusy::Wait(Duration::from_secs_f64(args.session_wait))
-    };
-    let store = open_store(&store_choice, args.session_lease, args.session_ttl).await?;
-    let assembled = setup::assemble_named(agent_args, name).await?;
-    let mut server = server;
-    if let Some(metrics) = metrics {
-        server = server.metrics(metrics);
-    }
-    let key_names: Vec<String> = server
-        .key_names()
-        .filter(|name| Some(*name) != admin_name.as_deref())
-        .map(str::to_owned)
-        .collect();
+    })
+}
+
+/// The server's limits, timeouts and request rules, as the options give them.
+fn configure(server: Server, args: &ServeArgs) -> Server {
     let mut server = server
-        .agent(assembled.agent)
         .max_cost_per_key(args.max_cost_per_key)
-        .store(store)
         .max_sessions_per_key(args.max_sessions_per_key.map(|n| n as usize))
         .max_history(args.max_history.map(|n| n as usize))
         .rate_limit(args.rate_limit)
@@ -300,40 +334,34 @@ pub async fn serve(
     for name in &args.ignore_parameters {
         server = server.ignore_parameter(name.clone());
     }
-    let server = server.on_busy(on_busy);
     let server = args
         .allowed_hosts
         .iter()
         .fold(server, |server, host| server.allowed_host(host.as_str()));
-    let server = args.allowed_origins.iter().fold(server, |server, origin| {
+    args.allowed_origins.iter().fold(server, |server, origin| {
         server.allowed_origin(origin.as_str())
-    });
-    let store_text = match &store_choice {
+    })
+}
+
+/// The store as the startup line names it (a URL's password left out).
+fn store_text(choice: &StoreChoice) -> String {
+    match choice {
         StoreChoice::Memory => "memory".to_owned(),
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),
         StoreChoice::Postgres(url) | StoreChoice::Redis(url) => tinyagent::redact::url(url),
-    };
-    server
-        .check(addr)
-        .map_err(|e| CliError::failure("serve", e))?;
-    // The keys' names (never their secrets): an operator learns what a key given alone is
-    // called, to name it so when it is renamed.
-    let keys_text = match (key_names.is_empty(), &admin_name) {
+    }
+}
+
+/// The keys as the startup line names them: their names, never their secrets.
+fn keys_text(key_names: &[String], admin_name: Option<&str>) -> String {
+    match (key_names.is_empty(), admin_name) {
         (true, None) => "no API keys".to_owned(),
         (false, None) => format!("API keys {}", key_names.join(", ")),
         (true, Some(admin)) => format!("admin key {admin}"),
         (false, Some(admin)) => {
             format!("API keys {}; admin key {admin}", key_names.join(", "))
         }
-    };
-    eprintln!(
-        "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {keys_text})"
-    );
-    eprintln!("tinyagent: OpenAI API at http://{addr}/v1, A2A agent at http://{addr}/a2a/{name}");
-    server
-        .serve(listener, stop_signal())
-        .await
-        .map_err(|e| CliError::failure("serve", e))
+    }
 }
 
 #[cfg(test)]

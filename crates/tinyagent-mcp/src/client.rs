@@ -1,39 +1,49 @@
-//! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server.
+//! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server, the type and
+//! its settings. How it works sits beside it in `client/`: connecting (`connection`, over
+//! `stdio` or `http`, with `oauth`), the client's handler (`handler`, passing what the server
+//! asks to the `bridge`), reconnecting (`restart`, `health`), the remote tools
+//! (`listing`, `remote_tool`, `naming`) and the server's prompts and resources (`catalog`,
+//! `subscriptions`), mirroring the server's folder.
 
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::Value;
 use tinyagent::tools::ToolResolver;
-use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolHints};
+use tinyagent::{BoxFuture, Invocation, Tool, ToolError};
 use tokio::sync::Mutex;
-
-use crate::command_line::split_command_line;
-use crate::content::DEFAULT_MAX_RESULT_BYTES;
-use crate::errors::{McpClientError, service_error};
-use crate::remote_tool::{McpTool, McpToolInfo};
-use crate::stdio::ChildOutput;
 
 mod bridge;
 mod catalog;
+mod command_line;
 mod connection;
 mod endpoint;
+mod errors;
+mod handler;
 mod health;
 mod health_state;
+mod http;
+mod listing;
+mod naming;
+mod oauth;
+mod remote_tool;
 mod restart;
+mod stdio;
 mod subscriptions;
 
-pub(crate) use bridge::Bridge;
+use crate::protocol::content::DEFAULT_MAX_RESULT_BYTES;
+use crate::protocol::errors::service_error;
+use bridge::Bridge;
 pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 pub use catalog::{McpPromptInfo, McpResourceInfo};
+use command_line::split_command_line;
+use connection::Inner;
+use endpoint::{Endpoint, Secret};
+pub use errors::McpClientError;
 pub use health_state::McpHealth;
-use restart::Link;
-
-use endpoint::Endpoint;
-
-use connection::{Inner, Secret};
+pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
+pub use remote_tool::McpToolInfo;
 
 /// How long a tool call may take by default before it fails with a timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -50,9 +60,9 @@ const UPDATES_BUFFER: usize = 256;
 /// The toolset connects to a server, either a child process that speaks MCP over its standard
 /// input and output ([`stdio`](Self::stdio), [`command`](Self::command)) or a streamable HTTP
 /// endpoint ([`http`](Self::http)), lists its tools (every page), and turns each into a
-/// tinyagent [`Tool`]: same description and input schema, MCP annotations as [`ToolHints`].
-/// Calling such a tool sends `tools/call` with a timeout; a result flagged `isError` becomes a
-/// [`ToolError`] whose message the model reads.
+/// tinyagent [`Tool`]: same description and input schema, MCP annotations as
+/// [`ToolHints`](tinyagent::ToolHints). Calling such a tool sends `tools/call` with a timeout;
+/// a result flagged `isError` becomes a [`ToolError`] whose message the model reads.
 ///
 /// The list is cached and listed again only after the server sends
 /// `notifications/tools/list_changed`. If the server goes away, the call in flight fails with
@@ -404,7 +414,7 @@ impl McpToolset {
     /// first connection that has no token; later connections, reconnects included, reuse and
     /// refresh it.
     #[must_use]
-    pub fn oauth(self, oauth: crate::oauth::McpOAuth) -> Self {
+    pub fn oauth(self, oauth: McpOAuth) -> Self {
         self.configure(|inner| inner.oauth = Some(oauth))
     }
 
@@ -454,7 +464,8 @@ impl McpToolset {
                     )));
                 }
             };
-            let (tools, infos) = self.convert(listed, connection.output.as_deref());
+            let (tools, infos) =
+                listing::offered_tools(inner, listed, connection.output.as_deref());
             connection.tools = Some(tools);
             connection.infos = infos;
         }
@@ -482,95 +493,6 @@ impl McpToolset {
         self.tools().await?;
         let state = self.inner.state.lock().await;
         Ok(state.as_ref().map(|c| c.infos.clone()).unwrap_or_default())
-    }
-
-    fn convert(
-        &self,
-        listed: Vec<rmcp::model::Tool>,
-        output: Option<&ChildOutput>,
-    ) -> (Vec<Arc<dyn Tool>>, Vec<McpToolInfo>) {
-        let inner = &self.inner;
-        let link: Arc<dyn crate::remote_tool::PeerSource> = Arc::new(Link::new(inner));
-        let label: Arc<str> = Arc::from(inner.label.as_str());
-        let remote: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
-        let names = crate::naming::offered_names(&inner.prefix, &remote);
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
-        let mut infos = Vec::with_capacity(listed.len());
-        for (tool, name) in listed.iter().zip(names) {
-            let remote = tool.name.to_string();
-            let Some(name) = name else {
-                tracing::warn!(server = %inner.label, tool = %remote,
-                    "the MCP server lists this tool twice; offering the first");
-                continue;
-            };
-            let title = tool
-                .title
-                .clone()
-                .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
-            let hints = tool
-                .annotations
-                .as_ref()
-                .map_or_else(ToolHints::default, |a| {
-                    let d = ToolHints::default();
-                    d.read_only(a.read_only_hint.unwrap_or(d.read_only))
-                        .destructive(a.destructive_hint.unwrap_or(d.destructive))
-                        .idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
-                        .open_world(a.open_world_hint.unwrap_or(d.open_world))
-                });
-            let not_offered = if inner.filter.as_ref().is_some_and(|keep| !keep(&remote)) {
-                Some("left out by the toolset's filter".to_owned())
-            } else if output.is_some_and(|o| o.task_required(&remote)) {
-                Some(
-                    "it requires MCP task support (execution.taskSupport = required), which \
-                     this client does not have"
-                        .to_owned(),
-                )
-            } else {
-                None
-            };
-            let schema = Value::Object((*tool.input_schema).clone());
-            let info = McpToolInfo {
-                name: name.clone(),
-                remote_name: remote.clone(),
-                title: title.clone(),
-                description: tool.description.as_deref().map(str::to_owned),
-                input_schema: schema.clone(),
-                output_schema: tool
-                    .output_schema
-                    .as_ref()
-                    .map(|s| Value::Object((**s).clone())),
-                hints,
-                not_offered: not_offered.clone(),
-            };
-            if let Some(reason) = &not_offered {
-                tracing::debug!(server = %inner.label, tool = %remote, %reason, "MCP tool not offered");
-            } else {
-                if info.renamed(&inner.prefix) {
-                    tracing::debug!(server = %inner.label, tool = %remote, name = %name,
-                        "MCP tool offered under a valid name");
-                }
-                tools.push(Arc::new(McpTool {
-                    name,
-                    remote,
-                    description: info
-                        .description
-                        .clone()
-                        .or(title.clone())
-                        .unwrap_or_default(),
-                    title,
-                    output_schema: info.output_schema.clone(),
-                    schema,
-                    hints,
-                    link: Arc::clone(&link),
-                    bridge: Arc::clone(&inner.bridge),
-                    label: Arc::clone(&label),
-                    call_timeout: inner.call_timeout,
-                    max_result_bytes: inner.max_result_bytes,
-                }));
-            }
-            infos.push(info);
-        }
-        (tools, infos)
     }
 }
 

@@ -1,33 +1,45 @@
-//! tinyagent tools served over MCP: [`McpServer`].
+//! tinyagent tools served over MCP: [`McpServer`], the type and its settings. What it serves
+//! and how sit beside it in `server/`: the requests' handler (`handler`), a `tools/call`
+//! answered (`tool_call`, with `host` and, on protocol 2026-07-28, `input_required`), the
+//! prompts and resources (`catalog`, `prompt`, `resource`, `subscribe`, `subscriptions`),
+//! and the transports (`stdio`, `http`), mirroring the client's folder.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use rmcp::handler::server::ServerHandler;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, ToolAnnotations,
-};
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServiceExt};
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, Implementation, ToolAnnotations};
 use serde_json::Value;
 use tinyagent::tools::ToolInput;
 use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{Tool, ToolContext, ToolError};
-
-use crate::catalog::{Catalog, value_text};
-use crate::content::{error_result, success_result};
-pub use crate::errors::McpServeError;
-use crate::errors::custom_request_error;
-use crate::input_required::Waiting;
-use crate::subscriptions::{SessionToken, Subscriptions};
-use tracing::Instrument as _;
-
-use crate::server_host::{SessionLogLevel, log_level};
-
 use tinyagent_http::serve::ConnLimits;
+
+mod catalog;
+mod errors;
+mod handler;
+mod host;
+mod http;
+mod input_required;
+mod log_filter;
+mod prompt;
+mod resource;
+mod std_streams;
+mod stdio;
+mod subscribe;
+mod subscriptions;
+mod tool_call;
+
+use crate::protocol::content::{error_result, success_result};
+use catalog::Catalog;
+pub use errors::McpServeError;
+pub use http::{HttpServerHandle, MCP_HTTP_PATH, McpHttpService};
+use input_required::Waiting;
+use log_filter::SessionLogLevel;
+pub use prompt::McpPrompt;
+pub use resource::{McpResource, McpResourceTemplate, ResourceBody};
+use subscriptions::{SessionToken, Subscriptions};
 
 /// How long a client of [`McpServer::serve_http`] may take to send a request's headers by
 /// default (also how long a kept-alive connection may stay idle): 10 seconds.
@@ -46,9 +58,10 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
 /// correct itself. Only a call to an unknown tool is a protocol error. A tool that panics
 /// gives an `isError` result, not a dead server.
 ///
-/// `McpServer` implements rmcp's [`ServerHandler`], so it can be served over any rmcp
-/// transport too. Nothing is written to standard output except MCP messages on stdio: logs
-/// go through `tracing`, and it is the program's subscriber that chooses where (stderr).
+/// `McpServer` implements rmcp's [`ServerHandler`](rmcp::handler::server::ServerHandler), so
+/// it can be served over any rmcp transport too. Nothing is written to standard output except
+/// MCP messages on stdio: logs go through `tracing`, and it is the program's subscriber that
+/// chooses where (stderr).
 ///
 /// ```no_run
 /// use tinyagent_mcp::McpServer;
@@ -256,6 +269,27 @@ impl McpServer {
         self.configure(|inner| inner.instructions = Some(instructions))
     }
 
+    /// Adds a prompt (see [`McpPrompt`](crate::McpPrompt)); clients list it, get it rendered
+    /// and complete its arguments.
+    #[must_use]
+    pub fn prompt(self, prompt: McpPrompt) -> Self {
+        self.configure(|inner| inner.catalog.prompts.push(prompt))
+    }
+
+    /// Adds a resource (see [`McpResource`](crate::McpResource)); clients list, read and
+    /// subscribe to it.
+    #[must_use]
+    pub fn resource(self, resource: McpResource) -> Self {
+        self.configure(|inner| inner.catalog.resources.push(resource))
+    }
+
+    /// Adds resources under a URI template (see
+    /// [`McpResourceTemplate`](crate::McpResourceTemplate)).
+    #[must_use]
+    pub fn resource_template(self, template: McpResourceTemplate) -> Self {
+        self.configure(|inner| inner.catalog.templates.push(template))
+    }
+
     /// The names of the served tools, in order.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.inner.tools.iter().map(|t| t.tool.name())
@@ -313,45 +347,6 @@ impl McpServer {
             },
         )
     }
-
-    /// Serves MCP over this process's standard input and output until the client closes the
-    /// connection. Write logs to standard error only: standard output carries MCP. A line
-    /// that is not a JSON-RPC message is answered with a JSON-RPC parse error (-32700) or
-    /// invalid-request error (-32600) and the session goes on.
-    ///
-    /// When standard input and output are pipes or sockets (as an MCP client that starts
-    /// this program makes them), they are switched to non-blocking mode and read and written
-    /// by the runtime's reactor, with no thread hand-off per message, and put back in blocking
-    /// mode when serving ends; needs a runtime with I/O enabled (`#[tokio::main]` enables it).
-    /// A terminal or a file is read and written through tokio's standard streams.
-    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
-        let (input, output) = crate::std_streams::std_streams();
-        let served = self.serve_io(input, output).await;
-        crate::std_streams::restore_blocking();
-        served
-    }
-
-    /// Serves MCP over any byte streams, newline-delimited as on stdio (see
-    /// [`serve_stdio`](Self::serve_stdio)), until `input` ends.
-    pub async fn serve_io(
-        self,
-        input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-        output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
-    ) -> Result<(), McpServeError> {
-        let (sink, stream, writer) = crate::stdio::server_transport(input, output);
-        // A session of its own: its subscriptions end with it, even while other handles of
-        // this server live on.
-        let running = self
-            .new_session()
-            .serve((sink, stream))
-            .await
-            .map_err(|e| McpServeError::Handshake(crate::errors::chain_text(&e)))?;
-        let ended = running.waiting().await;
-        // Let the writer send what is queued (the answer to the last request).
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
-        ended.map_err(|e| McpServeError::Task(e.to_string()))?;
-        Ok(())
-    }
 }
 
 /// The inner state, taken when not shared, rebuilt otherwise (a validator is not `Clone`).
@@ -384,13 +379,6 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
     }
 }
 
-pub(crate) fn request_id_text(id: &rmcp::model::RequestId) -> String {
-    match id {
-        rmcp::model::NumberOrString::Number(n) => n.to_string(),
-        rmcp::model::NumberOrString::String(s) => s.to_string(),
-    }
-}
-
 impl McpServer {
     /// The server for a new session: the same tools, a log level of its own.
     pub(crate) fn new_session(&self) -> Self {
@@ -399,172 +387,5 @@ impl McpServer {
             log_level: SessionLogLevel::default(),
             session: Arc::new(SessionToken::new(&self.inner.subscriptions)),
         }
-    }
-}
-
-impl ServerHandler for McpServer {
-    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
-    fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .build();
-        let catalog = &self.inner.catalog;
-        if !catalog.prompts.is_empty() {
-            capabilities.prompts = Some(Default::default());
-        }
-        if catalog.completes() {
-            capabilities.completions = Some(Default::default());
-        }
-        if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
-            let mut resources = rmcp::model::ResourcesCapability::default();
-            resources.subscribe = catalog.subscribable().then_some(true);
-            capabilities.resources = Some(resources);
-        }
-        let config =
-            ServerConfig::new(capabilities).with_server_info(self.inner.implementation.clone());
-        match &self.inner.instructions {
-            Some(instructions) => config.with_instructions(instructions.clone()),
-            None => config,
-        }
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.inner.tools.iter().map(|t| t.listed.clone()).collect(),
-        ))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.inner
-            .by_name
-            .get(name)
-            .map(|&i| self.inner.tools[i].listed.clone())
-    }
-
-    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.log_level.set(log_level(request.level));
-        Ok(())
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        Ok(self.inner.catalog.list_prompts())
-    }
-
-    async fn get_prompt(
-        &self,
-        request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        let arguments = request.arguments.unwrap_or_default().into_iter();
-        let arguments = arguments.map(|(k, v)| (k, value_text(v))).collect();
-        self.inner
-            .catalog
-            .get_prompt(&request.name, arguments)
-            .await
-            .map(Into::into)
-    }
-
-    async fn complete(
-        &self,
-        request: rmcp::model::CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        if !self.inner.catalog.completes() {
-            return Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                "Method not found: completion/complete (this server completes no argument)",
-                None,
-            ));
-        }
-        self.inner.catalog.complete(&request).await
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        Ok(self.inner.catalog.list_resources())
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        Ok(self.inner.catalog.list_templates())
-    }
-
-    async fn read_resource(
-        &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.inner.catalog.read(&request.uri).await.map(Into::into)
-    }
-
-    async fn subscribe(
-        &self,
-        request: rmcp::model::SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.session_subscribe(&request.uri, context.peer).await
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: rmcp::model::UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.session_unsubscribe(&request.uri).await
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        Some(self.listen_filter(requested))
-    }
-
-    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
-        self.listen_to(context).await;
-        Ok(())
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        Err(custom_request_error(&request))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let id = request_id_text(&context.id);
-        let span = crate::telemetry::server_span(&request, &context.meta, &id);
-        let answer = self
-            .answer_call(request, context)
-            .instrument(span.clone())
-            .await;
-        crate::telemetry::end_response(&span, &answer);
-        answer
     }
 }

@@ -25,7 +25,8 @@ use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ProgressToken, ServerNotification};
 use rmcp::service::RxJsonRpcMessage;
 
-use crate::server_host::log_level;
+use crate::protocol::content::{content_block, content_part};
+use crate::protocol::logging::log_level;
 use tinyagent::BoxFuture;
 
 /// Answers a server's elicitation requests (questions for the user); see
@@ -306,8 +307,8 @@ impl Bridge {
                 ));
             }
         };
-        let content = serde_json::to_value(crate::content::content_block(&reply.content))
-            .unwrap_or(serde_json::Value::Null);
+        let content =
+            serde_json::to_value(content_block(&reply.content)).unwrap_or(serde_json::Value::Null);
         let mut result =
             json!({"role": reply.role.as_str(), "content": content, "model": reply.model});
         if let Some(reason) = reply.stop_reason {
@@ -366,7 +367,7 @@ fn sampling_request(
         };
         for block in blocks {
             let part = serde_json::from_value::<rmcp::model::ContentBlock>(block)
-                .map(|b| crate::content::content_part(&b))
+                .map(|b| content_part(&b))
                 .unwrap_or_else(|_| ContentPart::text("[content this client does not know]"));
             messages.push(tinyagent::host::SamplingMessage::new(role, part));
         }

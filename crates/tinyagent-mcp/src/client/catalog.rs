@@ -14,10 +14,10 @@ use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolHints};
 
 use super::McpToolset;
-use crate::catalog::{McpPromptMessage, PromptRole};
-use crate::completion::{McpCompletion, McpCompletionRequest};
-use crate::content::content_part;
-use crate::errors::service_error;
+use crate::protocol::completion::{McpCompletion, McpCompletionRequest};
+use crate::protocol::content::content_part;
+use crate::protocol::errors::service_error;
+use crate::protocol::prompt_message::{McpPromptMessage, PromptRole};
 
 /// A prompt a server offers: its name, what it is for and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,25 +294,6 @@ impl McpToolset {
                 "required": ["uri"]
             }),
         }))
-    }
-}
-
-impl McpPromptMessage {
-    /// The message as a [`tinyagent::Message`]: text as it is, other content said in words
-    /// (an embedded resource's text is kept whole).
-    pub fn to_message(&self) -> tinyagent::Message {
-        let text = match &self.content {
-            ContentPart::Resource {
-                text: Some(text), ..
-            } => text.clone(),
-            other => other
-                .as_text()
-                .map_or_else(|| other.describe(), str::to_owned),
-        };
-        match self.role {
-            PromptRole::User => tinyagent::Message::user(text),
-            PromptRole::Assistant => tinyagent::Message::assistant(text),
-        }
     }
 }
 

@@ -1,32 +1,26 @@
-//! Connecting to the server (over stdio, a child process or HTTP, with the configured headers
-//! and timeouts) and noticing when its tool list changes.
+//! A toolset's connection to its server: the settings it is made with, the connection made
+//! (over a child process's stdio or HTTP, see `stdio` and `http`), and the outage that keeps
+//! it from being made again too soon.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, oneshot};
-
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::auth::AuthClient;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::RoleClient;
+use rmcp::service::RunningService;
 use tinyagent::{Tool, ToolError};
 use tokio::sync::Mutex;
+use tokio::sync::{broadcast, oneshot};
 
-use super::bridge::{Bridge, Watched};
-use super::endpoint::Endpoint;
+use super::bridge::Bridge;
+use super::endpoint::{Endpoint, Secret};
+use super::handler::ToolsetClient;
 use super::health_state::{HealthCell, McpHealth};
-use crate::errors::{AuthProblem, init_auth_problem, init_error_text};
-use crate::remote_tool::McpToolInfo;
-use crate::stdio::ChildOutput;
-
-/// How long a server that wrote something other than MCP on its standard output gets to
-/// finish the handshake anyway before connecting fails, naming what it wrote.
-pub(super) const GARBAGE_GRACE: Duration = Duration::from_secs(2);
+use super::http::HttpTarget;
+use super::oauth::McpOAuth;
+use super::remote_tool::McpToolInfo;
+use super::stdio::{self, ChildOutput};
 
 pub(super) type NameFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
@@ -39,7 +33,7 @@ pub(super) struct Inner {
     pub(super) connect_timeout: Duration,
     pub(super) max_result_bytes: usize,
     pub(super) headers: Vec<(String, Secret)>,
-    pub(super) oauth: Option<crate::oauth::McpOAuth>,
+    pub(super) oauth: Option<McpOAuth>,
     pub(super) bridge: Arc<Bridge>,
     pub(super) state: Mutex<Option<Connection>>,
     /// Failed connection attempts in a row, and when the next may start.
@@ -70,10 +64,6 @@ pub(super) struct Outage {
 pub(super) fn reconnect_delay(failures: u32) -> Duration {
     Duration::from_secs(1 << failures.saturating_sub(1).min(6))
 }
-
-/// A header value or token: kept out of `Debug` output and logs.
-#[derive(Clone)]
-pub(super) struct Secret(pub(super) Arc<str>);
 
 pub(super) struct Connection {
     pub(super) service: RunningService<RoleClient, ToolsetClient>,
@@ -165,186 +155,44 @@ impl Inner {
         self.health.set(McpHealth::Connected);
     }
 
+    /// Connects to the server: starts it and makes the handshake over its standard input and
+    /// output, or over HTTP.
     pub(super) async fn connect(&self) -> Result<Connection, ToolError> {
         let stale = Arc::new(AtomicBool::new(false));
-        let client = ToolsetClient {
-            stale: Arc::clone(&stale),
-            label: self.label.clone(),
-            bridge: Arc::clone(&self.bridge),
-            updates: self.updates.clone(),
-        };
+        let client = ToolsetClient::new(
+            &self.label,
+            Arc::clone(&stale),
+            Arc::clone(&self.bridge),
+            self.updates.clone(),
+        );
         let (ended_tx, ended) = oneshot::channel();
-        let label = &self.label;
-        let failed = |text: String| {
-            ToolError::unavailable(format!("could not connect to MCP server `{label}`: {text}"))
-        };
-        match &self.endpoint {
+        let connection = match &self.endpoint {
             Endpoint::Command {
                 program,
                 args,
                 envs,
                 cwd,
             } => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args);
-                for (key, value) in envs {
-                    match value {
-                        Some(value) => command.env(key, value),
-                        None => command.env_remove(key),
-                    };
-                }
-                if let Some(cwd) = cwd {
-                    command.current_dir(cwd);
-                }
-                let spawned = crate::stdio::spawn(command).map_err(|e| {
-                    ToolError::unavailable(format!(
-                        "MCP server `{label}` could not be started: {e}"
-                    ))
-                    .with_source(e)
-                })?;
-                let crate::stdio::ChildTransport {
-                    sink,
-                    stream,
-                    mut child,
-                    output,
-                } = spawned;
-                let mut garbage = output.garbage.subscribe();
-                let bridge = Arc::clone(&self.bridge);
-                let stream = futures::StreamExt::inspect(stream, move |m| bridge.on_wire(m));
-                let stream = futures::StreamExt::chain(stream, end_marker(ended_tx));
-                let serve = client.serve((sink, stream));
-                tokio::pin!(serve);
-                let served = tokio::select! {
-                    served = &mut serve => served,
-                    () = async { drop(garbage.wait_for(Option::is_some).await) } => {
-                        match tokio::time::timeout(GARBAGE_GRACE, &mut serve).await {
-                            Ok(served) => served,
-                            Err(_) => {
-                                let line = output.garbage.borrow().clone().unwrap_or_default();
-                                return Err(failed(format!(
-                                    "it does not speak MCP on its standard output: it wrote `{line}` \
-                                     (an MCP server must write only JSON-RPC messages there; logs \
-                                     belong on standard error)"
-                                )));
-                            }
-                        }
-                    }
-                };
-                let service = match served {
-                    Ok(service) => service,
-                    Err(e) => {
-                        let mut text = init_error_text(&e);
-                        // Give the process a moment to be reaped, to report its exit.
-                        let status =
-                            tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
-                        if let Ok(Ok(status)) = status {
-                            text = format!(
-                                "the process exited ({status}) before the MCP handshake finished"
-                            );
-                        }
-                        if let Some(line) = output.garbage.borrow().clone() {
-                            text.push_str(&format!(
-                                "; it wrote `{line}` on its standard output, which is not MCP"
-                            ));
-                        }
-                        return Err(failed(text).with_source(e));
-                    }
-                };
-                tracing::debug!(server = %label, "connected to MCP server");
-                Ok(self.connection(service, stale, ended, Some(child), Some(output)))
+                let command = stdio::command(program, args, envs, cwd.as_deref());
+                let started =
+                    stdio::connect(&self.label, command, client, &self.bridge, ended_tx).await?;
+                let (child, output) = (Some(started.child), Some(started.output));
+                self.connection(started.service, stale, ended, child, output)
             }
             Endpoint::Http { url } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (name, Secret(value)) in &self.headers {
-                    let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| {
-                            ToolError::invalid_input(format!(
-                                "MCP server `{label}`: `{name}` is not a valid HTTP header name"
-                            ))
-                        })?;
-                    let mut header_value =
-                        reqwest::header::HeaderValue::from_str(value).map_err(|_| {
-                            ToolError::invalid_input(format!(
-                                "MCP server `{label}`: the value of header `{name}` is not a \
-                                 valid HTTP header value"
-                            ))
-                        })?;
-                    header_value.set_sensitive(true);
-                    config.custom_headers.insert(header_name, header_value);
-                }
-                let served = match &self.oauth {
-                    None => {
-                        let transport = StreamableHttpClientTransport::from_config(config);
-                        client.serve(self.watched(transport).ending(ended_tx)).await
-                    }
-                    Some(oauth) => 'served: {
-                        // With a stored token, use it; without one, ask the user only when the
-                        // server turns out to require authorization.
-                        let manager = match oauth.stored(url, label).await? {
-                            Some(manager) => manager,
-                            None => {
-                                let probe = ToolsetClient {
-                                    stale: Arc::clone(&stale),
-                                    label: self.label.clone(),
-                                    bridge: Arc::clone(&self.bridge),
-                                    updates: self.updates.clone(),
-                                };
-                                let plain = self.watched(
-                                    StreamableHttpClientTransport::from_config(config.clone()),
-                                );
-                                match probe.serve(plain).await {
-                                    Err(e)
-                                        if matches!(
-                                            init_auth_problem(&e),
-                                            Some(AuthProblem::Unauthorized)
-                                        ) =>
-                                    {
-                                        oauth.authorize(url, label).await?
-                                    }
-                                    // No authorization needed, or a failure of another kind.
-                                    other => break 'served other,
-                                }
-                            }
-                        };
-                        let http = AuthClient::new(reqwest::Client::new(), manager);
-                        let transport = StreamableHttpClientTransport::with_client(http, config);
-                        client.serve(self.watched(transport).ending(ended_tx)).await
-                    }
+                let target = HttpTarget {
+                    label: &self.label,
+                    url,
+                    headers: &self.headers,
+                    oauth: self.oauth.as_ref(),
+                    bridge: &self.bridge,
                 };
-                let service = served.map_err(|e| {
-                    let text = match init_auth_problem(&e) {
-                        Some(AuthProblem::Unauthorized) => format!(
-                            "the server answered 401 Unauthorized: it needs credentials{}",
-                            if self.oauth.is_some() {
-                                ", and it refused the OAuth token (its grant may have been revoked)"
-                            } else if self.headers.is_empty() {
-                                ", and none were sent (set a bearer token or header, or use OAuth)"
-                            } else {
-                                ", and the ones sent were refused"
-                            }
-                        ),
-                        Some(AuthProblem::Forbidden) => {
-                            "the server answered 403 Forbidden: the credentials sent do not \
-                             give access (or the request's origin is refused)"
-                                .to_owned()
-                        }
-                        None => init_error_text(&e),
-                    };
-                    let error = failed(text);
-                    match init_auth_problem(&e) {
-                        Some(_) => ToolError::denied(error.message().to_owned()).with_source(e),
-                        None => error.with_source(e),
-                    }
-                })?;
-                tracing::debug!(server = %label, "connected to MCP server");
-                Ok(self.connection(service, stale, ended, None, None))
+                let service = target.connect(client, ended_tx).await?;
+                self.connection(service, stale, ended, None, None)
             }
-        }
-    }
-
-    /// `transport`, its messages seen by the bridge as they arrive.
-    fn watched<T>(&self, transport: T) -> Watched<T> {
-        Watched::new(transport, Arc::clone(&self.bridge))
+        };
+        tracing::debug!(server = %self.label, "connected to MCP server");
+        Ok(connection)
     }
 
     fn connection(
@@ -366,90 +214,5 @@ impl Inner {
             stale,
             tools: None,
         }
-    }
-}
-
-/// The client half of the connection: notices when the server's tool list changes, and
-/// passes what the server asks during a call to the [`Bridge`].
-pub(super) struct ToolsetClient {
-    stale: Arc<AtomicBool>,
-    label: String,
-    bridge: Arc<Bridge>,
-    updates: broadcast::Sender<String>,
-}
-
-/// A stream with no items that tells `ended` when it is polled: chained after a server's
-/// messages, it says that they ended (the server closed the connection). When the connection
-/// is dropped first, `ended` is dropped unsent.
-fn end_marker<T>(ended: oneshot::Sender<()>) -> impl futures::Stream<Item = T> + Send + Unpin
-where
-    T: Send,
-{
-    let told = futures::future::lazy(move |_| ended.send(()));
-    futures::StreamExt::filter_map(futures::stream::once(told), |_| std::future::ready(None))
-}
-
-impl ClientHandler for ToolsetClient {
-    fn get_info(&self) -> ClientConfig {
-        // 2025-11-25 keeps the initialize handshake and unsolicited notifications
-        // (`notifications/tools/list_changed`), which servers of every era understand.
-        // Elicitation is always answered (declined when no one else does); sampling by the
-        // toolset's model or the calling tool's host (a gateway's client), else refused with
-        // a clear error.
-        let capabilities = serde_json::json!({"elicitation": {"form": {}}, "sampling": {}});
-        ClientConfig::new(
-            serde_json::from_value::<ClientCapabilities>(capabilities).unwrap_or_default(),
-            Implementation::new("tinyagent-mcp", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    }
-
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.bridge.on_progress(params).await;
-    }
-
-    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); servers use it.
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.bridge.on_log(&self.label, params).await;
-    }
-
-    #[allow(deprecated)] // rmcp marks sampling deprecated (SEP-2577); servers use it.
-    async fn create_message(
-        &self,
-        params: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        self.bridge.sample(params).await
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        Ok(self.bridge.elicit(request).await)
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        tracing::debug!(server = %self.label, uri = %params.uri, "MCP resource updated");
-        // No receiver: no one listens for updates now; nothing to do.
-        let _ = self.updates.send(params.uri);
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(server = %self.label, "MCP server's tool list changed");
-        self.stale.store(true, Ordering::SeqCst);
     }
 }

@@ -11,7 +11,7 @@ use tinyagent::{BoxFuture, ToolError, ToolErrorKind};
 
 use super::connection::{Connection, Inner, reconnect_delay};
 use super::health_state::McpHealth;
-use crate::remote_tool::PeerSource;
+use super::remote_tool::PeerSource;
 
 /// A connection that stays up this long ends a series of restarts: the next loss is
 /// restarted at once again.

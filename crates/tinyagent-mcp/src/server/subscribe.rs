@@ -1,36 +1,15 @@
-//! How an [`McpServer`] is given prompts and resources, which resources a client may
-//! subscribe to, and how subscribers are told that one changed.
+//! Which resources of an [`McpServer`] a client may subscribe to (`resources/subscribe`,
+//! `subscriptions/listen`), and how subscribers are told that one changed.
 
 use rmcp::model::SubscriptionFilter;
 use rmcp::service::SubscriptionContext;
 use rmcp::{ErrorData, Peer, RoleServer};
 
-use crate::resource::Watch;
-use crate::server::McpServer;
-use crate::subscriptions::Sink;
+use super::McpServer;
+use super::resource::Watch;
+use super::subscriptions::Sink;
 
 impl McpServer {
-    /// Adds a prompt (see [`McpPrompt`](crate::McpPrompt)); clients list it, get it rendered
-    /// and complete its arguments.
-    #[must_use]
-    pub fn prompt(self, prompt: crate::McpPrompt) -> Self {
-        self.configure(|inner| inner.catalog.prompts.push(prompt))
-    }
-
-    /// Adds a resource (see [`McpResource`](crate::McpResource)); clients list, read and
-    /// subscribe to it.
-    #[must_use]
-    pub fn resource(self, resource: crate::McpResource) -> Self {
-        self.configure(|inner| inner.catalog.resources.push(resource))
-    }
-
-    /// Adds resources under a URI template (see
-    /// [`McpResourceTemplate`](crate::McpResourceTemplate)).
-    #[must_use]
-    pub fn resource_template(self, template: crate::McpResourceTemplate) -> Self {
-        self.configure(|inner| inner.catalog.templates.push(template))
-    }
-
     /// Tells every client subscribed to the resource at `uri` that it changed
     /// (`notifications/resources/updated`), over every session and `subscriptions/listen`
     /// request; returns how many were told. A client that is gone is unsubscribed.

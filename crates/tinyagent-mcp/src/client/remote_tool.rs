@@ -12,8 +12,11 @@ use tinyagent::{
 };
 use tracing::Instrument as _;
 
-use crate::content::{bound_parts, result_text, tool_output, truncate_result};
-use crate::errors::service_error;
+use super::bridge::Bridge;
+use crate::protocol::content::{bound_parts, result_text, tool_output, truncate_result};
+use crate::protocol::errors::service_error;
+use crate::protocol::request_id::request_id_text;
+use crate::protocol::telemetry;
 
 /// How long a call waits at most, once answered, for its progress to be passed on.
 const PROGRESS_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -74,7 +77,7 @@ pub(crate) struct McpTool {
     pub schema: Value,
     pub hints: ToolHints,
     pub link: Arc<dyn PeerSource>,
-    pub bridge: Arc<crate::client::Bridge>,
+    pub bridge: Arc<Bridge>,
     pub label: Arc<str>,
     pub call_timeout: Duration,
     pub max_result_bytes: usize,
@@ -114,12 +117,12 @@ impl Tool for McpTool {
             let arguments = arguments_of(input)?;
             let mut params = CallToolRequestParams::new(self.remote.clone());
             params.arguments = arguments;
-            let span = crate::telemetry::client_span(&mut params, &self.label);
+            let span = telemetry::client_span(&mut params, &self.label);
             let answer = self.send(params, ctx).instrument(span.clone()).await;
             match &answer {
-                Ok(output) if output.is_error() => crate::telemetry::fail(&span, "tool_error"),
+                Ok(output) if output.is_error() => telemetry::fail(&span, "tool_error"),
                 Ok(_) => {}
-                Err(err) => crate::telemetry::fail(&span, err.kind().as_str()),
+                Err(err) => telemetry::fail(&span, err.kind().as_str()),
             }
             answer
         })
@@ -150,7 +153,7 @@ impl McpTool {
                 .await?;
             call.adopt(&handle.progress_token);
             let id = handle.id.clone();
-            let request_id = crate::server::request_id_text(&id);
+            let request_id = request_id_text(&id);
             tracing::Span::current().record("jsonrpc.request.id", request_id.as_str());
             let cancel = CancelOnDrop(Some((peer.clone(), id)));
             let result = handle.await_response().await;

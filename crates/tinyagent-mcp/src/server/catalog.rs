@@ -1,200 +1,23 @@
-//! What an [`McpServer`](crate::McpServer) serves besides tools: prompts ([`McpPrompt`]), and
-//! the catalog of its prompts, resources and resource templates, with completion of their
-//! arguments.
+//! The catalog of an [`McpServer`](crate::McpServer)'s prompts, resources and resource
+//! templates: listed, rendered, read, and their arguments completed.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::future::Future;
-use std::sync::Arc;
 
 use base64::Engine as _;
 use rmcp::ErrorData;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
-    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptMessage, ReadResourceResult,
+    Reference, Resource, ResourceContents, ResourceTemplate, Role,
 };
 use serde_json::Value;
-use tinyagent::{BoxFuture, ContentPart, ToolError};
+use tinyagent::ToolError;
 
-use crate::completion::{Completer, McpCompletion, McpCompletionRequest, completer};
-use crate::content::content_block;
-use crate::resource::{McpResource, McpResourceTemplate, ResourceBody, Watch};
-
-/// Who says a prompt's message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PromptRole {
-    /// The user.
-    User,
-    /// The assistant.
-    Assistant,
-}
-
-/// One message of a rendered prompt: who says it and what (text, an image, audio or an
-/// embedded resource).
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpPromptMessage {
-    /// Who says it.
-    pub role: PromptRole,
-    /// What is said.
-    pub content: ContentPart,
-}
-
-impl McpPromptMessage {
-    /// A message of the user with this text.
-    pub fn user(text: impl Into<String>) -> Self {
-        Self {
-            role: PromptRole::User,
-            content: ContentPart::text(text),
-        }
-    }
-
-    /// A message of the assistant with this text.
-    pub fn assistant(text: impl Into<String>) -> Self {
-        Self {
-            role: PromptRole::Assistant,
-            content: ContentPart::text(text),
-        }
-    }
-
-    /// A message of `role` with any content.
-    pub fn new(role: PromptRole, content: ContentPart) -> Self {
-        Self { role, content }
-    }
-}
-
-type Render = Arc<
-    dyn Fn(HashMap<String, String>) -> BoxFuture<'static, Result<Vec<McpPromptMessage>, ToolError>>
-        + Send
-        + Sync,
->;
-
-/// A prompt an [`McpServer`](crate::McpServer) offers: a name, arguments (each with the
-/// values a client may complete it with), and an async function that renders its messages
-/// from the arguments given. A required argument that is missing is an error before the
-/// function runs.
-///
-/// ```
-/// use tinyagent_mcp::{McpPrompt, McpPromptMessage};
-///
-/// let review = McpPrompt::new("code_review", |args| async move {
-///     Ok(vec![McpPromptMessage::user(format!(
-///         "Review this {} code for bugs:\n{}",
-///         args.get("language").map_or("", String::as_str),
-///         args["code"]
-///     ))])
-/// })
-/// .description("Asks for a code review")
-/// .argument("code", "the code to review", true)
-/// .completed_argument("language", "its language", false, ["rust", "python", "go"]);
-/// # let _ = review;
-/// ```
-#[derive(Clone)]
-pub struct McpPrompt {
-    name: String,
-    description: Option<String>,
-    arguments: Vec<(PromptArgument, Vec<String>)>,
-    render: Render,
-    completer: Option<Completer>,
-}
-
-impl fmt::Debug for McpPrompt {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpPrompt")
-            .field("name", &self.name)
-            .field("arguments", &self.arguments.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl McpPrompt {
-    /// A prompt named `name`, rendered by `render` from its arguments.
-    pub fn new<F, Fut>(name: impl Into<String>, render: F) -> Self
-    where
-        F: Fn(HashMap<String, String>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<McpPromptMessage>, ToolError>> + Send + 'static,
-    {
-        Self {
-            name: name.into(),
-            description: None,
-            arguments: Vec::new(),
-            render: Arc::new(move |args| Box::pin(render(args))),
-            completer: None,
-        }
-    }
-
-    /// Sets what the prompt is for.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Adds an argument.
-    #[must_use]
-    pub fn argument(self, name: impl Into<String>, description: &str, required: bool) -> Self {
-        self.completed_argument(name, description, required, Vec::<String>::new())
-    }
-
-    /// Adds an argument with the values completion offers for it (those starting with what
-    /// the client typed, case-insensitively).
-    #[must_use]
-    pub fn completed_argument(
-        mut self,
-        name: impl Into<String>,
-        description: &str,
-        required: bool,
-        values: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        let argument = PromptArgument::new(name)
-            .with_description(description)
-            .with_required(required);
-        self.arguments
-            .push((argument, values.into_iter().map(Into::into).collect()));
-        self
-    }
-
-    /// Completes the prompt's arguments with the async function `f`, which is given the
-    /// argument, what was typed so far and the values of the other arguments already chosen
-    /// (it takes over from the values of [`completed_argument`](Self::completed_argument)).
-    ///
-    /// ```
-    /// use tinyagent_mcp::{McpCompletion, McpPrompt, McpPromptMessage};
-    ///
-    /// let promote = McpPrompt::new("promote", |args| async move {
-    ///     Ok(vec![McpPromptMessage::user(format!("Promote {}", args["name"]))])
-    /// })
-    /// .argument("department", "the department", true)
-    /// .argument("name", "who", true)
-    /// .completion(|request| async move {
-    ///     let names: &[&str] = match request.context.get("department").map(String::as_str) {
-    ///         Some("Sales") => &["David", "Eve", "Frank"],
-    ///         _ => &[],
-    ///     };
-    ///     Ok(McpCompletion::new(names.iter().filter(|n| n.starts_with(&request.value)).copied()))
-    /// });
-    /// # let _ = promote;
-    /// ```
-    #[must_use]
-    pub fn completion<F, Fut>(mut self, f: F) -> Self
-    where
-        F: Fn(McpCompletionRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<McpCompletion, ToolError>> + Send + 'static,
-    {
-        self.completer = Some(completer(f));
-        self
-    }
-
-    /// The prompt's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Whether it completes any argument.
-    fn completes(&self) -> bool {
-        self.completer.is_some() || self.arguments.iter().any(|(_, values)| !values.is_empty())
-    }
-}
+use super::prompt::McpPrompt;
+use super::resource::{McpResource, McpResourceTemplate, ResourceBody, Watch};
+use crate::protocol::completion::{McpCompletion, McpCompletionRequest};
+use crate::protocol::content::content_block;
+use crate::protocol::prompt_message::PromptRole;
 
 /// The prompts and resources of a server.
 #[derive(Clone, Default, Debug)]

@@ -4,8 +4,6 @@
 
 #![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); clients use them.
 
-use std::sync::{Arc, Mutex, PoisonError};
-
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
@@ -18,94 +16,11 @@ use tinyagent::{
     host::{Elicitation, ElicitationRequest, LogLevel, SamplingReply, SamplingRequest, ToolHost},
 };
 
-use crate::content::content_part;
-use crate::errors::service_error;
-use crate::input_required::Asker;
-
-/// The log level a session's client asked for with `logging/setLevel` (`None`: every message
-/// is sent). Sessions of the initialize handshake keep it; on connections of protocol
-/// 2026-07-28 and later each request says its level in `_meta` instead.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SessionLogLevel(Arc<Mutex<Option<LogLevel>>>);
-
-impl SessionLogLevel {
-    pub(crate) fn set(&self, level: LogLevel) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
-    }
-
-    fn allows(&self, level: LogLevel) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none_or(|min| level >= min)
-    }
-}
-
-/// Which log messages of one request go to the client.
-#[derive(Debug, Clone)]
-pub(crate) enum LogFilter {
-    /// The request's own `_meta` level (protocol 2026-07-28 and later): at or above it.
-    Request(LogLevel),
-    /// A request of protocol 2026-07-28 or later that did not opt in: none.
-    Off,
-    /// The session's `logging/setLevel` (the initialize handshake's sessions).
-    Session(SessionLogLevel),
-}
-
-impl LogFilter {
-    /// The filter of a request: its `_meta` level, else none on connections that have
-    /// per-request levels, else the session's.
-    pub(crate) fn for_request(
-        meta: &rmcp::model::RequestMetaObject,
-        stateless: bool,
-        session: &SessionLogLevel,
-    ) -> Self {
-        if let Some(level) = meta.log_level() {
-            Self::Request(log_level(level))
-        } else if stateless {
-            Self::Off
-        } else {
-            Self::Session(session.clone())
-        }
-    }
-
-    fn allows(&self, level: LogLevel) -> bool {
-        match self {
-            Self::Request(min) => level >= *min,
-            Self::Off => false,
-            Self::Session(session) => session.allows(level),
-        }
-    }
-}
-
-/// rmcp's level for ours, and back.
-pub(crate) fn log_level(level: rmcp::model::LoggingLevel) -> LogLevel {
-    use rmcp::model::LoggingLevel as L;
-    match level {
-        L::Debug => LogLevel::Debug,
-        L::Info => LogLevel::Info,
-        L::Notice => LogLevel::Notice,
-        L::Warning => LogLevel::Warning,
-        L::Error => LogLevel::Error,
-        L::Critical => LogLevel::Critical,
-        L::Alert => LogLevel::Alert,
-        L::Emergency => LogLevel::Emergency,
-    }
-}
-
-fn wire_level(level: LogLevel) -> rmcp::model::LoggingLevel {
-    use rmcp::model::LoggingLevel as L;
-    match level {
-        LogLevel::Debug => L::Debug,
-        LogLevel::Info => L::Info,
-        LogLevel::Notice => L::Notice,
-        LogLevel::Warning => L::Warning,
-        LogLevel::Error => L::Error,
-        LogLevel::Critical => L::Critical,
-        LogLevel::Alert => L::Alert,
-        LogLevel::Emergency => L::Emergency,
-    }
-}
+use super::input_required::Asker;
+use super::log_filter::LogFilter;
+use crate::protocol::content::{content_block, content_part};
+use crate::protocol::errors::service_error;
+use crate::protocol::logging::wire_level;
 
 /// Whether the client speaks MCP 2026-07-28 or later, which has no sessions and no requests
 /// from server to client (what the initialize handshake's sessions have).
@@ -216,8 +131,8 @@ impl ToolHost for ServerHost {
                 .messages
                 .iter()
                 .map(|m| {
-                    let content = serde_json::to_value(crate::content::content_block(&m.content))
-                        .unwrap_or(Value::Null);
+                    let content =
+                        serde_json::to_value(content_block(&m.content)).unwrap_or(Value::Null);
                     json!({"role": m.role.as_str(), "content": content})
                 })
                 .collect();

@@ -13,7 +13,7 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tinyagent::ToolError;
 
-use crate::resource::{Hook, Watch};
+use super::resource::{Hook, Watch};
 
 /// Where a subscriber is told.
 #[derive(Clone)]

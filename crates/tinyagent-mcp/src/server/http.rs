@@ -28,8 +28,8 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 
-use crate::server::Access;
-use crate::{McpServeError, McpServer};
+use super::errors::McpServeError;
+use super::{Access, McpServer};
 
 /// A tower service speaking MCP's streamable HTTP transport for an [`McpServer`], from
 /// [`McpServer::http_service`]; mount it in an axum router with `nest_service` or

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tinyagent::{BoxFuture, ToolError};
 
-use crate::completion::{Completer, McpCompletion, McpCompletionRequest, completer};
+use crate::protocol::completion::{Completer, McpCompletion, McpCompletionRequest, completer};
 
 /// What reading a resource gives: text or bytes, with a MIME type.
 #[derive(Debug, Clone, PartialEq)]

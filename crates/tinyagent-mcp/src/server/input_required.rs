@@ -247,50 +247,6 @@ impl Waiting {
     }
 }
 
-impl crate::McpServer {
-    /// A `tools/call` of protocol 2026-07-28 and later: the call runs on a task of its own,
-    /// so that it can wait for the client's answers across requests; a retry (with its
-    /// `requestState`) resumes it.
-    pub(crate) async fn call_waiting(
-        &self,
-        request: rmcp::model::CallToolRequestParams,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        use crate::server_host::{LogFilter, ServerHost};
-        let waiting = &self.inner.waiting;
-        let call = match &request.request_state {
-            Some(state) => waiting.resume(state, &request.name, request.input_responses)?,
-            None => {
-                let server = self.clone();
-                let capabilities = context.meta.client_capabilities();
-                let host = ServerHost {
-                    peer: context.peer.clone(),
-                    progress_token: context.meta.get_progress_token(),
-                    log_filter: LogFilter::for_request(&context.meta, true, &self.log_level),
-                    stateless: true,
-                    tool: request.name.to_string(),
-                    asker: None,
-                };
-                let id = crate::server::request_id_text(&context.id);
-                let name = request.name.clone();
-                Call::start(&name, move |asker| async move {
-                    let host = ServerHost {
-                        asker: Some((capabilities, asker)),
-                        ..host
-                    };
-                    let ctx = tinyagent::ToolContext::new()
-                        .with_call_id(id)
-                        .with_host(Arc::new(host));
-                    server
-                        .call_with(&request.name, request.arguments, ctx)
-                        .await
-                })
-            }
-        };
-        waiting.drive(call, context.ct).await
-    }
-}
-
 /// 128 unpredictable bits: two ids from the process-keyed generator.
 fn request_state() -> String {
     let a = tinyagent::store::new_id("w");
