@@ -1,5 +1,5 @@
 //! Where each type's inherent methods are written. A type's `impl` blocks may be spread over
-//! several files (`impl Server { .. }` in `server_catalog.rs` for a `Server` of `server.rs`);
+//! several files (`impl McpServer { .. }` in `server/subscribe.rs` for the `McpServer` of `server.rs`);
 //! a call of such a method uses the file that writes it, though no path names that file.
 //! Calls are followed where the type is known without type inference: `self.method()` in an
 //! `impl` of the type, `Self::method` and `Type::method`.
