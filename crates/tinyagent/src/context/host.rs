@@ -275,13 +275,14 @@ impl ToolContext {
     /// Returns the context with a host attached (agents and MCP servers do this for every
     /// call), replacing any host it had.
     #[must_use]
-    pub fn with_host(self, host: Arc<dyn ToolHost>) -> Self {
-        self.with_extension(Host(host))
+    pub fn with_host(mut self, host: Arc<dyn ToolHost>) -> Self {
+        self.host = Some(Host(host));
+        self
     }
 
     /// The host attached to the context.
     pub fn host(&self) -> Option<&Arc<dyn ToolHost>> {
-        self.extension::<Host>().map(|h| &h.0)
+        self.host.as_ref().map(|h| &h.0)
     }
 
     /// Reports progress: `progress` (increasing) of `total` when known, with a message for

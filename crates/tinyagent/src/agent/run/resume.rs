@@ -4,11 +4,12 @@
 
 use super::state::Run;
 use crate::agent::AgentError;
-use crate::agent::pause::{self, CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
+use crate::agent::pause::{self, CallState, PAUSED_KEY, PausedRun, PendingCall};
 use crate::agent::tool_calls::{run_call, unknown_tool};
+use crate::context::Approval;
+use crate::context::Decisions;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::message::{Message, ToolCall};
-use crate::tools::middleware::{Approval, Decided};
 
 /// How resuming a paused step ended.
 pub(super) enum Resumed {
@@ -77,7 +78,7 @@ impl Run<'_> {
                 .then(|| unknown_tool(&call.name, &self.tools))
         });
         // The tool's approval layer applies this decision instead of asking again.
-        let ctx = self.ctx.clone().with_extension(Decided(Approval::Approve));
+        let ctx = self.ctx.clone().with_decision(Approval::Approve);
         let (result, kind) = run_call(
             entry.map(|e| &**e),
             refusal,

@@ -7,11 +7,11 @@ use super::state::Run;
 use crate::agent::compaction::{self, RunCompaction};
 use crate::agent::config::{Config, ToolEntry};
 use crate::agent::options;
-use crate::agent::pause::{self, Decisions, PausedRun};
+use crate::agent::pause::{self, PausedRun};
 use crate::agent::queue::Queue;
 use crate::agent::{AgentError, ToolSource};
 use crate::budget::SharedBudget;
-use crate::context::{Invocation, Session, ToolContext};
+use crate::context::{Decisions, Invocation, Session, ToolContext};
 use crate::message::Message;
 use crate::model::{ModelRequest, ResponseFormat, Sampling, ToolChoice, ToolDefinition, Usage};
 
