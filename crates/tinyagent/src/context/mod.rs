@@ -10,6 +10,7 @@
 mod changes;
 pub(crate) mod decision;
 mod host;
+mod host_calls;
 mod invocation;
 mod memory_store;
 mod resume;
