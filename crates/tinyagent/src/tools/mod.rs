@@ -17,6 +17,7 @@
 
 mod adapter;
 pub(crate) mod arguments;
+mod definition;
 mod dialect;
 mod func;
 pub(crate) mod handler;
