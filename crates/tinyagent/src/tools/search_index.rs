@@ -129,8 +129,9 @@ fn is_cjk(c: char) -> bool {
         0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
 }
 
-/// The search terms of a text: lower-case words (split on case changes, digits and anything
-/// else), and for CJK text each character and each pair of characters.
+/// The search terms of a text: lower-case words of letters and digits (split on case changes
+/// and anything else; words of one character left out), and for CJK text each character and
+/// each pair of characters.
 pub(super) fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
@@ -156,7 +157,7 @@ pub(super) fn terms(text: &str) -> Vec<String> {
         if is_cjk(c) {
             flush_word(&mut word, &mut out);
             cjk_run.push(c);
-        } else if c.is_alphabetic() {
+        } else if c.is_alphanumeric() {
             flush_cjk(&mut cjk_run, &mut out);
             let boundary = c.is_uppercase() && previous.is_some_and(char::is_lowercase);
             if boundary {
@@ -189,5 +190,10 @@ mod tests {
             ["北", "北京", "京", "京天", "天", "天气", "气"]
         );
         assert_eq!(terms("a GPU-2 test"), ["gpu", "test"]);
+        // Numbers of two digits or more are words: "report 42" finds `report_42`.
+        assert_eq!(
+            terms("sales report_42 on ec2"),
+            ["sales", "report", "42", "on", "ec2"]
+        );
     }
 }
