@@ -66,7 +66,7 @@ impl<C: Provider> HttpModel<C> {
             Transport::new(
                 client.clone(),
                 endpoint,
-                settings.base_url.clone(),
+                settings.base().to_owned(),
                 settings.model.clone(),
                 settings.http.clone(),
                 max_tokens,
