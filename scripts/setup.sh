@@ -11,7 +11,7 @@
 #    browsers are never downloaded), the Python packages of scripts/requirements-test.txt
 #    (the provider's request checks against OpenAI's OpenAPI spec, the MCP interop tests, the
 #    OpenAI SDK and Playwright against `tinyagent serve`), and the MCP conformance suite with
-#    Node 22 (scripts/conformance.sh).
+#    Node 22 (scripts/conformance.sh) and the reference MCP server (server-everything) beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,4 +77,15 @@ if [ "${1:-}" = "--test" ]; then
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
     fi
     bash scripts/conformance.sh --install
+    # The reference MCP server, pinned, beside the suite (same Node): the upstream of the
+    # gateway tests (crates/tinyagent-cli/tests/gateway.rs).
+    EVERYTHING_VERSION="2026.8.31"
+    conformance_dir="${CONFORMANCE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tinyagent-conformance}"
+    everything="$conformance_dir/node_modules/@modelcontextprotocol/server-everything"
+    if ! grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$everything/package.json" 2>/dev/null \
+        || [ ! -f "$everything/dist/index.js" ]; then
+        echo "setup: installing @modelcontextprotocol/server-everything@$EVERYTHING_VERSION into $conformance_dir"
+        npm install --silent --no-audit --no-fund --prefix "$conformance_dir" \
+            "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >/dev/null
+    fi
 fi

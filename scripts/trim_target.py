@@ -39,4 +39,23 @@ for profile in ("debug", "release"):
             for _, full in binaries[:-1]:
                 freed += os.path.getsize(full)
                 os.remove(full)
-print(f"trim_target: freed {freed / 1e9:.1f} GB in {target}")
+
+# A full disk makes the linker die with a bus error half-way through a test build: when less
+# than LOW_GB is free after the trim above, every test and example binary goes too (they are
+# relinked in seconds from the libraries that stay).
+LOW_GB = 30
+if os.path.isdir(target) and shutil.disk_usage(target).free < LOW_GB * 1e9:
+    for profile in ("debug", "release"):
+        for folder in ("deps", "examples"):
+            path = os.path.join(target, profile, folder)
+            if not os.path.isdir(path):
+                continue
+            for name in os.listdir(path):
+                full = os.path.join(path, name)
+                if re.fullmatch(r"(.+)-[0-9a-f]{16}", name) and os.path.isfile(full) and os.access(full, os.X_OK):
+                    freed += os.path.getsize(full)
+                    os.remove(full)
+free = shutil.disk_usage(target).free / 1e9 if os.path.isdir(target) else float("nan")
+print(f"trim_target: freed {freed / 1e9:.1f} GB in {target}; {free:.0f} GB free on its disk")
+if free < 15:
+    print(f"trim_target: warning: only {free:.0f} GB free; a full build with tests needs about 25 GB", file=sys.stderr)

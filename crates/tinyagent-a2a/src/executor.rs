@@ -20,10 +20,66 @@ use crate::text::message_text;
 use crate::turn::Turn;
 
 /// Makes the runner of one task (a view of the store for the caller, say).
-pub(crate) type RunnerFn = Arc<dyn Fn() -> SessionRunner + Send + Sync>;
+pub(crate) type RunnerFn = Arc<dyn Fn(&TaskCall) -> SessionRunner + Send + Sync>;
 
-/// Says what went wrong in a run, for the remote caller.
-pub(crate) type DescribeFn = Arc<dyn Fn(&AgentError) -> String + Send + Sync>;
+/// Says what went wrong in a task's run, for the remote caller.
+pub(crate) type DescribeFn = Arc<dyn Fn(&AgentError, &TaskCall) -> String + Send + Sync>;
+
+/// The call that started a task: the task's ids and the HTTP headers the call came with, for a
+/// server that ties a task to its request (its request id, its trace).
+///
+/// ```
+/// let call = tinyagent_a2a::TaskCall::new("task-1", "ctx-1").header_value("X-Request-Id", "req_1");
+/// assert_eq!(call.header("x-request-id"), Some("req_1"));
+/// assert_eq!(call.context_id, "ctx-1");
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TaskCall {
+    /// The task's id.
+    pub task_id: String,
+    /// The task's context id: the session the run is on.
+    pub context_id: String,
+    /// The headers, by lower-case name.
+    headers: HashMap<String, Vec<String>>,
+}
+
+impl TaskCall {
+    /// A call for task `task_id` in context `context_id`, without headers.
+    pub fn new(task_id: impl Into<String>, context_id: impl Into<String>) -> Self {
+        Self {
+            task_id: task_id.into(),
+            context_id: context_id.into(),
+            headers: HashMap::new(),
+        }
+    }
+
+    /// The call with one more header value.
+    #[must_use]
+    pub fn header_value(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers
+            .entry(name.to_ascii_lowercase())
+            .or_default()
+            .push(value.into());
+        self
+    }
+
+    /// The first value of header `name` (any case), if the call had it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .and_then(|values| values.first())
+            .map(String::as_str)
+    }
+
+    fn of(ctx: &ExecutorContext) -> Self {
+        Self {
+            task_id: ctx.task_id.to_string(),
+            context_id: ctx.context_id.clone(),
+            headers: ctx.service_params.clone(),
+        }
+    }
+}
 
 pub(crate) struct RunExecutor {
     pub(crate) runner: RunnerFn,
@@ -87,6 +143,7 @@ struct Run {
     ahead: Option<Option<Result<Event, AgentError>>>,
     over: bool,
     describe: DescribeFn,
+    call: TaskCall,
     token: CancellationToken,
     deadline: Option<(Duration, Instant)>,
     /// The task's slot and its place among the running tasks, released with the run.
@@ -152,7 +209,7 @@ impl Run {
             }
             Some(Err(err)) => vec![
                 self.turn
-                    .status(TaskState::Failed, Some((self.describe)(&err))),
+                    .status(TaskState::Failed, Some((self.describe)(&err, &self.call))),
             ],
             None => vec![self.turn.status(
                 TaskState::Failed,
@@ -210,7 +267,8 @@ impl AgentExecutor for RunExecutor {
             running: self.running.clone(),
             task_id: ctx.task_id.clone(),
         };
-        let runner = (self.runner)();
+        let call = TaskCall::of(&ctx);
+        let runner = (self.runner)(&call);
         let events = match start {
             Start::Message(text) => runner.run(ctx.context_id.clone(), text),
             Start::Resume(decisions) => runner.resume(ctx.context_id.clone(), decisions),
@@ -222,6 +280,7 @@ impl AgentExecutor for RunExecutor {
             ahead: None,
             over: false,
             describe: self.describe.clone(),
+            call,
             token,
             deadline: self.run_timeout.map(|d| (d, Instant::now() + d)),
             _held: (permit, running),

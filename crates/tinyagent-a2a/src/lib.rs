@@ -50,6 +50,7 @@ mod tool;
 mod turn;
 mod v03;
 
+pub use executor::TaskCall;
 pub use service::{A2aService, AGENT_CARD_PATH, DEFAULT_MAX_RUNNING};
 pub use tasks::DEFAULT_MAX_TASKS;
 pub use tool::{A2aAgentTool, A2aAgentToolBuilder, A2aError, DEFAULT_A2A_TIMEOUT};

@@ -13,7 +13,7 @@ use tinyagent::{Agent, AgentError};
 use tokio::sync::Semaphore;
 
 use crate::card::{agent_card, card_json};
-use crate::executor::{DescribeFn, RunExecutor, RunnerFn};
+use crate::executor::{DescribeFn, RunExecutor, RunnerFn, TaskCall};
 use crate::tasks::{BoundedTaskStore, DEFAULT_MAX_TASKS};
 
 /// How many tasks run at once by default, per [`handler`](A2aService::handler).
@@ -96,12 +96,20 @@ impl A2aService {
     /// Serves the agent of the runners `runner` makes, one per task (a server makes each with
     /// a view of its store scoped to the caller, say).
     pub fn from_runner_fn(runner: impl Fn() -> SessionRunner + Send + Sync + 'static) -> Self {
-        let sample = runner();
+        Self::from_task_fn(move |_: &TaskCall| runner())
+    }
+
+    /// Serves the agent of the runners `runner` makes, one per task, from the [call](TaskCall)
+    /// that started the task (a server names the request in the run's logs, say).
+    pub fn from_task_fn(
+        runner: impl Fn(&TaskCall) -> SessionRunner + Send + Sync + 'static,
+    ) -> Self {
+        let sample = runner(&TaskCall::default());
         Self {
             name: sample.agent().name().to_owned(),
             description: sample.agent().description().to_owned(),
             runner: Arc::new(runner),
-            describe: Arc::new(|err: &AgentError| err.to_string()),
+            describe: Arc::new(|err: &AgentError, _: &TaskCall| err.to_string()),
             max_running: DEFAULT_MAX_RUNNING,
             max_tasks: DEFAULT_MAX_TASKS,
             run_timeout: None,
@@ -143,8 +151,18 @@ impl A2aService {
     /// others says less (no provider URLs, no store errors).
     #[must_use]
     pub fn error_text(
-        mut self,
+        self,
         describe: impl Fn(&AgentError) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.task_error_text(move |err, _| describe(err))
+    }
+
+    /// How a failed run is told to the caller, from the error and the [call](TaskCall) that
+    /// started the task (a server quotes the request id its log names the error under, say).
+    #[must_use]
+    pub fn task_error_text(
+        mut self,
+        describe: impl Fn(&AgentError, &TaskCall) -> String + Send + Sync + 'static,
     ) -> Self {
         self.describe = Arc::new(describe);
         self

@@ -1,36 +1,20 @@
 //! [`AnthropicConfig`]: where the API is, which model, and how requests are made.
 
-use std::fmt;
+use std::ops::{Deref, DerefMut};
 
-use serde_json::Value;
-use tinyagent::ModelRequest;
-use tinyagent::model::SamplingOption;
 pub use tinyagent_http::ConfigError;
-use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
+use tinyagent_http::{HttpSettings, ProviderSettings};
 
-/// The environment variable holding the API key, sent as `x-api-key`.
-pub const ENV_API_KEY: &str = "ANTHROPIC_API_KEY";
-/// The environment variable holding the base URL, such as `https://api.anthropic.com`.
-pub const ENV_BASE_URL: &str = "ANTHROPIC_BASE_URL";
-/// The environment variable holding the model name, such as `claude-sonnet-4-5`.
-pub const ENV_MODEL: &str = "ANTHROPIC_MODEL";
-
-/// Anthropic's own base URL, the default.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-/// The model used when none is configured.
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-/// The API version sent in the `anthropic-version` header.
-pub const API_VERSION: &str = "2023-06-01";
-
-/// The token limit sent when a request sets none (the API requires one).
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+use crate::info::{DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 
 /// How to reach the Anthropic Messages API, and how to talk to it.
 ///
 /// Build one in code ([`AnthropicConfig::new`] and the setters) or from the environment
 /// ([`AnthropicConfig::from_env`]), then make the model with
-/// [`AnthropicModel::new`](crate::AnthropicModel::new). The API key is never printed by
-/// `Debug`.
+/// [`AnthropicModel::new`](crate::AnthropicModel::new). The settings every provider has
+/// (base URL, key, model, token limit, [`HttpSettings`]) are its
+/// [`settings`](Self::settings), which it reads as: `config.model` is
+/// `config.settings.model`. The API key is never printed by `Debug`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -46,26 +30,19 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// assert_eq!(tinyagent::Model::name(&model), "claude-sonnet-4-5");
 /// # Ok::<(), tinyagent_anthropic::ConfigError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AnthropicConfig {
-    /// The base URL; requests go to `{base_url}/v1/messages` (a base URL that already ends
-    /// in `/v1` gets `/messages`).
-    pub base_url: String,
-    /// The API key, sent as `x-api-key` when set.
-    pub api_key: Option<String>,
-    /// The model name sent in every request.
-    pub model: String,
-    /// The token limit sent when a request sets none; the API requires one, so `None` sends
-    /// [`DEFAULT_MAX_TOKENS`].
-    pub max_tokens: Option<u32>,
+    /// Where the API is, the key (sent as `x-api-key` when set), the model, the token limit
+    /// sent when a request sets none (the API requires one, so `None` sends
+    /// [`DEFAULT_MAX_TOKENS`]) and how requests are made. Requests go to
+    /// `{base_url}/v1/messages` (a base URL that already ends in `/v1` gets `/messages`).
+    pub settings: ProviderSettings,
     /// Extended thinking: the token budget (at least 1024) sent as
     /// `thinking: {"type": "enabled", "budget_tokens": n}`; `None` for none. The thinking
     /// blocks come back as [`Part::Reasoning`](tinyagent::Part::Reasoning) and are sent
     /// back in the history, signed, as the API requires.
     pub thinking_tokens: Option<u32>,
-    /// How requests are made: retries, timeouts, sizes, extra headers and body fields.
-    pub http: HttpSettings,
     /// Put a prompt-caching breakpoint (`cache_control: {"type": "ephemeral"}`) on the
     /// instruction.
     pub cache_instruction: bool,
@@ -75,17 +52,19 @@ pub struct AnthropicConfig {
     pub disable_parallel_tool_use: bool,
 }
 
-impl fmt::Debug for AnthropicConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (url, key) = (&self.base_url, self.api_key.as_ref());
-        tinyagent_http::debug_config(f, "AnthropicConfig", url, key, &self.model)
-            .field("max_tokens", &self.max_tokens)
-            .field("thinking_tokens", &self.thinking_tokens)
-            .field("http", &self.http)
-            .field("cache_instruction", &self.cache_instruction)
-            .field("cache_tools", &self.cache_tools)
-            .field("disable_parallel_tool_use", &self.disable_parallel_tool_use)
-            .finish()
+/// The configuration reads as its [`ProviderSettings`]: `config.base_url`, `config.api_key`,
+/// `config.model`, `config.max_tokens` and `config.http` are theirs.
+impl Deref for AnthropicConfig {
+    type Target = ProviderSettings;
+
+    fn deref(&self) -> &ProviderSettings {
+        &self.settings
+    }
+}
+
+impl DerefMut for AnthropicConfig {
+    fn deref_mut(&mut self) -> &mut ProviderSettings {
+        &mut self.settings
     }
 }
 
@@ -100,22 +79,21 @@ impl AnthropicConfig {
     /// [`HttpSettings`], a token limit of [`DEFAULT_MAX_TOKENS`], no thinking and no prompt
     /// caching.
     pub fn new(model: impl Into<String>) -> Self {
+        let mut settings = ProviderSettings::new(DEFAULT_BASE_URL, model);
+        settings.max_tokens = Some(DEFAULT_MAX_TOKENS);
         Self {
-            base_url: DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
-            model: model.into(),
-            max_tokens: Some(DEFAULT_MAX_TOKENS),
+            settings,
             thinking_tokens: None,
             cache_instruction: false,
             cache_tools: false,
             disable_parallel_tool_use: false,
-            http: HttpSettings::default(),
         }
     }
 
-    /// The configuration the environment gives: [`ENV_API_KEY`], [`ENV_BASE_URL`] (default
-    /// [`DEFAULT_BASE_URL`]) and [`ENV_MODEL`] (default [`DEFAULT_MODEL`]). Empty variables
-    /// count as unset ([`tinyagent_http::from_lookup`]).
+    /// The configuration the environment gives: [`ENV_API_KEY`](crate::ENV_API_KEY),
+    /// [`ENV_BASE_URL`](crate::ENV_BASE_URL) (default [`DEFAULT_BASE_URL`]) and
+    /// [`ENV_MODEL`](crate::ENV_MODEL) (default [`DEFAULT_MODEL`]). Empty variables count as
+    /// unset ([`ProviderSettings::read_env`]).
     ///
     /// Fails with [`ConfigError::NotConfigured`] when neither the key nor the base URL is
     /// set (a gateway in front of the API may need no key).
@@ -146,7 +124,7 @@ impl AnthropicConfig {
     /// Sets the token limit sent when a request sets none (`None`: [`DEFAULT_MAX_TOKENS`]).
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: impl Into<Option<u32>>) -> Self {
-        self.max_tokens = max_tokens.into();
+        self.settings.max_tokens = max_tokens.into();
         self
     }
 
@@ -162,28 +140,28 @@ impl AnthropicConfig {
     /// Sets the base URL.
     #[must_use]
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
+        self.settings.base_url = base_url.into();
         self
     }
 
     /// Sets the API key.
     #[must_use]
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
+        self.settings.api_key = Some(api_key.into());
         self
     }
 
     /// Sets the model name.
     #[must_use]
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
+        self.settings.model = model.into();
         self
     }
 
     /// Sets how requests are made (see [`HttpSettings`]).
     #[must_use]
     pub fn http(mut self, http: HttpSettings) -> Self {
-        self.http = http;
+        self.settings.http = http;
         self
     }
 
@@ -214,65 +192,15 @@ impl AnthropicConfig {
         self
     }
 
-    /// The URL requests are posted to: the base URL (without trailing slashes) and
+    /// The URL requests are posted to: the [base URL](ProviderSettings::base) and
     /// `/v1/messages`, or `/messages` when it already ends in `/v1`.
     pub fn endpoint(&self) -> String {
-        let base = self.base_url.trim().trim_end_matches('/');
+        let base = self.settings.base();
         if base.ends_with("/v1") {
             format!("{base}/messages")
         } else {
             format!("{base}/v1/messages")
         }
-    }
-}
-
-impl Provider for AnthropicConfig {
-    const INFO: ProviderInfo = ProviderInfo::new(
-        [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL],
-        "set ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL, default claude-sonnet-4-5, and \
-         ANTHROPIC_BASE_URL for a gateway)",
-        DEFAULT_BASE_URL,
-        concat!("tinyagent-anthropic/", env!("CARGO_PKG_VERSION")),
-    )
-    .provider("anthropic")
-    .key_header("x-api-key")
-    .headers(&[("anthropic-version", API_VERSION)])
-    .implied_max_tokens(DEFAULT_MAX_TOKENS)
-    .rejected_hint("a bad parameter, message order or tool schema")
-    .sampling(&[
-        SamplingOption::Temperature,
-        SamplingOption::TopP,
-        SamplingOption::Stop,
-    ]);
-
-    fn common(&mut self) -> Common<'_> {
-        let Self {
-            base_url,
-            api_key,
-            model,
-            max_tokens,
-            http,
-            ..
-        } = self;
-        Common::new(base_url, api_key, model, max_tokens, http)
-    }
-
-    fn check(&self) -> Result<(), ConfigError> {
-        match self.thinking_tokens.filter(|t| *t < 1024) {
-            Some(tokens) => Err(ConfigError::InvalidSetting {
-                setting: "thinking_tokens",
-                reason: format!("it is {tokens} tokens; the API's minimum is 1024"),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    fn endpoints(&self) -> [String; 2] {
-        [self.endpoint(), self.endpoint()]
-    }
-
-    fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
-        crate::wire::request_body(self, req, stream)
     }
 }
 
@@ -314,7 +242,7 @@ mod tests {
 
     #[test]
     fn validation() {
-        let check = |mut c: AnthropicConfig| tinyagent_http::check(&mut c);
+        let check = |c: AnthropicConfig| tinyagent_http::check(&c);
         assert!(check(AnthropicConfig::new("m")).is_ok());
         for bad in ["api.anthropic.com", "ftp://x", "http://", ""] {
             assert!(
@@ -336,5 +264,14 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn the_base_url_is_used_as_every_provider_uses_it() {
+        let c = AnthropicConfig::new("m").base_url(" https://gw.example/v1// ");
+        assert_eq!(c.endpoint(), "https://gw.example/v1/messages");
+        let c = AnthropicConfig::new("m").base_url("https://api.anthropic.com/ ");
+        assert_eq!(c.endpoint(), "https://api.anthropic.com/v1/messages");
+        assert_eq!(c.endpoint(), c.settings.url("/v1/messages"));
     }
 }

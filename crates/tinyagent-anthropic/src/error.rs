@@ -7,9 +7,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use tinyagent::{ModelError, model::ModelErrorKind};
-use tinyagent_http::{Failure, Provider, describe, error_body, field_text, snippet};
-
-use crate::AnthropicConfig;
+use tinyagent_http::{Failure, ProviderSettings, describe, error_body, field_text, snippet};
 
 /// The parts of an error body.
 #[derive(Debug, Default)]
@@ -67,7 +65,7 @@ impl ApiError {
 /// ([`tinyagent_http::status_error`]), with Anthropic's own for a key not allowed, a request
 /// too large, a billing problem and an overloaded API.
 pub(crate) fn status_error(
-    config: &AnthropicConfig,
+    config: &ProviderSettings,
     status: StatusCode,
     body: &[u8],
 ) -> ModelError {
@@ -92,7 +90,7 @@ pub(crate) fn status_error(
         _ => None,
     };
     let own = own.map(|(kind, what)| (kind, what.to_owned()));
-    let mut err = tinyagent_http::status_error(&AnthropicConfig::INFO, &failure, own);
+    let mut err = tinyagent_http::status_error(&crate::info::INFO, &failure, own);
     if status.as_u16() == 402 || api.is("billing_error") {
         err = err.retryable(false);
     }
@@ -125,6 +123,7 @@ pub(crate) fn error_event(value: &Value) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AnthropicConfig;
 
     #[test]
     fn status_errors_quote_the_body_and_say_what_to_check() {

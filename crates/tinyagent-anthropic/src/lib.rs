@@ -64,13 +64,15 @@
 
 mod config;
 mod error;
+mod info;
 mod model;
 mod stream;
 mod wire;
 
-pub use config::{
-    API_VERSION, AnthropicConfig, ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL,
-    ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+pub use config::{AnthropicConfig, ConfigError};
+pub use info::{
+    API_VERSION, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL,
+    ENV_MODEL,
 };
 pub use model::AnthropicModel;
-pub use tinyagent_http::{HttpConfig, HttpSettings};
+pub use tinyagent_http::{HttpConfig, HttpSettings, ProviderSettings};

@@ -1,10 +1,12 @@
 //! [`AnthropicModel`]: the [`Model`](tinyagent::Model) over HTTP, with retries and streaming.
 
 use reqwest::StatusCode;
+use serde_json::Value;
 use tinyagent::{ModelError, ModelRequest, ModelResponse};
-use tinyagent_http::{HttpModel, Protocol};
+use tinyagent_http::{ConfigError, HttpModel, Protocol, Provider, ProviderInfo, ProviderSettings};
 
-use crate::config::{AnthropicConfig, DEFAULT_BASE_URL};
+use crate::config::AnthropicConfig;
+use crate::info::DEFAULT_BASE_URL;
 use crate::stream::Assembler;
 
 /// A [`Model`] that talks to the Anthropic Messages API (`POST /v1/messages`).
@@ -61,7 +63,7 @@ impl Protocol for AnthropicConfig {
     type Decoder = Assembler;
 
     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError {
-        crate::error::status_error(self, status, body)
+        crate::error::status_error(&self.settings, status, body)
     }
 
     fn parse_response(&self, body: &[u8], req: &ModelRequest) -> Result<ModelResponse, ModelError> {
@@ -73,5 +75,36 @@ impl Protocol for AnthropicConfig {
             "it must be the root of the Anthropic API or a gateway to it (such as \
              {DEFAULT_BASE_URL}; requests go to its /v1/messages)"
         )
+    }
+}
+
+/// The Messages API, as the shared model needs it.
+impl Provider for AnthropicConfig {
+    const INFO: ProviderInfo = crate::info::INFO;
+
+    fn settings(&self) -> &ProviderSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ProviderSettings {
+        &mut self.settings
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        match self.thinking_tokens.filter(|t| *t < 1024) {
+            Some(tokens) => Err(ConfigError::InvalidSetting {
+                setting: "thinking_tokens",
+                reason: format!("it is {tokens} tokens; the API's minimum is 1024"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn endpoints(&self) -> [String; 2] {
+        [self.endpoint(), self.endpoint()]
+    }
+
+    fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
+        crate::wire::request_body(self, req, stream)
     }
 }

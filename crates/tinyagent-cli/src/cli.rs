@@ -1,8 +1,13 @@
 //! The command line, as clap parses it.
 
-use std::path::PathBuf;
-
 use clap::{Args, Parser, Subcommand};
+
+mod agent;
+mod seconds;
+
+pub use seconds::parse_secs;
+
+pub use agent::{AgentArgs, ModelArgs, OutputArgs, Provider, SearchArgs, ToolArgs, ToolSearchMode};
 
 const AFTER_HELP: &str = "\
 Models (first match wins):
@@ -35,9 +40,20 @@ Exit codes:
   2  usage error: bad arguments
   130  interrupted (Ctrl-C)
 
+Long runs: --fallback names another model, on its own server if need be; --price, --prices
+and --max-cost price the calls and cap a run's cost; --answer-at-step-limit makes the last
+allowed step answer; --context-budget keeps a long conversation's requests within a size;
+--tool-search offers many tools through a search. See docs/cli.md.
+
 Examples:
   tinyagent run \"北京天气怎么样？\"
   tinyagent run --base-url http://localhost:11434/v1 --model qwen2.5:7b \"7 乘以 8 等于多少？\"
+  tinyagent run --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b \\
+      --fallback openai:gpt-4o-mini,base-url=https://gw.example.com/v1,api-key-env=GW_KEY \"…\"
+  tinyagent run --provider openai --model gpt-4.1 --max-cost 0.50 --answer-at-step-limit \"…\"
+  tinyagent run --base-url http://127.0.0.1:8000/v1 --model my-model --price my-model=0.2/0.6 \"…\"
+  tinyagent chat --context-budget 8000 --summarizer openai:gpt-4o-mini
+  tinyagent run --mcp \"python3 big_server.py\" --tool-search 50 \"…\"
   tinyagent chat --mcp \"python3 server.py\"
   tinyagent tools --json
   tinyagent serve-mcp --http 127.0.0.1:8000
@@ -55,12 +71,15 @@ or an array of alternatives. \"part\" groups questions in the report (such as tu
 reporting); \"id\" names one.
 
 The answers are cut at --max-tokens (default 64): what is measured is the choice and the
-arguments. The project's own set is eval/tools.jsonl.
+arguments. The project's own set is eval/tools.jsonl. With more tools than --tool-search
+allows, each question is offered what the search finds for it, and a call of call_tool counts
+as a call of the tool it names.
 
 Examples:
   tinyagent eval eval/tools.jsonl --local --tools all
   tinyagent eval eval/tools.jsonl --tools all --part reporting --report report.json
-  tinyagent eval my_questions.jsonl --base-url http://localhost:11434/v1 --model qwen2.5:7b --mcp \"python3 server.py\"";
+  tinyagent eval my_questions.jsonl --base-url http://localhost:11434/v1 --model qwen2.5:7b --mcp \"python3 server.py\"
+  tinyagent eval my_questions.jsonl --mcp \"python3 big_server.py\" --tool-search on --fallback anthropic";
 
 /// An agent in the terminal: the demo tools, MCP tools and any model.
 #[derive(Debug, Parser)]
@@ -118,6 +137,8 @@ pub enum Command {
         model: ModelArgs,
         #[command(flatten)]
         tools: ToolArgs,
+        #[command(flatten)]
+        search: SearchArgs,
     },
     /// List every tool the options give, with its arguments.
     Tools {
@@ -175,9 +196,9 @@ GET /v1/agents, GET /metrics, GET /healthz, GET /readyz, and the page at /.
 Clients send `Authorization: Bearer KEY` with one of the --server-key keys (or of
 TINYAGENT_API_KEYS, comma-separated). Without keys the server only listens on loopback
 addresses, unless --allow-unauthenticated. (--api-key is the model provider's key.)
-Each session belongs to the key that created it: other keys get 404 for it and never see it
-listed; --admin-key sees them all. Name keys (--server-key alice=KEY) to keep their sessions
-when the secret changes; logs show names, never keys.
+A key's name (--server-key alice=KEY; alone, key- and a hash of the key) owns its sessions,
+under ids of its own; --admin-key lists all and opens any with ?owner=NAME. Names must differ;
+logs show names, never keys. --max-cost-per-key caps each key's spending (429).
 
 Other sites' pages cannot drive it through a browser: API bodies must be application/json
 (415), a foreign Origin gets 403, and a Host other than the address connected to (or
@@ -197,6 +218,7 @@ Ctrl-C or SIGTERM stops it: no new connections, answers in flight finish (up to
 Examples:
   tinyagent serve --listen 127.0.0.1:8080
   tinyagent serve --store sqlite:sessions.db --server-key sk-local-1 --base-url http://localhost:11434/v1 --model qwen2.5:7b
+  tinyagent serve --server-key alice=sk-alice --server-key bob=sk-bob --admin-key ops=sk-ops --max-cost-per-key 5/day
   curl -N http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\
        -d '{\"model\":\"tinyagent\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"北京天气怎么样？\"}]}'";
 
@@ -212,12 +234,12 @@ pub struct ServeArgs {
     pub store: String,
     /// An API key clients must send as `Authorization: Bearer KEY` (repeatable), as NAME=KEY
     /// to name it (logs and the page show the name; the name owns the key's sessions) or as
-    /// KEY alone (named key-N, N its place among the keys) [env: TINYAGENT_API_KEYS,
-    /// comma-separated].
+    /// KEY alone (named key- and 8 hex digits of a hash of the key, the same at every start);
+    /// names must differ [env: TINYAGENT_API_KEYS, comma-separated].
     #[arg(long = "server-key", value_name = "[NAME=]KEY")]
     pub server_keys: Vec<String>,
-    /// An admin key, which sees and may use every session, whoever created it (named admin
-    /// unless given as NAME=KEY) [env: TINYAGENT_ADMIN_KEY].
+    /// An admin key: lists every key's sessions, uses any (?owner=NAME), reads /metrics;
+    /// named admin unless NAME=KEY, a name no other key may have [env: TINYAGENT_ADMIN_KEY].
     #[arg(long = "admin-key", value_name = "[NAME=]KEY")]
     pub admin_key: Option<String>,
     /// How long a session is kept after its last message, such as 3600, 90m, 12h or 30d
@@ -236,6 +258,10 @@ pub struct ServeArgs {
     /// one every 1/N of the period); beyond it 429 with Retry-After [default: no limit].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub rate_limit: Option<tinyagent_server::RateLimit>,
+    /// What one API key's runs may cost, in US dollars per h, day or week (5/day, 0.50/h;
+    /// counted in this process); beyond it 429 cost_limit_exceeded [default: no limit].
+    #[arg(long, value_name = "USD/PERIOD")]
+    pub max_cost_per_key: Option<tinyagent_server::CostLimit>,
     /// Serve without API keys on an address other than loopback: anyone who reaches it may
     /// use the agent.
     #[arg(long)]
@@ -341,120 +367,6 @@ fn parse_client_instructions(text: &str) -> Result<tinyagent_server::ClientInstr
     text.parse()
 }
 
-/// Options of the commands that run the agent.
-#[derive(Debug, Args)]
-pub struct AgentArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-    #[command(flatten)]
-    pub tools: ToolArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-    /// The agent's instruction (system prompt), replacing the default ("你是一个全能助手。").
-    #[arg(long, value_name = "TEXT", help_heading = "Agent")]
-    pub instruction: Option<String>,
-    /// The most model calls in one answer.
-    #[arg(long, value_name = "N", default_value_t = 8, help_heading = "Agent", value_parser = clap::value_parser!(u16).range(1..))]
-    pub max_steps: u16,
-    /// Ask before running this tool (repeatable; `all`: every tool not marked read-only): the
-    /// run pauses at each call, which you approve or deny.
-    #[arg(long = "confirm", value_name = "TOOL", help_heading = "Agent")]
-    pub confirm: Vec<String>,
-}
-
-/// Which model answers.
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Model")]
-pub struct ModelArgs {
-    /// Who answers: openai (any OpenAI-compatible server), openai-responses (OpenAI's
-    /// Responses API), anthropic, gemini or local (the embedded model) [env:
-    /// TINYAGENT_PROVIDER; default: from the options and which key is set, else local].
-    #[arg(long, value_name = "NAME", value_enum)]
-    pub provider: Option<Provider>,
-    /// Use the embedded local model even when a provider's key is set (--provider local).
-    #[arg(long, conflicts_with_all = ["base_url", "api_key", "model", "provider"])]
-    pub local: bool,
-    /// The provider's base URL; for OpenAI-compatible servers up to /v1 [env:
-    /// OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GEMINI_BASE_URL].
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The model name [env: OPENAI_MODEL, ANTHROPIC_MODEL or GEMINI_MODEL; default:
-    /// gpt-4o-mini, claude-sonnet-4-5 or gemini-2.5-flash].
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// The API key [env: OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY].
-    #[arg(long, value_name = "KEY")]
-    pub api_key: Option<String>,
-    /// CPU threads for the embedded model [default: half the cores, 1 to 4].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub threads: Option<u32>,
-    /// The embedded model's context window in tokens (prompt plus reply): raise it for many
-    /// tools or a long conversation [env: TINYAGENT_CONTEXT_SIZE; default: the model's own
-    /// trained context; each call allocates only what its prompt needs].
-    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(64..))]
-    pub context_size: Option<u32>,
-    /// How long a model server may stay silent, in seconds: before it starts answering and
-    /// between two pieces of a reply [env: TINYAGENT_TIMEOUT; default: 60].
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
-    pub timeout: Option<std::time::Duration>,
-    /// The most tokens of one model reply [default: 4096 on a server].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tokens: Option<u32>,
-    /// The GGUF file of the embedded model [env: TINYAGENT_GGUF].
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["base_url", "api_key", "model"])]
-    pub model_file: Option<PathBuf>,
-    /// A model to answer when the ones before it fail (rate limits, server errors, timeouts,
-    /// refused connections), as PROVIDER or PROVIDER:MODEL, such as anthropic:claude-haiku-4-5
-    /// or local; its key and URL come from the provider's variables. Repeat for more
-    /// [env: TINYAGENT_FALLBACK, comma-separated].
-    #[arg(long = "fallback", value_name = "PROVIDER[:MODEL]")]
-    pub fallback: Vec<String>,
-}
-
-/// A model provider the CLI can talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Provider {
-    /// The OpenAI Chat Completions API, or any server compatible with it (Ollama, vLLM,
-    /// llama.cpp's server, DeepSeek, a gateway).
-    Openai,
-    /// The OpenAI Responses API (OpenAI's main API; reasoning models keep their reasoning
-    /// between steps).
-    OpenaiResponses,
-    /// The Anthropic Messages API (Claude).
-    Anthropic,
-    /// The Gemini API.
-    Gemini,
-    /// The embedded model, offline.
-    Local,
-}
-
-impl Provider {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Openai => "openai",
-            Self::OpenaiResponses => "openai-responses",
-            Self::Anthropic => "anthropic",
-            Self::Gemini => "gemini",
-            Self::Local => "local",
-        }
-    }
-}
-
-/// Seconds, such as `30` or `2.5`, as a duration (at least a millisecond, at most a day).
-pub fn parse_secs(text: &str) -> Result<std::time::Duration, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds, such as 30 or 2.5"))?;
-    if !(0.001..=86_400.0).contains(&secs) {
-        return Err(format!(
-            "{text:?} is out of range: give between 0.001 and 86400 seconds"
-        ));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
-}
-
 /// A duration: seconds, or a number with `s`, `m`, `h` or `d`.
 pub fn parse_ttl(text: &str) -> Result<std::time::Duration, String> {
     let trimmed = text.trim();
@@ -489,106 +401,6 @@ pub fn parse_ttl(text: &str) -> Result<std::time::Duration, String> {
 /// A request rate: `N/s`, `N/min` or `N/h`.
 pub fn parse_rate(text: &str) -> Result<tinyagent_server::RateLimit, String> {
     text.parse()
-}
-
-/// Which tools the agent gets.
-#[derive(Debug, Args, Clone, Default)]
-#[command(next_help_heading = "Tools")]
-pub struct ToolArgs {
-    /// Built-in tools, comma-separated or repeated: demo (get_weather, calculator,
-    /// get_current_time), all (demo and translator), none, or tool names. Default: demo, when
-    /// no tool option is given.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub tools: Vec<String>,
-    /// The tools of an MCP server started from this command line (repeatable), such as
-    /// "python3 server.py".
-    #[arg(long, value_name = "COMMAND")]
-    pub mcp: Vec<String>,
-    /// The tools of an MCP server at this streamable HTTP URL (repeatable), such as
-    /// http://127.0.0.1:8000/mcp.
-    #[arg(long, value_name = "URL")]
-    pub mcp_url: Vec<String>,
-    /// An HTTP header sent to every --mcp-url server (repeatable), such as
-    /// 'Authorization: Bearer TOKEN'; values are never printed or logged.
-    #[arg(long, value_name = "'NAME: VALUE'", value_parser = parse_header)]
-    pub mcp_header: Vec<HeaderArg>,
-    /// Authorize with OAuth 2.1 at every --mcp-url server that requires it: the authorization
-    /// URL is printed, a browser's redirect is received on 127.0.0.1, and the tokens are kept
-    /// (owner-only) under the user's configuration folder for the next runs.
-    #[arg(long)]
-    pub mcp_oauth: bool,
-    /// A remote A2A agent as a tool (repeatable): its base URL, where
-    /// /.well-known/agent-card.json is, such as http://127.0.0.1:8080/a2a/assistant. The key
-    /// it needs, if any, is read from TINYAGENT_A2A_KEY.
-    #[arg(long, value_name = "URL")]
-    pub a2a: Vec<String>,
-}
-
-/// A `Name: value` header from the command line; its value is kept out of `Debug` output.
-/// Parsing never fails in clap (whose message would repeat the value): a malformed header
-/// carries its problem, reported as a usage error that names the header only.
-#[derive(Clone, PartialEq, Eq)]
-pub struct HeaderArg {
-    /// The header's name.
-    pub name: String,
-    /// The header's value (a secret, perhaps).
-    pub value: String,
-    /// What is wrong with it, if anything.
-    pub problem: Option<String>,
-}
-
-impl std::fmt::Debug for HeaderArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: <redacted>", self.name)
-    }
-}
-
-/// Parses `Name: value`.
-fn parse_header(text: &str) -> Result<HeaderArg, std::convert::Infallible> {
-    let bad = |problem: String| HeaderArg {
-        name: String::new(),
-        value: String::new(),
-        problem: Some(problem),
-    };
-    let Some((name, value)) = text.split_once(':') else {
-        return Ok(bad(
-            "a --mcp-header is not 'NAME: VALUE', such as 'Authorization: Bearer TOKEN'".to_owned(),
-        ));
-    };
-    let name = name.trim();
-    let valid_name = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !valid_name {
-        return Ok(bad(format!("{name:?} is not a valid HTTP header name")));
-    }
-    let value = value.trim();
-    if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
-        return Ok(bad(format!(
-            "the value of header {name} has control characters"
-        )));
-    }
-    Ok(HeaderArg {
-        name: name.to_owned(),
-        value: value.to_owned(),
-        problem: None,
-    })
-}
-
-/// How the run is shown.
-#[derive(Debug, Args, Clone, Copy)]
-#[command(next_help_heading = "Output")]
-pub struct OutputArgs {
-    /// Print every event as one JSON line on standard output (for scripts).
-    #[arg(long, conflicts_with = "quiet")]
-    pub json: bool,
-    /// Print the answer only.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Log what happens inside (model requests, tool calls) on standard error.
-    #[arg(long, short)]
-    pub verbose: bool,
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! The subcommands: `run`, `chat`, `tools`, `serve-mcp`.
 
 use std::io::{self, BufRead, IsTerminal, Read, Write};
-use std::path::PathBuf;
 
 use anstyle::Style;
 use futures::StreamExt;
@@ -20,6 +19,10 @@ use crate::error::CliError;
 use crate::input::Input;
 use crate::render::{Mode, Renderer};
 use crate::setup::{self, Assembled};
+
+mod eval;
+
+pub use eval::{EvalArgs, eval};
 
 /// `tinyagent run`: one question, one answer.
 pub fn run(runtime: &Runtime, question: Vec<String>, args: &AgentArgs) -> Result<(), CliError> {
@@ -402,6 +405,7 @@ pub async fn serve_mcp(
         .server_name("tinyagent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(description);
+    crate::gateway::forward_updates(&server, &toolsets);
     let token = bearer_token.or_else(|| {
         std::env::var(ENV_MCP_TOKEN)
             .ok()
@@ -450,129 +454,3 @@ pub async fn serve_mcp(
 
 /// The environment variable holding the bearer token `serve-mcp --http` requires.
 pub const ENV_MCP_TOKEN: &str = "TINYAGENT_MCP_TOKEN";
-
-/// The options of `tinyagent eval`.
-pub struct EvalArgs {
-    /// The JSONL file of questions.
-    pub file: PathBuf,
-    /// Only this part of it.
-    pub part: Option<String>,
-    /// Where to write the JSON report too.
-    pub report: Option<PathBuf>,
-    /// The JSON report on standard output instead of the tables.
-    pub json: bool,
-    /// The instruction, replacing the default.
-    pub instruction: Option<String>,
-    /// Which model answers.
-    pub model: crate::cli::ModelArgs,
-    /// Which tools are offered.
-    pub tools: ToolArgs,
-}
-
-/// How many tokens an answer may take in `eval` unless `--max-tokens` says otherwise: what
-/// is measured is the choice and the arguments.
-const EVAL_MAX_TOKENS: u32 = 64;
-
-/// `tinyagent eval`: each question of the file once, one model step, then the figures.
-pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
-    let mut cases = crate::eval::read_cases(&args.file)?;
-    if let Some(part) = &args.part {
-        cases.retain(|c| c.part.as_deref() == Some(part.as_str()));
-        if cases.is_empty() {
-            return Err(CliError::usage(format!(
-                "no question of {} is in part {part:?}",
-                args.file.display()
-            )));
-        }
-    }
-    let choice = setup::choose_model(&args.model, |name| std::env::var(name).ok())?;
-    let server = match &choice {
-        setup::ModelChoice::Server { base_url, .. } => Some(base_url.clone()),
-        setup::ModelChoice::Local { .. } => None,
-    };
-    let listed = setup::all_tools(&args.tools).await?;
-    let definitions: Vec<tinyagent::model::ToolDefinition> = listed
-        .tools
-        .iter()
-        .map(|t| tinyagent::model::ToolDefinition::from_tool(t.tool.as_ref()))
-        .collect();
-    // A question whose tool is not offered would count against the model: say so first.
-    if let Some(case) = cases.iter().find(|c| {
-        c.tool
-            .as_ref()
-            .is_some_and(|tool| definitions.iter().all(|d| &d.name != tool))
-    }) {
-        return Err(CliError::usage(format!(
-            "{} ({}) expects the tool `{}`, which the options do not offer (offered: {})",
-            case.id.as_deref().unwrap_or_default(),
-            case.question,
-            case.tool.as_deref().unwrap_or_default(),
-            definitions
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .with_hint("offer it with --tools (such as --tools all) or --mcp"));
-    }
-    let model = setup::load_model(&choice).await?;
-    let instruction = args
-        .instruction
-        .as_deref()
-        .unwrap_or(setup::DEFAULT_INSTRUCTION);
-    let max_tokens = args.model.max_tokens.unwrap_or(EVAL_MAX_TOKENS);
-    let need = cases.iter().filter(|c| c.tool.is_some()).count();
-    eprintln!(
-        "{} questions ({need} need a tool, {} none) for {}, tools: {}",
-        cases.len(),
-        cases.len() - need,
-        model.name(),
-        definitions
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let mut outcomes = Vec::with_capacity(cases.len());
-    for case in &cases {
-        let outcome = tokio::select! {
-            outcome = crate::eval::ask(&model, &definitions, instruction, max_tokens, case) => outcome,
-            _ = tokio::signal::ctrl_c() => return Err(CliError::interrupted()),
-        };
-        // A model that cannot be reached fails every question the same way: stop at once.
-        if let Some(error) = &outcome.error {
-            if outcomes.is_empty() && server.is_some() {
-                return Err(CliError::failure(
-                    "model",
-                    format!("the model failed on the first question: {error}"),
-                ));
-            }
-        }
-        eprintln!("{}", crate::eval::outcome_line(&outcome));
-        outcomes.push(outcome);
-    }
-    drop(listed);
-    let report = crate::eval::report(model.name(), &definitions, &outcomes);
-    if let Some(path) = &args.report {
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        std::fs::write(path, text + "\n").map_err(|e| {
-            CliError::failure("report", format!("cannot write {}: {e}", path.display()))
-        })?;
-    }
-    let mut out = io::stdout().lock();
-    let written = if args.json {
-        writeln!(out, "{report}")
-    } else {
-        let summaries = crate::eval::summaries(&outcomes);
-        write!(
-            out,
-            "\n{}\n{}",
-            crate::eval::summary_table(&summaries),
-            crate::eval::confusion_table(&outcomes)
-        )
-    };
-    match written {
-        Ok(()) => Ok(()),
-        Err(err) => crate::error::output_error(err),
-    }
-}

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use tinyagent::{AgentError, ModelError, model::ModelErrorKind};
+use tinyagent::model::{Cost, ModelErrorKind};
+use tinyagent::{AgentError, ModelError};
 
 /// Exit code of a runtime failure (the model, a tool server or the agent failed).
 pub const EXIT_FAILURE: u8 = 1;
@@ -93,7 +94,26 @@ impl CliError {
                 "step_limit",
                 format!("no answer after {max_steps} model calls (the model kept calling tools)"),
             )
-            .with_hint("raise the limit with --max-steps"),
+            .with_hint(
+                "raise the limit with --max-steps, or let the last call answer from what the \
+                 tools gave with --answer-at-step-limit",
+            ),
+            AgentError::BudgetExhausted {
+                resource: tinyagent::budget::BudgetResource::Cost,
+                limit,
+                used,
+                ..
+            } => {
+                let (limit, used) = (Cost::from_nano_usd(limit), Cost::from_nano_usd(used));
+                Self::failure(
+                    "cost_limit",
+                    format!(
+                        "stopped before the next model call: the run's model calls have cost \
+                         {used}, and --max-cost is {limit}"
+                    ),
+                )
+                .with_hint("raise the limit with --max-cost USD")
+            }
             other => Self::failure("agent", other),
         }
     }

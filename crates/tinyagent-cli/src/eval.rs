@@ -26,8 +26,10 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tinyagent::tools::{ToolResolver, ToolSearch};
 use tinyagent::{
-    Message, Model, ModelError, ModelRequest, Part, Role, ToolCall, ToolResult,
+    Invocation, Message, Model, ModelError, ModelRequest, Part, Role, Session, ToolCall,
+    ToolResult,
     model::{ModelErrorKind, ModelEvent, ToolDefinition},
 };
 
@@ -158,6 +160,37 @@ pub fn messages(case: &Case) -> Vec<Message> {
     out
 }
 
+/// A call of `call_tool` (tool search) as the call of the tool it names, with that tool's
+/// arguments; any other call as it is.
+fn unwrap_call_tool(name: &str, arguments: Value) -> (String, Value) {
+    if name == tinyagent::tools::CALL_TOOL {
+        if let Some(called) = arguments.get("name").and_then(Value::as_str) {
+            let inner = arguments.get("arguments").cloned().unwrap_or(Value::Null);
+            return (called.to_owned(), inner);
+        }
+    }
+    (name.to_owned(), arguments)
+}
+
+/// The tools a search offers for a case: those relevant to its question and the user's
+/// earlier messages, and the search's own two.
+pub async fn searched(search: &ToolSearch, case: &Case) -> Vec<ToolDefinition> {
+    let mut history = messages(case);
+    let question = history
+        .pop()
+        .unwrap_or_else(|| Message::user(&case.question));
+    let session = Session::new();
+    session.append(history);
+    let inv = Invocation::new(session, question);
+    match search.resolve_tools(&inv).await {
+        Ok(tools) => tools
+            .iter()
+            .map(|t| ToolDefinition::from_tool(t.as_ref()))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Whether `got` (the call's argument, if any) is what `want` expects.
 pub fn matches(want: &Value, got: Option<&Value>) -> bool {
     match want {
@@ -283,7 +316,8 @@ pub async fn ask(
                 Some(call) => {
                     let arguments = serde_json::from_str::<Value>(&call.arguments)
                         .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-                    outcome.called = Some(call.name.clone());
+                    let (called, arguments) = unwrap_call_tool(&call.name, arguments);
+                    outcome.called = Some(called);
                     outcome.arguments = Some(arguments);
                 }
                 None => outcome.answer = Some(response.message.text()),

@@ -81,6 +81,7 @@ fn main() -> ExitCode {
             instruction,
             model,
             tools,
+            search,
         } => runtime.block_on(commands::eval(commands::EvalArgs {
             file,
             part,
@@ -89,6 +90,7 @@ fn main() -> ExitCode {
             instruction,
             model,
             tools,
+            search,
         })),
         Command::ServeMcp {
             http,

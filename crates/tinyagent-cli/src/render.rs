@@ -7,7 +7,7 @@ use std::time::Duration;
 use anstyle::{AnsiColor, Style};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use tinyagent::Event;
+use tinyagent::{Event, Usage};
 
 use crate::cli::OutputArgs;
 use crate::error::CliError;
@@ -171,48 +171,69 @@ impl Renderer {
                 result,
                 duration,
                 error_kind,
-            } => {
-                self.stop();
-                let mut err = anstream::stderr().lock();
-                let took = format_duration(*duration);
-                if *error_kind == Some(tinyagent::ToolErrorKind::Deferred) {
-                    writeln!(
-                        err,
-                        "{DIM}⏸{DIM:#} {NAME}{}{NAME:#} {DIM}waits for approval{DIM:#}",
-                        result.name
-                    )?;
-                    return Ok(());
-                } else if result.is_error {
-                    writeln!(
-                        err,
-                        "{FAILED}✗{FAILED:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {FAILED}error:{FAILED:#} {}",
-                        result.name,
-                        shorten(&result.content)
-                    )?;
-                } else {
-                    writeln!(
-                        err,
-                        "{OK}✓{OK:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {}",
-                        result.name,
-                        shorten(&result.content)
-                    )?;
-                }
-                drop(err);
-                self.thinking("thinking");
-            }
-            Event::Finished { answer, .. } => {
-                self.stop();
-                if !self.streamed && !answer.is_empty() {
-                    let mut out = anstream::stdout().lock();
-                    write!(out, "{answer}")?;
-                    self.at_line_start = answer.ends_with('\n');
-                }
-                self.end_line()?;
-                self.streamed = false;
-            }
+            } => self.tool_call_finished(result, *duration, *error_kind)?,
+            Event::Finished {
+                answer,
+                usage,
+                steps,
+            } => self.finished(answer, usage, *steps)?,
             _ => {}
         }
         Ok(())
+    }
+
+    /// A tool call's result (or error, or wait for approval), on standard error.
+    fn tool_call_finished(
+        &mut self,
+        result: &tinyagent::ToolResult,
+        duration: Duration,
+        error_kind: Option<tinyagent::ToolErrorKind>,
+    ) -> io::Result<()> {
+        self.stop();
+        let mut err = anstream::stderr().lock();
+        let took = format_duration(duration);
+        if error_kind == Some(tinyagent::ToolErrorKind::Deferred) {
+            writeln!(
+                err,
+                "{DIM}⏸{DIM:#} {NAME}{}{NAME:#} {DIM}waits for approval{DIM:#}",
+                result.name
+            )?;
+            return Ok(());
+        } else if result.is_error {
+            writeln!(
+                err,
+                "{FAILED}✗{FAILED:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {FAILED}error:{FAILED:#} {}",
+                result.name,
+                shorten(&result.content)
+            )?;
+        } else {
+            writeln!(
+                err,
+                "{OK}✓{OK:#} {NAME}{}{NAME:#} {DIM}({took}){DIM:#} {}",
+                result.name,
+                shorten(&result.content)
+            )?;
+        }
+        drop(err);
+        self.thinking("thinking");
+        Ok(())
+    }
+
+    /// The end of a run: the answer when it was not streamed, then what the run took.
+    fn finished(&mut self, answer: &str, usage: &Usage, steps: usize) -> io::Result<()> {
+        self.stop();
+        if !self.streamed && !answer.is_empty() {
+            let mut out = anstream::stdout().lock();
+            write!(out, "{answer}")?;
+            self.at_line_start = answer.ends_with('\n');
+        }
+        self.end_line()?;
+        self.streamed = false;
+        writeln!(
+            anstream::stderr().lock(),
+            "{DIM}{}{DIM:#}",
+            summary(steps, usage)
+        )
     }
 
     /// Ends the current line of standard output, if one is open.
@@ -285,6 +306,39 @@ pub fn shorten(text: &str) -> String {
     cut
 }
 
+/// What a run took, as its last line shows it: `(2 model calls · 1,234 tokens in, 56 out ·
+/// $0.000412)`; the tokens when the model reported them, the cost when it is known.
+pub fn summary(steps: usize, usage: &Usage) -> String {
+    let mut parts = vec![match steps {
+        1 => "1 model call".to_owned(),
+        n => format!("{n} model calls"),
+    }];
+    if let (Some(input), Some(output)) = (usage.input_tokens, usage.output_tokens) {
+        parts.push(format!(
+            "{} tokens in, {} out",
+            thousands(input),
+            thousands(output)
+        ));
+    }
+    if let Some(cost) = usage.cost {
+        parts.push(cost.to_string());
+    }
+    format!("({})", parts.join(" · "))
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 fn format_duration(duration: Duration) -> String {
     if duration < Duration::from_millis(1) {
         format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
@@ -299,7 +353,7 @@ fn format_duration(duration: Duration) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use tinyagent::{Message, ToolCall, ToolErrorKind, ToolResult, Usage};
+    use tinyagent::{Message, ToolCall, ToolErrorKind, ToolResult};
 
     #[test]
     fn events_have_a_stable_json_shape() {
@@ -350,6 +404,20 @@ mod tests {
                 reason: "cut".into()
             }),
             Some(json!({"type": "reply_restarted", "reason": "cut"}))
+        );
+    }
+
+    #[test]
+    fn the_summary_says_calls_tokens_and_cost_when_known() {
+        assert_eq!(summary(1, &Usage::default()), "(1 model call)");
+        assert_eq!(
+            summary(2, &Usage::new(1_234, 56)),
+            "(2 model calls · 1,234 tokens in, 56 out)"
+        );
+        let priced = Usage::new(1_234_567, 0).cost(tinyagent::model::Cost::from_usd(0.000412));
+        assert_eq!(
+            summary(3, &priced),
+            "(3 model calls · 1,234,567 tokens in, 0 out · $0.000412)"
         );
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tinyagent::agent::OnBusy;
 use tinyagent::store::{MemoryStore, SessionStore};
-use tinyagent_server::{DEFAULT_ADMIN_KEY_NAME, ENV_API_KEYS, Server};
+use tinyagent_server::{DEFAULT_ADMIN_KEY_NAME, ENV_API_KEYS, ServeError, Server};
 use tinyagent_store::{PostgresStore, RedisStore, SqliteStore};
 
 use crate::cli::{AgentArgs, ServeArgs};
@@ -111,8 +111,9 @@ fn split_key(text: &str) -> (Option<&str>, &str) {
 }
 
 /// The keys of `--server-key` and of `TINYAGENT_API_KEYS` (comma-separated), blanks left
-/// out, as (name, secret): a key given without a name is `key-N`, N its place among the keys.
-fn keys(args: &ServeArgs, env: Option<String>) -> Vec<(String, String)> {
+/// out, as (name, secret): a key given without a name has none here (the server names it
+/// after its secret, the same whatever other keys come and go).
+fn keys(args: &ServeArgs, env: Option<String>) -> Vec<(Option<String>, String)> {
     let mut given: Vec<String> = args
         .server_keys
         .iter()
@@ -125,12 +126,45 @@ fn keys(args: &ServeArgs, env: Option<String>) -> Vec<(String, String)> {
     given.dedup();
     given
         .iter()
-        .enumerate()
-        .map(|(n, text)| match split_key(text) {
-            (Some(name), secret) => (name.to_owned(), secret.to_owned()),
-            (None, secret) => (format!("key-{}", n + 1), secret.to_owned()),
+        .map(|text| {
+            let (name, secret) = split_key(text);
+            (name.map(str::to_owned), secret.to_owned())
         })
         .collect()
+}
+
+/// A server holding the keys, refused (exit 2) when they cannot be told apart: two of one
+/// name (the admin key's included), one secret twice, a name with invisible characters.
+fn keyed_server(
+    keys: Vec<(Option<String>, String)>,
+    admin: Option<(String, String)>,
+) -> Result<Server, CliError> {
+    let mut server = Server::new();
+    for (name, secret) in keys {
+        server = match name {
+            Some(name) => server.named_api_key(name, secret),
+            None => server.api_key(secret),
+        };
+    }
+    if let Some((name, secret)) = admin {
+        server = server.named_admin_key(name, secret);
+    }
+    // The keys are checked first, before the agents this server does not have yet.
+    let err = match server.check(std::net::SocketAddr::from(([127, 0, 0, 1], 0))) {
+        Err(err @ ServeError::DuplicateKeyName { admin: true, .. }) => CliError::usage(err)
+            .with_hint("name the admin key apart: --admin-key NAME=KEY (or rename the other key)"),
+        Err(err @ ServeError::DuplicateKeyName { .. }) => CliError::usage(err).with_hint(
+            "give each key its own name: --server-key NAME=KEY (a key given alone is named \
+             after its secret)",
+        ),
+        Err(err @ ServeError::DuplicateKey { .. }) => CliError::usage(err)
+            .with_hint("a secret is one key: leave the second out, or give it a secret of its own"),
+        Err(err @ ServeError::KeyName { .. }) => {
+            CliError::usage(err).with_hint("key names are letters, digits, -, _ and .")
+        }
+        _ => return Ok(server),
+    };
+    Err(err)
 }
 
 /// The admin key of `--admin-key` or `TINYAGENT_ADMIN_KEY`, as (name, secret).
@@ -170,12 +204,12 @@ async fn stop_signal() {
 }
 
 /// Without keys, only loopback addresses, unless `--allow-unauthenticated`.
-fn refuse_open<K>(
+fn refuse_open(
     args: &ServeArgs,
-    keys: &[K],
+    any_key: bool,
     addr: std::net::SocketAddr,
 ) -> Result<(), CliError> {
-    if keys.is_empty() && !args.allow_unauthenticated && !addr.ip().is_loopback() {
+    if !any_key && !args.allow_unauthenticated && !addr.ip().is_loopback() {
         return Err(CliError::usage(format!(
             "refusing to serve on {addr} without API keys: anyone who can reach it could use the agent"
         ))
@@ -186,25 +220,63 @@ fn refuse_open<K>(
     Ok(())
 }
 
-/// `tinyagent serve`.
+/// `tinyagent serve`: checks the options, binds, opens the store, assembles the agent, and
+/// serves until Ctrl-C or SIGTERM.
 pub async fn serve(
     args: &ServeArgs,
     agent_args: &AgentArgs,
     metrics: Option<tinyagent_otel::Prometheus>,
 ) -> Result<(), CliError> {
     let store_choice = parse_store(&args.store)?;
-    let mut keys = keys(args, std::env::var(ENV_API_KEYS).ok());
+    let keys = keys(args, std::env::var(ENV_API_KEYS).ok());
     let admin = admin_key(args, std::env::var(ENV_ADMIN_KEY).ok());
-    let key_count = keys.len();
+    let admin_name = admin.as_ref().map(|(name, _)| name.clone());
+    let any_key = !keys.is_empty() || admin.is_some();
+    let server = keyed_server(keys, admin)?;
     let name = args.agent_name.trim();
     if name.is_empty() {
         return Err(CliError::usage("--agent-name is empty"));
     }
-    // Checked before binding when the address is literal, and again once bound (a host name
-    // may resolve to anything).
-    let all_keys: Vec<&(String, String)> = keys.iter().chain(admin.as_ref()).collect();
+    let (listener, addr) = bind(args, any_key).await?;
+    let on_busy = on_busy(args)?;
+    let store = open_store(&store_choice, args.session_lease, args.session_ttl).await?;
+    let assembled = setup::assemble_named(agent_args, name).await?;
+    let mut server = server;
+    if let Some(metrics) = metrics {
+        server = server.metrics(metrics);
+    }
+    let key_names: Vec<String> = server
+        .key_names()
+        .filter(|name| Some(*name) != admin_name.as_deref())
+        .map(str::to_owned)
+        .collect();
+    let server = configure(server.agent(assembled.agent).store(store), args).on_busy(on_busy);
+    server
+        .check(addr)
+        .map_err(|e| CliError::failure("serve", e))?;
+    // The keys' names (never their secrets): an operator learns what a key given alone is
+    // called, to name it so when it is renamed.
+    let keys_text = keys_text(&key_names, admin_name.as_deref());
+    let store_text = store_text(&store_choice);
+    eprintln!(
+        "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {keys_text})"
+    );
+    eprintln!("tinyagent: OpenAI API at http://{addr}/v1, A2A agent at http://{addr}/a2a/{name}");
+    server
+        .serve(listener, stop_signal())
+        .await
+        .map_err(|e| CliError::failure("serve", e))
+}
+
+/// The listener on `--listen`, and the address it is bound to; refused when open to others
+/// without keys, checked before binding when the address is literal and again once bound (a
+/// host name may resolve to anything).
+async fn bind(
+    args: &ServeArgs,
+    any_key: bool,
+) -> Result<(tokio::net::TcpListener, std::net::SocketAddr), CliError> {
     if let Ok(addr) = args.listen.parse::<std::net::SocketAddr>() {
-        refuse_open(args, &all_keys, addr)?;
+        refuse_open(args, any_key, addr)?;
     }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -215,34 +287,30 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(|e| {
         CliError::failure("listen", format!("cannot read the listening address: {e}"))
     })?;
-    refuse_open(args, &all_keys, addr)?;
-    drop(all_keys);
+    refuse_open(args, any_key, addr)?;
+    Ok((listener, addr))
+}
+
+/// What a request for a busy session does, from `--session-wait`: fail at once (0), or wait
+/// up to that many seconds (at most a day).
+fn on_busy(args: &ServeArgs) -> Result<OnBusy, CliError> {
     if !(0.0..=86_400.0).contains(&args.session_wait) {
         return Err(CliError::usage(format!(
             "--session-wait {} is out of range: give between 0 and 86400 seconds",
             args.session_wait
         )));
     }
-    let on_busy = if args.session_wait == 0.0 {
+    Ok(if args.session_wait == 0.0 {
         OnBusy::Fail
     } else {
         OnBusy::Wait(Duration::from_secs_f64(args.session_wait))
-    };
-    let store = open_store(&store_choice, args.session_lease, args.session_ttl).await?;
-    let assembled = setup::assemble_named(agent_args, name).await?;
-    let mut server = Server::new();
-    if let Some(metrics) = metrics {
-        server = server.metrics(metrics);
-    }
-    for (key_name, secret) in keys.drain(..) {
-        server = server.named_api_key(key_name, secret);
-    }
-    if let Some((admin_name, secret)) = admin.clone() {
-        server = server.named_admin_key(admin_name, secret);
-    }
+    })
+}
+
+/// The server's limits, timeouts and request rules, as the options give them.
+fn configure(server: Server, args: &ServeArgs) -> Server {
     let mut server = server
-        .agent(assembled.agent)
-        .store(store)
+        .max_cost_per_key(args.max_cost_per_key)
         .max_sessions_per_key(args.max_sessions_per_key.map(|n| n as usize))
         .max_history(args.max_history.map(|n| n as usize))
         .rate_limit(args.rate_limit)
@@ -266,35 +334,34 @@ pub async fn serve(
     for name in &args.ignore_parameters {
         server = server.ignore_parameter(name.clone());
     }
-    let server = server.on_busy(on_busy);
     let server = args
         .allowed_hosts
         .iter()
         .fold(server, |server, host| server.allowed_host(host.as_str()));
-    let server = args.allowed_origins.iter().fold(server, |server, origin| {
+    args.allowed_origins.iter().fold(server, |server, origin| {
         server.allowed_origin(origin.as_str())
-    });
-    let store_text = match &store_choice {
+    })
+}
+
+/// The store as the startup line names it (a URL's password left out).
+fn store_text(choice: &StoreChoice) -> String {
+    match choice {
         StoreChoice::Memory => "memory".to_owned(),
         StoreChoice::Sqlite(path) => format!("sqlite:{path}"),
         StoreChoice::Postgres(url) | StoreChoice::Redis(url) => tinyagent::redact::url(url),
-    };
-    server
-        .check(addr)
-        .map_err(|e| CliError::failure("serve", e))?;
-    eprintln!(
-        "tinyagent: serving agent {name:?} on http://{addr}/ (store: {store_text}; {})",
-        match (key_count, &admin) {
-            (0, None) => "no API keys".to_owned(),
-            (n, None) => format!("{n} API key(s)"),
-            (n, Some((admin_name, _))) => format!("{n} API key(s) and admin key {admin_name:?}"),
+    }
+}
+
+/// The keys as the startup line names them: their names, never their secrets.
+fn keys_text(key_names: &[String], admin_name: Option<&str>) -> String {
+    match (key_names.is_empty(), admin_name) {
+        (true, None) => "no API keys".to_owned(),
+        (false, None) => format!("API keys {}", key_names.join(", ")),
+        (true, Some(admin)) => format!("admin key {admin}"),
+        (false, Some(admin)) => {
+            format!("API keys {}; admin key {admin}", key_names.join(", "))
         }
-    );
-    eprintln!("tinyagent: OpenAI API at http://{addr}/v1, A2A agent at http://{addr}/a2a/{name}");
-    server
-        .serve(listener, stop_signal())
-        .await
-        .map_err(|e| CliError::failure("serve", e))
+    }
 }
 
 #[cfg(test)]
@@ -342,7 +409,7 @@ mod tests {
     fn passwords_stay_out_of_messages() {
         assert_eq!(
             tinyagent::redact::url("postgres://app:hunter2@db:5432/x"),
-            "postgres://app:[REDACTED]@db:5432/x"
+            "postgres://[REDACTED]@db:5432/x"
         );
         assert_eq!(
             tinyagent::redact::url("redis://127.0.0.1/"),
@@ -353,28 +420,30 @@ mod tests {
     #[test]
     fn keys_come_from_flags_and_the_environment() {
         let args = serve_args(&["--server-key", "a", "--server-key", " "]);
-        let pair = |n: &str, k: &str| (n.to_owned(), k.to_owned());
+        let alone = |k: &str| (None, k.to_owned());
         assert_eq!(
             keys(&args, Some("b, c,,".into())),
-            [pair("key-1", "a"), pair("key-2", "b"), pair("key-3", "c")]
+            [alone("a"), alone("b"), alone("c")]
         );
-        assert_eq!(keys(&args, None), [pair("key-1", "a")]);
+        assert_eq!(keys(&args, None), [alone("a")]);
     }
 
     #[test]
     fn keys_may_be_named() {
         let mut args = serve_args(&["--server-key", "alice=sk-a", "--server-key", "sk-plain"]);
         let pair = |n: &str, k: &str| (n.to_owned(), k.to_owned());
+        let named = |n: &str, k: &str| (Some(n.to_owned()), k.to_owned());
+        let alone = |k: &str| (None, k.to_owned());
         assert_eq!(
             keys(&args, Some("bob=sk-b,c2VjcmV0==,=x,a b=c".into())),
             [
-                pair("alice", "sk-a"),
-                pair("key-2", "sk-plain"),
-                pair("bob", "sk-b"),
+                named("alice", "sk-a"),
+                alone("sk-plain"),
+                named("bob", "sk-b"),
                 // Base64 padding is no name; nor is an empty one or one with a space.
-                pair("key-4", "c2VjcmV0=="),
-                pair("key-5", "=x"),
-                pair("key-6", "a b=c"),
+                alone("c2VjcmV0=="),
+                alone("=x"),
+                alone("a b=c"),
             ]
         );
         assert_eq!(admin_key(&args, None), None);

@@ -163,13 +163,19 @@ async fn run_answers_with_a_tool_call() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "stderr: {stderr}");
     assert_eq!(stdout, format!("{WEATHER_ANSWER}\n"));
-    // The tool call with its arguments, then its result and duration, on standard error.
+    // The tool call with its arguments, then its result and duration, on standard error; last
+    // what the run took (the fixtures' model, gpt-4o-mini, has a list price).
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines.len(), 3, "{stderr}");
     assert_eq!(lines[0], r#"→ get_weather {"city":"北京"}"#);
     assert!(lines[1].starts_with("✓ get_weather ("), "{stderr}");
     assert!(lines[1].contains(" ms) "), "{stderr}");
     assert!(lines[1].contains(r#""temperature":22.5"#), "{stderr}");
+    assert!(lines[2].starts_with("(2 model calls · "), "{stderr}");
+    assert!(
+        lines[2].contains(" tokens in, ") && lines[2].contains(" · $0.0"),
+        "{stderr}"
+    );
 
     // The model got the three demo tools and, in the second request, the tool's result.
     let bodies: Vec<Value> = server
@@ -979,7 +985,7 @@ fn credentials_in_urls_never_reach_the_output() {
         .replace("/v1", "/v1?api_key=k3y-s3cr3t");
     let shown = closed
         .url
-        .replace("http://", "http://user:[REDACTED]@")
+        .replace("http://", "http://[REDACTED]@")
         .replace("/v1", "/v1?api_key=[REDACTED]");
     for json in [false, true] {
         let mut cmd = tinyagent();
@@ -1018,7 +1024,7 @@ fn credentials_in_urls_never_reach_the_output() {
     let stderr = assert_one_error_line(&out, 2);
     assert!(!stderr.contains("pa55w0rd"), "{stderr}");
     assert!(
-        stderr.contains("ftp://ann:[REDACTED]@127.0.0.1/mcp"),
+        stderr.contains("ftp://[REDACTED]@127.0.0.1/mcp"),
         "{stderr}"
     );
 }
@@ -1159,7 +1165,14 @@ fn the_local_model_answers_with_a_weather_tool_call() {
         .args(["run", "--json", "--threads", "1", "北京天气怎么样？"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    // With --json a failure is an event on standard output: show both.
+    assert!(
+        out.status.success(),
+        "{:?}\n{}\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     eprintln!("local run took {:?}", started.elapsed());
     let events: Vec<Value> = text(&out.stdout)
         .lines()

@@ -122,7 +122,7 @@ async fn a_reply_cut_once_restarts_and_the_answer_is_whole() {
     // notice says it is void; the whole answer follows.
     assert_eq!(stdout, format!("北京现在\n{WEATHER_ANSWER}\n"));
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 3, "{stderr}");
+    assert_eq!(lines.len(), 4, "{stderr}");
     assert_eq!(lines[0], r#"→ get_weather {"city":"北京"}"#);
     assert!(lines[1].starts_with("✓ get_weather ("), "{stderr}");
     assert_eq!(
@@ -131,6 +131,7 @@ async fn a_reply_cut_once_restarts_and_the_answer_is_whole() {
          before the response was complete (no finish_reason), after 3 chunks and 12 bytes of \
          text; retrying (attempt 2 of 3, the reply starts again)"
     );
+    assert!(lines[3].starts_with("(2 model calls"), "{stderr}");
 
     // In JSON, an event says so.
     let server = MockServer::start().await;

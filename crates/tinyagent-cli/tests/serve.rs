@@ -203,10 +203,17 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
             .any(|l| l.contains("status=401") && l.contains("path=\"/v1/chat/completions\"")),
         "{lines:#?}"
     );
+    // A key given alone is named after its secret, the same at every start.
+    let name = tinyagent_server::Server::new()
+        .api_key("sk-serve-test")
+        .key_names()
+        .next()
+        .unwrap()
+        .to_owned();
     assert!(
         requests
             .iter()
-            .any(|l| l.contains("status=200") && l.contains("key=\"key-1\"")),
+            .any(|l| l.contains("status=200") && l.contains(&format!("key=\"{name}\""))),
         "{lines:#?}"
     );
     assert!(
@@ -215,6 +222,8 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
     );
 
     // The sessions outlive the process.
+    // The sessions outlive the process, for the key that made them, whatever other keys come:
+    // a key given alone keeps its name (the old names by place gave them to the first key).
     let mut again = start(&[
         "--listen",
         "127.0.0.1:0",
@@ -222,12 +231,14 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
         &store,
         "--server-key",
         "k2",
+        "--server-key",
+        "sk-serve-test",
         "--base-url",
         &base_url,
     ]);
     let session: Value = http
         .get(format!("{}/v1/sessions/cli-1", again.base))
-        .bearer_auth("k2")
+        .bearer_auth("sk-serve-test")
         .send()
         .await
         .unwrap()
@@ -235,6 +246,13 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
         .await
         .unwrap();
     assert_eq!(session["message_count"], 4);
+    let theirs = http
+        .get(format!("{}/v1/sessions/cli-1", again.base))
+        .bearer_auth("k2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 404);
     let _ = again.child.kill();
 }
 
@@ -255,6 +273,74 @@ fn serve_refuses_an_open_address_without_keys() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("without API keys"), "{stderr}");
     assert!(stderr.contains("--server-key"), "{stderr}");
+}
+
+/// Keys whose names collide are refused at start, in one line and a hint, exit 2: the admin
+/// key's name (`admin` unless named) given to another key, two keys of one name, one secret
+/// twice.
+#[test]
+fn serve_refuses_keys_it_cannot_tell_apart() {
+    /// The flags, the environment, what the error says and what its hint says.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: [Case; 4] = [
+        (
+            &["--server-key", "admin=sk-low", "--admin-key", "sk-root"],
+            &[],
+            "two API keys are named \"admin\" (one of them the admin key",
+            "--admin-key NAME=KEY",
+        ),
+        (
+            &[],
+            &[
+                ("TINYAGENT_API_KEYS", "admin=sk-low"),
+                ("TINYAGENT_ADMIN_KEY", "sk-root"),
+            ],
+            "two API keys are named \"admin\" (one of them the admin key",
+            "--admin-key NAME=KEY",
+        ),
+        (
+            &["--server-key", "dave=sk-1", "--server-key", "dave=sk-2"],
+            &[],
+            "two API keys are named \"dave\"",
+            "--server-key NAME=KEY",
+        ),
+        (
+            &["--server-key", "dave=sk-1", "--server-key", "erin=sk-1"],
+            &[],
+            "the keys named \"dave\" and \"erin\" have the same secret",
+            "a secret is one key",
+        ),
+    ];
+    for (args, env, says, hint) in cases {
+        let out = Command::new(BIN)
+            .arg("serve")
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ])
+            .args(args)
+            .env_remove("TINYAGENT_API_KEYS")
+            .env_remove("TINYAGENT_ADMIN_KEY")
+            .envs(env.iter().copied())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{stderr}");
+        assert!(lines[0].starts_with("error: "), "{stderr}");
+        assert!(lines[0].contains(says), "{args:?} {env:?}: {stderr}");
+        assert!(
+            lines[1].starts_with("hint: ") && lines[1].contains(hint),
+            "{stderr}"
+        );
+        for secret in ["sk-low", "sk-root", "sk-1", "sk-2"] {
+            assert!(!stderr.contains(secret), "{secret} shown: {stderr}");
+        }
+    }
 }
 
 #[test]
@@ -343,6 +429,7 @@ async fn two_processes_share_a_conversation(store: &str) {
         ("answer 2", 0),
         ("answer 3, never sent", 120),
         ("answer 4", 0),
+        ("the other key's answer", 0),
     ] {
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
@@ -444,7 +531,8 @@ async fn two_processes_share_a_conversation(store: &str) {
             "turn 1", "answer 1", "turn 2", "answer 2", "turn 4", "answer 4"
         ]
     );
-    // The conversation is key-1's: the other key gets 404 for it and does not see it listed.
+    // The conversation is the first key's: the other key gets 404 for it and does not see it
+    // listed, and its post to that id is a post to a session of its own.
     let url = format!("{}/v1/sessions/{session}", b.base);
     let theirs = http.get(&url).bearer_auth("sk-other").send().await.unwrap();
     assert_eq!(theirs.status(), 404);
@@ -455,15 +543,20 @@ async fn two_processes_share_a_conversation(store: &str) {
         .send()
         .await
         .unwrap();
-    assert_eq!(theirs.status(), 404);
-    let theirs = http
-        .delete(&url)
-        .bearer_auth("sk-other")
+    assert_eq!(theirs.status(), 200);
+    let text = theirs.text().await.unwrap();
+    assert!(text.contains("the other key's answer"), "{text}");
+    let ours: Value = http
+        .get(&url)
+        .bearer_auth("sk-replicas")
         .send()
         .await
+        .unwrap()
+        .json()
+        .await
         .unwrap();
-    assert_eq!(theirs.status(), 404);
-    for (key, listed) in [("sk-other", false), ("sk-replicas", true)] {
+    assert_eq!(ours["message_count"], 6, "untouched: {ours}");
+    for (key, listed) in [("sk-other", true), ("sk-replicas", true)] {
         let page: Value = http
             .get(format!("{}/v1/sessions?limit=200", b.base))
             .bearer_auth(key)
@@ -481,7 +574,14 @@ async fn two_processes_share_a_conversation(store: &str) {
             .collect();
         assert_eq!(ids.contains(&session.as_str()), listed, "{key}: {page}");
     }
-    assert_eq!(model.received_requests().await.unwrap().len(), 4);
+    assert_eq!(model.received_requests().await.unwrap().len(), 5);
+    let theirs = http
+        .delete(&url)
+        .bearer_auth("sk-other")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 200, "the other key deletes its own");
     let deleted = http
         .delete(format!("{}/v1/sessions/{session}", b.base))
         .bearer_auth("sk-replicas")

@@ -6,10 +6,9 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use tinyagent::{ModelError, model::ModelErrorKind};
-use tinyagent_http::{Failure, Provider, error_body, field_text};
+use tinyagent_http::{Failure, ProviderSettings, error_body, field_text};
 
-use crate::GeminiConfig;
-use crate::config::ENV_API_KEY;
+use crate::info::ENV_API_KEY;
 
 /// The message, status and first reason of an error object.
 fn parts(err: &Value) -> (Option<String>, Option<String>, Option<String>) {
@@ -41,7 +40,11 @@ fn parse(body: &[u8]) -> Option<Value> {
 /// The error for a response with a failing status: the words every API shares
 /// ([`tinyagent_http::status_error`]), with Gemini's own for a key refused (its 400, 401 and
 /// 403) and a rate limit (a quota, too).
-pub(crate) fn status_error(config: &GeminiConfig, status: StatusCode, body: &[u8]) -> ModelError {
+pub(crate) fn status_error(
+    config: &ProviderSettings,
+    status: StatusCode,
+    body: &[u8],
+) -> ModelError {
     let (err, detail) = error_body(body, parse, describe);
     let (_, _, reason) = parts(&err);
     let key_problem =
@@ -67,7 +70,7 @@ pub(crate) fn status_error(config: &GeminiConfig, status: StatusCode, body: &[u8
         )),
         _ => None,
     };
-    tinyagent_http::status_error(&GeminiConfig::INFO, &failure, own)
+    tinyagent_http::status_error(&crate::info::INFO, &failure, own)
 }
 
 /// The error for an `error` object in a 200 body or a stream event.
@@ -92,6 +95,7 @@ pub(crate) fn error_in_body(err: &Value) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::GeminiConfig;
 
     fn status_error(status: StatusCode, body: &[u8], model: &str) -> ModelError {
         super::status_error(&GeminiConfig::new(model), status, body)

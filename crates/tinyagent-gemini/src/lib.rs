@@ -44,13 +44,14 @@
 
 mod config;
 mod error;
+mod info;
 mod model;
 mod stream;
 mod wire;
 
-pub use config::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL,
-    ENV_MODEL, GeminiConfig,
+pub use config::{ConfigError, GeminiConfig};
+pub use info::{
+    DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
 };
 pub use model::GeminiModel;
-pub use tinyagent_http::{HttpConfig, HttpSettings};
+pub use tinyagent_http::{HttpConfig, HttpSettings, ProviderSettings};

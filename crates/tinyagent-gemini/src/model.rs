@@ -1,10 +1,12 @@
 //! [`GeminiModel`]: the [`Model`](tinyagent::Model) over HTTP, with retries and streaming.
 
 use reqwest::StatusCode;
+use serde_json::Value;
 use tinyagent::{ModelError, ModelRequest, ModelResponse};
-use tinyagent_http::{HttpModel, Protocol};
+use tinyagent_http::{ConfigError, HttpModel, Protocol, Provider, ProviderInfo, ProviderSettings};
 
-use crate::config::{DEFAULT_BASE_URL, GeminiConfig};
+use crate::config::GeminiConfig;
+use crate::info::{DEFAULT_BASE_URL, ENV_MODEL};
 use crate::stream::Assembler;
 
 /// A [`Model`] for the Gemini API: `generateContent` for [`Model::generate`],
@@ -58,7 +60,7 @@ impl Protocol for GeminiConfig {
     type Decoder = Assembler;
 
     fn status_error(&self, status: StatusCode, body: &[u8]) -> ModelError {
-        crate::error::status_error(self, status, body)
+        crate::error::status_error(&self.settings, status, body)
     }
 
     fn parse_response(&self, body: &[u8], req: &ModelRequest) -> Result<ModelResponse, ModelError> {
@@ -70,5 +72,41 @@ impl Protocol for GeminiConfig {
             "it must be the Gemini API up to its version (such as {DEFAULT_BASE_URL}; requests \
              go to its /models/MODEL:generateContent)"
         )
+    }
+}
+
+/// The Gemini API, as the shared model needs it.
+impl Provider for GeminiConfig {
+    const INFO: ProviderInfo = crate::info::INFO;
+
+    fn settings(&self) -> &ProviderSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ProviderSettings {
+        &mut self.settings
+    }
+
+    /// The name goes into the URL path.
+    fn check(&self) -> Result<(), ConfigError> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || "-_./@".contains(c);
+        if self.model.trim().chars().all(ok) {
+            return Ok(());
+        }
+        Err(ConfigError::InvalidModel {
+            model: self.model.clone(),
+            reason: format!(
+                "only letters, digits and -_./@ are allowed: set it with `model(..)` or {ENV_MODEL}"
+            ),
+        })
+    }
+
+    fn endpoints(&self) -> [String; 2] {
+        [self.endpoint(), self.stream_endpoint()]
+    }
+
+    /// The same body for both endpoints.
+    fn request_body(&self, req: &ModelRequest, _stream: bool) -> Value {
+        crate::wire::request_body(self, req)
     }
 }

@@ -340,131 +340,153 @@ impl<P: Protocol> StreamState<'_, P> {
                 }
                 return Some(item);
             }
-            let transport = self.transport;
-            let limits = &transport.limits;
-            match &mut self.phase {
+            let item = match self.phase {
                 Phase::Over => return None,
-                Phase::Connect => {
-                    let resp = match transport.send(&self.body, true, &mut self.budget).await {
-                        Ok(resp) => resp,
-                        Err(e) => return Some(self.fail(e)),
-                    };
-                    if let Some(reason) = self.restart.take() {
-                        self.pending.push_back(Ok(ModelEvent::Restart { reason }));
-                    }
-                    let status = resp.status();
-                    let content_type = content_type(&resp);
-                    if content_type.contains("event-stream") {
-                        let bytes = guarded(
-                            resp,
-                            self.budget.limit(Limit::FirstByte, limits),
-                            limits.idle_timeout,
-                            self.budget.deadline,
-                            limits.max_reply_bytes,
-                        );
-                        self.phase = Phase::Reading(Box::pin(without_bom(bytes).eventsource()));
-                        continue;
-                    }
-                    // Not an event stream: a server that ignores the request for a stream
-                    // and answers in one piece, events under another content type, or
-                    // something else.
-                    let bytes =
-                        match read_body(resp, limits.max_reply_bytes, &self.budget, limits).await {
-                            Ok(bytes) => strip_bom(bytes),
-                            Err(e) => {
-                                let err = self.body_error(e);
-                                if let Some(item) = self.retry(err).await {
-                                    return Some(item);
-                                }
-                                continue;
-                            }
-                        };
-                    let start = bytes.trim_ascii_start();
-                    if start.starts_with(b"{") {
-                        self.phase = Phase::Over;
-                        match transport.protocol.parse_response(&bytes, self.req) {
-                            Ok(response) => self
-                                .pending
-                                .extend(response.into_events().into_iter().map(Ok)),
-                            Err(e) => return Some(Err(e)),
-                        }
-                    } else if [&b"data:"[..], b":", b"event:", b"id:"]
-                        .iter()
-                        .any(|p| start.starts_with(p))
-                    {
-                        let body = stream::once(async move { Ok::<_, BodyError>(bytes) });
-                        self.phase = Phase::Reading(Box::pin(without_bom(body).eventsource()));
-                    } else {
-                        return Some(self.fail(transport.unexpected(
-                            status,
-                            &content_type,
-                            &bytes,
-                            "an event stream",
-                        )));
-                    }
+                Phase::Connect => self.connect().await,
+                Phase::Reading(_) => self.read().await,
+            };
+            if item.is_some() {
+                return item;
+            }
+        }
+    }
+
+    /// Posts the request (with its retries) and starts reading the answer: an event stream,
+    /// or an answer in one piece. `None`: go on (events may be queued).
+    async fn connect(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+        let transport = self.transport;
+        let limits = &transport.limits;
+        let resp = match transport.send(&self.body, true, &mut self.budget).await {
+            Ok(resp) => resp,
+            Err(e) => return Some(self.fail(e)),
+        };
+        if let Some(reason) = self.restart.take() {
+            self.pending.push_back(Ok(ModelEvent::Restart { reason }));
+        }
+        if content_type(&resp).contains("event-stream") {
+            let bytes = guarded(
+                resp,
+                self.budget.limit(Limit::FirstByte, limits),
+                limits.idle_timeout,
+                self.budget.deadline,
+                limits.max_reply_bytes,
+            );
+            self.phase = Phase::Reading(Box::pin(without_bom(bytes).eventsource()));
+            return None;
+        }
+        self.read_whole(resp).await
+    }
+
+    /// An answer that is not an event stream: a server that ignores the request for a stream
+    /// and answers in one piece, events under another content type, or something else.
+    async fn read_whole(
+        &mut self,
+        resp: reqwest::Response,
+    ) -> Option<Result<ModelEvent, ModelError>> {
+        let transport = self.transport;
+        let limits = &transport.limits;
+        let status = resp.status();
+        let content_type = content_type(&resp);
+        let bytes = match read_body(resp, limits.max_reply_bytes, &self.budget, limits).await {
+            Ok(bytes) => strip_bom(bytes),
+            Err(e) => {
+                let err = self.body_error(e);
+                return self.retry(err).await;
+            }
+        };
+        let start = bytes.trim_ascii_start();
+        if start.starts_with(b"{") {
+            self.phase = Phase::Over;
+            match transport.protocol.parse_response(&bytes, self.req) {
+                Ok(response) => self
+                    .pending
+                    .extend(response.into_events().into_iter().map(Ok)),
+                Err(e) => return Some(Err(e)),
+            }
+        } else if [&b"data:"[..], b":", b"event:", b"id:"]
+            .iter()
+            .any(|p| start.starts_with(p))
+        {
+            let body = stream::once(async move { Ok::<_, BodyError>(bytes) });
+            self.phase = Phase::Reading(Box::pin(without_bom(body).eventsource()));
+        } else {
+            return Some(self.fail(transport.unexpected(
+                status,
+                &content_type,
+                &bytes,
+                "an event stream",
+            )));
+        }
+        None
+    }
+
+    /// Reads the next server-sent event and hands it to the decoder. `None`: go on (events
+    /// may be queued).
+    async fn read(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+        let Phase::Reading(events) = &mut self.phase else {
+            return None;
+        };
+        match events.next().await {
+            Some(Ok(event)) => {
+                self.decode(&event).await;
+                None
+            }
+            Some(Err(e)) if self.decoder.has_finished() => {
+                // The reply was complete; only the end of the stream was lost.
+                tracing::debug!("the event stream failed after the reply finished: {e}");
+                Some(self.done())
+            }
+            Some(Err(e)) => {
+                let err = match e {
+                    eventsource_stream::EventStreamError::Transport(e) => self.body_error(e),
+                    other => ModelError::invalid_response(format!(
+                        "the event stream could not be read: {other}"
+                    )),
+                };
+                self.retry(err).await
+            }
+            None => {
+                if self.decoder.has_finished() {
+                    // Servers that do not say the stream is over.
+                    return Some(self.done());
                 }
-                Phase::Reading(events) => match events.next().await {
-                    Some(Ok(event)) => {
-                        let data = event.data.trim();
-                        if data.is_empty() {
-                            continue;
-                        }
-                        let mut out = Vec::new();
-                        let res = self
-                            .decoder
-                            .push(event.event.trim(), data, self.req, &mut out);
-                        self.pending.extend(out.into_iter().map(Ok));
-                        match res {
-                            Ok(Flow::Continue) => {}
-                            Ok(Flow::Done) => {
-                                let done = self.done();
-                                self.pending.push_back(done);
-                            }
-                            Err(e) => {
-                                // An error event: retried when it may pass.
-                                if let Some(item) = self.retry(e).await {
-                                    self.pending.push_back(item);
-                                }
-                            }
-                        }
-                    }
-                    Some(Err(e)) if self.decoder.has_finished() => {
-                        // The reply was complete; only the end of the stream was lost.
-                        tracing::debug!("the event stream failed after the reply finished: {e}");
-                        return Some(self.done());
-                    }
-                    Some(Err(e)) => {
-                        let err = match e {
-                            eventsource_stream::EventStreamError::Transport(e) => {
-                                self.body_error(e)
-                            }
-                            other => ModelError::invalid_response(format!(
-                                "the event stream could not be read: {other}"
-                            )),
-                        };
-                        if let Some(item) = self.retry(err).await {
-                            return Some(item);
-                        }
-                    }
-                    None => {
-                        if self.decoder.has_finished() {
-                            // Servers that do not say the stream is over.
-                            return Some(self.done());
-                        }
-                        let err = if self.decoder.events() == 0 {
-                            ModelError::invalid_response(format!(
-                                "the event stream from {} ended before its first event; \
-                                 check the base URL and the server's logs",
-                                transport.base_url
-                            ))
-                        } else {
-                            self.decoder.truncation_error("ended")
-                        };
-                        if let Some(item) = self.retry(err).await {
-                            return Some(item);
-                        }
-                    }
-                },
+                let err = if self.decoder.events() == 0 {
+                    ModelError::invalid_response(format!(
+                        "the event stream from {} ended before its first event; check the base \
+                         URL and the server's logs",
+                        self.transport.base_url
+                    ))
+                } else {
+                    self.decoder.truncation_error("ended")
+                };
+                self.retry(err).await
+            }
+        }
+    }
+
+    /// Hands one event to the decoder, queueing what it yields (and the end, or the error
+    /// that ends the stream when it may not pass).
+    async fn decode(&mut self, event: &eventsource_stream::Event) {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        let res = self
+            .decoder
+            .push(event.event.trim(), data, self.req, &mut out);
+        self.pending.extend(out.into_iter().map(Ok));
+        match res {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Done) => {
+                let done = self.done();
+                self.pending.push_back(done);
+            }
+            Err(e) => {
+                // An error event: retried when it may pass.
+                if let Some(item) = self.retry(e).await {
+                    self.pending.push_back(item);
+                }
             }
         }
     }

@@ -19,9 +19,11 @@
 //! for its stream) and builds a [`Transport`] with its own `reqwest::Client`, which carries
 //! its headers. A provider whose configuration implements [`Provider`] as well (its names,
 //! defaults, endpoints and request body) has the rest in common with the others: reading
-//! the environment ([`from_lookup`]), the checks of its base URL and model, its headers,
-//! and the [`Model`](tinyagent::Model) itself ([`HttpModel`]); a failing status is worded
-//! alike for every provider ([`status_error`]) unless it has words of its own.
+//! the settings every configuration embeds ([`ProviderSettings`]: base URL, key, model, token
+//! limit, [`HttpSettings`]), reading the environment ([`from_lookup`]), the checks of its base
+//! URL and model, its headers, and the [`Model`](tinyagent::Model) itself ([`HttpModel`]); a
+//! failing status is worded alike for every provider ([`status_error`]) unless it has words
+//! of its own.
 //!
 //! The `testing` feature adds `tinyagent_http::testing`: the helpers of the providers'
 //! loopback tests (a model's whole stream within a bound, replies in sequence, a server that
@@ -38,6 +40,8 @@ mod limits;
 mod model;
 mod protocol;
 mod provider;
+mod provider_info;
+mod provider_settings;
 mod sampling;
 mod settings;
 mod status;
@@ -61,7 +65,9 @@ pub use errors::{
 pub use limits::{Attempts, Limit, backoff, far_future, secs};
 pub use model::HttpModel;
 pub use protocol::{Decoder, Flow, Protocol};
-pub use provider::{Common, Provider, ProviderInfo, check, debug_config, from_lookup};
+pub use provider::{Provider, check, from_lookup};
+pub use provider_info::ProviderInfo;
+pub use provider_settings::ProviderSettings;
 pub use sampling::{decimal, sampling_fields};
 pub use settings::{
     EnvSettings, HttpConfig, HttpSettings, build_client, env_settings, is_http_url, key_header,

@@ -48,33 +48,27 @@ impl<C: Provider> HttpModel<C> {
     /// Fails when the base URL is not an HTTP(S) URL, the model name is empty, a check of
     /// the provider's own fails ([`Provider::check`]), or a header (the key included) is not
     /// a valid header value.
-    pub fn new(mut config: C) -> Result<Self, ConfigError> {
-        crate::provider::check(&mut config)?;
+    pub fn new(config: C) -> Result<Self, ConfigError> {
+        crate::provider::check(&config)?;
         let [generate, stream] = config.endpoints();
         let info = C::INFO;
-        let common = config.common();
-        let headers = crate::provider::headers::<C>(common.key()).map_err(ConfigError::Client)?;
+        let settings = config.settings();
+        let headers = crate::provider::headers::<C>(settings.key()).map_err(ConfigError::Client)?;
         let client = build_client(
             headers,
-            &common.http.headers,
+            &settings.http.headers,
             info.user_agent,
-            common.http.connect_timeout,
+            settings.http.connect_timeout,
         )
         .map_err(ConfigError::Client)?;
-        let (base_url, model, http) = (
-            common.base_url.clone(),
-            common.model.clone(),
-            common.http.clone(),
-        );
-        let max_tokens = common.max_tokens.or(info.implied_max_tokens);
+        let max_tokens = settings.max_tokens.or(info.implied_max_tokens);
         let transport = |endpoint: String| {
-            let (base_url, model, http) = (base_url.clone(), model.clone(), http.clone());
             Transport::new(
                 client.clone(),
                 endpoint,
-                base_url,
-                model,
-                http,
+                settings.base().to_owned(),
+                settings.model.clone(),
+                settings.http.clone(),
                 max_tokens,
                 config.clone(),
             )

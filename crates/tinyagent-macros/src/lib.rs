@@ -9,8 +9,8 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{
-    Attribute, Expr, ExprLit, FnArg, Ident, ItemFn, Lit, LitStr, Meta, Pat, ReturnType, Type,
-    parse_macro_input,
+    Attribute, Expr, ExprLit, FnArg, Ident, ItemFn, Lit, LitStr, Meta, Pat, ReturnType, Signature,
+    Type, parse_macro_input,
 };
 
 /// Makes an `async fn` a tool; see the `tinyagent::tool` documentation for the full story.
@@ -233,73 +233,11 @@ fn parse_param(arg: &mut FnArg) -> syn::Result<Param> {
 }
 
 fn expand(options: ToolOptions, mut item: ItemFn) -> syn::Result<TokenStream2> {
-    let sig = &item.sig;
-    if sig.asyncness.is_none() {
-        return Err(syn::Error::new(
-            sig.fn_token.span(),
-            "#[tool] needs an `async fn`: a tool runs as a future (write `async fn`, and move blocking work into `tokio::task::spawn_blocking` or mark the tool `blocking`)",
-        ));
-    }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
-            "a #[tool] fn cannot be generic: its input schema is made from concrete parameter types",
-        ));
-    }
-    if let Some(variadic) = &sig.variadic {
-        return Err(syn::Error::new(
-            variadic.span(),
-            "a #[tool] fn cannot be variadic",
-        ));
-    }
-    let fn_ident = sig.ident.clone();
-    let ret_ty: Type = match &sig.output {
-        ReturnType::Type(_, ty) => (**ty).clone(),
-        ReturnType::Default => {
-            return Err(syn::Error::new(
-                sig.ident.span(),
-                "a #[tool] fn returns `Result<T, E>`: `T` is the result (text, or any `Serialize` value) and `E` the error the model reads",
-            ));
-        }
-    };
-
-    let description = match (&options.description, doc_text(&item.attrs)) {
-        (Some(d), _) => d.value(),
-        (None, Some(doc)) => doc,
-        (None, None) => {
-            return Err(syn::Error::new(
-                sig.ident.span(),
-                format!(
-                    "tool `{fn_ident}` has no description: the model reads it to decide when to call the tool; write a doc comment (`/// What it does`) above the fn or `#[tool(description = \"...\")]`"
-                ),
-            ));
-        }
-    };
-    let name = options
-        .name
-        .as_ref()
-        .map(LitStr::value)
-        .unwrap_or_else(|| fn_ident.to_string());
-    if options.name.is_none() {
-        check_tool_name(&LitStr::new(&name, sig.ident.span()))?;
-    }
-
-    let mut params = Vec::new();
-    let mut context_seen: Option<Span> = None;
-    for arg in item.sig.inputs.iter_mut() {
-        let span = arg.span();
-        let param = parse_param(arg)?;
-        if matches!(param, Param::Context) {
-            if context_seen.is_some() {
-                return Err(syn::Error::new(
-                    span,
-                    "a #[tool] fn takes at most one `ToolContext`",
-                ));
-            }
-            context_seen = Some(span);
-        }
-        params.push(param);
-    }
+    let ret_ty = check_signature(&item.sig)?;
+    let fn_ident = item.sig.ident.clone();
+    let description = tool_description(&options, &item)?;
+    let name = tool_name(&options, &item.sig.ident)?;
+    let params = parse_params(&mut item)?;
 
     let vis = &item.vis;
     let args_ident = format_ident!("__{}_tool_args", fn_ident);
@@ -320,24 +258,7 @@ fn expand(options: ToolOptions, mut item: ItemFn) -> syn::Result<TokenStream2> {
         Param::Field { ident, .. } => quote!(__args.#ident),
         Param::Context => quote!(__ctx),
     });
-    let read_only = options.read_only;
-    let mut hints = if read_only {
-        quote!(::tinyagent::ToolHints::READ_ONLY)
-    } else {
-        quote!(::tinyagent::ToolHints::default())
-    };
-    if let Some(i) = options.idempotent {
-        hints = quote!(#hints.idempotent(#i));
-    }
-    if let Some(d) = options.destructive {
-        hints = quote!(#hints.destructive(#d));
-    }
-    if let Some(o) = options.open_world {
-        hints = quote!(#hints.open_world(#o));
-    }
-    if options.blocking {
-        hints = quote!(#hints.blocking(true));
-    }
+    let hints = hints(&options);
     let into_result = quote_spanned! {ret_ty.span()=>
         ::tinyagent::__macro_support::into_tool_result(__returned)
     };
@@ -373,4 +294,107 @@ fn expand(options: ToolOptions, mut item: ItemFn) -> syn::Result<TokenStream2> {
             )
         }
     })
+}
+
+/// What a tool fn must be: `async`, neither generic nor variadic, returning a value; its
+/// return type.
+fn check_signature(sig: &Signature) -> syn::Result<Type> {
+    if sig.asyncness.is_none() {
+        return Err(syn::Error::new(
+            sig.fn_token.span(),
+            "#[tool] needs an `async fn`: a tool runs as a future (write `async fn`, and move blocking work into `tokio::task::spawn_blocking` or mark the tool `blocking`)",
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "a #[tool] fn cannot be generic: its input schema is made from concrete parameter types",
+        ));
+    }
+    if let Some(variadic) = &sig.variadic {
+        return Err(syn::Error::new(
+            variadic.span(),
+            "a #[tool] fn cannot be variadic",
+        ));
+    }
+    match &sig.output {
+        ReturnType::Type(_, ty) => Ok((**ty).clone()),
+        ReturnType::Default => Err(syn::Error::new(
+            sig.ident.span(),
+            "a #[tool] fn returns `Result<T, E>`: `T` is the result (text, or any `Serialize` value) and `E` the error the model reads",
+        )),
+    }
+}
+
+/// The tool's description: `description = "..."`, else the fn's doc comment; one of them
+/// is required.
+fn tool_description(options: &ToolOptions, item: &ItemFn) -> syn::Result<String> {
+    let fn_ident = &item.sig.ident;
+    match (&options.description, doc_text(&item.attrs)) {
+        (Some(d), _) => Ok(d.value()),
+        (None, Some(doc)) => Ok(doc),
+        (None, None) => Err(syn::Error::new(
+            fn_ident.span(),
+            format!(
+                "tool `{fn_ident}` has no description: the model reads it to decide when to call the tool; write a doc comment (`/// What it does`) above the fn or `#[tool(description = \"...\")]`"
+            ),
+        )),
+    }
+}
+
+/// The tool's name: `name = "..."` (checked when parsed), else the fn's, checked here.
+fn tool_name(options: &ToolOptions, fn_ident: &Ident) -> syn::Result<String> {
+    let name = options
+        .name
+        .as_ref()
+        .map(LitStr::value)
+        .unwrap_or_else(|| fn_ident.to_string());
+    if options.name.is_none() {
+        check_tool_name(&LitStr::new(&name, fn_ident.span()))?;
+    }
+    Ok(name)
+}
+
+/// The fn's parameters, their `#[tool]` attributes taken off; at most one is the
+/// `ToolContext`.
+fn parse_params(item: &mut ItemFn) -> syn::Result<Vec<Param>> {
+    let mut params = Vec::new();
+    let mut context_seen: Option<Span> = None;
+    for arg in item.sig.inputs.iter_mut() {
+        let span = arg.span();
+        let param = parse_param(arg)?;
+        if matches!(param, Param::Context) {
+            if context_seen.is_some() {
+                return Err(syn::Error::new(
+                    span,
+                    "a #[tool] fn takes at most one `ToolContext`",
+                ));
+            }
+            context_seen = Some(span);
+        }
+        params.push(param);
+    }
+    Ok(params)
+}
+
+/// The tool's hints: read-only or the default, then each hint given.
+fn hints(options: &ToolOptions) -> TokenStream2 {
+    let mut hints = if options.read_only {
+        quote!(::tinyagent::ToolHints::READ_ONLY)
+    } else {
+        quote!(::tinyagent::ToolHints::default())
+    };
+    if let Some(i) = options.idempotent {
+        hints = quote!(#hints.idempotent(#i));
+    }
+    if let Some(d) = options.destructive {
+        hints = quote!(#hints.destructive(#d));
+    }
+    if let Some(o) = options.open_world {
+        hints = quote!(#hints.open_world(#o));
+    }
+    if options.blocking {
+        hints = quote!(#hints.blocking(true));
+    }
+    hints
 }

@@ -1,36 +1,49 @@
-//! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server.
+//! Tools from MCP servers: [`McpToolset`], a [`ToolResolver`] over one server, the type and
+//! its settings. How it works sits beside it in `client/`: connecting (`connection`, over
+//! `stdio` or `http`, with `oauth`), the client's handler (`handler`, passing what the server
+//! asks to the `bridge`), reconnecting (`restart`, `health`), the remote tools
+//! (`listing`, `remote_tool`, `naming`) and the server's prompts and resources (`catalog`,
+//! `subscriptions`), mirroring the server's folder.
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rmcp::{Peer, RoleClient};
-use serde_json::Value;
 use tinyagent::tools::ToolResolver;
-use tinyagent::{BoxFuture, Invocation, Tool, ToolError, ToolErrorKind, ToolHints};
+use tinyagent::{BoxFuture, Invocation, Tool, ToolError};
 use tokio::sync::Mutex;
-
-use crate::command_line::split_command_line;
-use crate::content::DEFAULT_MAX_RESULT_BYTES;
-use crate::errors::{McpClientError, service_error};
-use crate::remote_tool::{McpTool, McpToolInfo};
-use crate::stdio::ChildOutput;
 
 mod bridge;
 mod catalog;
+mod command_line;
 mod connection;
 mod endpoint;
+mod errors;
+mod handler;
 mod health;
+mod health_state;
+mod http;
+mod listing;
+mod naming;
+mod oauth;
+mod remote_tool;
+mod restart;
+mod stdio;
+mod subscriptions;
 
-pub(crate) use bridge::Bridge;
+use crate::protocol::content::DEFAULT_MAX_RESULT_BYTES;
+use crate::protocol::errors::service_error;
+use bridge::Bridge;
 pub use bridge::{ElicitationFn, ElicitationHandler, elicitation_fn};
 pub use catalog::{McpPromptInfo, McpResourceInfo};
-pub use connection::McpHealth;
-
-use endpoint::Endpoint;
-
-use connection::{Inner, Secret};
+use command_line::split_command_line;
+use connection::Inner;
+use endpoint::{Endpoint, Secret};
+pub use errors::McpClientError;
+pub use health_state::McpHealth;
+pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
+pub use remote_tool::McpToolInfo;
 
 /// How long a tool call may take by default before it fails with a timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -38,19 +51,26 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long connecting (spawning, the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many resource updates wait for a slow reader of
+/// [`resource_updates`](McpToolset::resource_updates) before the oldest are dropped.
+const UPDATES_BUFFER: usize = 256;
+
 /// The tools of one MCP server, offered to an agent: a [`ToolResolver`].
 ///
 /// The toolset connects to a server, either a child process that speaks MCP over its standard
 /// input and output ([`stdio`](Self::stdio), [`command`](Self::command)) or a streamable HTTP
 /// endpoint ([`http`](Self::http)), lists its tools (every page), and turns each into a
-/// tinyagent [`Tool`]: same description and input schema, MCP annotations as [`ToolHints`].
-/// Calling such a tool sends `tools/call` with a timeout; a result flagged `isError` becomes a
-/// [`ToolError`] whose message the model reads.
+/// tinyagent [`Tool`]: same description and input schema, MCP annotations as
+/// [`ToolHints`](tinyagent::ToolHints). Calling such a tool sends `tools/call` with a timeout;
+/// a result flagged `isError` becomes a [`ToolError`] whose message the model reads.
 ///
 /// The list is cached and listed again only after the server sends
-/// `notifications/tools/list_changed`. If the server goes away, calls fail with an
-/// [`Unavailable`](tinyagent::ToolErrorKind::Unavailable) error that says so, and the next
-/// invocation (the next [`resolve_tools`](ToolResolver::resolve_tools)) connects again.
+/// `notifications/tools/list_changed`. If the server goes away, the call in flight fails with
+/// an [`Unavailable`](tinyagent::ToolErrorKind::Unavailable) error that says so, and the
+/// toolset connects again by itself (a stdio server's process is started again): at once,
+/// then, while the server keeps dying soon after it starts, after 1 s, 2 s, 4 s … at most
+/// 64 s. The tools already handed out use the new connection; [`health`](Self::health)
+/// says what is happening meanwhile.
 ///
 /// The connection is made lazily, on the first invocation, or eagerly with
 /// [`connect`](Self::connect). A child process is killed when the toolset is dropped; its
@@ -223,6 +243,9 @@ impl McpToolset {
                 state: Mutex::new(None),
                 outage: Default::default(),
                 health: Default::default(),
+                generation: Default::default(),
+                subscribed: Default::default(),
+                updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
             }),
         }
     }
@@ -248,6 +271,9 @@ impl McpToolset {
                 state: Mutex::new(None),
                 outage: Default::default(),
                 health: Default::default(),
+                generation: Default::default(),
+                subscribed: Default::default(),
+                updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
             },
         };
         f(&mut inner);
@@ -388,7 +414,7 @@ impl McpToolset {
     /// first connection that has no token; later connections, reconnects included, reuse and
     /// refresh it.
     #[must_use]
-    pub fn oauth(self, oauth: crate::oauth::McpOAuth) -> Self {
+    pub fn oauth(self, oauth: McpOAuth) -> Self {
         self.configure(|inner| inner.oauth = Some(oauth))
     }
 
@@ -411,30 +437,7 @@ impl McpToolset {
     pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolError> {
         let inner = &self.inner;
         let mut state = inner.state.lock().await;
-        let alive = state.as_ref().is_some_and(|c| {
-            !c.broken.load(Ordering::SeqCst)
-                && !c.service.is_closed()
-                && !c.service.is_transport_closed()
-        });
-        if !alive {
-            if state.is_some() {
-                tracing::info!(server = %inner.label, "MCP server connection lost; reconnecting");
-                inner.health.set(McpHealth::Lost);
-            }
-            *state = None;
-            inner.check_outage()?;
-            let connection = tokio::time::timeout(inner.connect_timeout, inner.connect())
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ToolError::timed_out(format!(
-                        "MCP server `{}` did not finish connecting within {:?}",
-                        inner.label, inner.connect_timeout
-                    )))
-                })
-                .inspect_err(|e| inner.connect_failed(e))?;
-            inner.connected();
-            *state = Some(connection);
-        }
+        inner.ensure_connected(&mut state).await?;
         let Some(connection) = state.as_mut() else {
             return Err(ToolError::unavailable(format!(
                 "MCP server `{}` is not connected",
@@ -450,9 +453,7 @@ impl McpToolset {
                 Ok(Err(err)) => {
                     connection.stale.store(true, Ordering::SeqCst);
                     let err = service_error(&inner.label, err, "listing its tools");
-                    if err.kind() == ToolErrorKind::Unavailable {
-                        *state = None;
-                    }
+                    inner.check_error(connection.generation, &err);
                     return Err(err);
                 }
                 Err(_) => {
@@ -463,8 +464,8 @@ impl McpToolset {
                     )));
                 }
             };
-            let broken = Arc::clone(&connection.broken);
-            let (tools, infos) = self.convert(listed, &peer, &broken, connection.output.as_deref());
+            let (tools, infos) =
+                listing::offered_tools(inner, listed, connection.output.as_deref());
             connection.tools = Some(tools);
             connection.infos = infos;
         }
@@ -492,97 +493,6 @@ impl McpToolset {
         self.tools().await?;
         let state = self.inner.state.lock().await;
         Ok(state.as_ref().map(|c| c.infos.clone()).unwrap_or_default())
-    }
-
-    fn convert(
-        &self,
-        listed: Vec<rmcp::model::Tool>,
-        peer: &Peer<RoleClient>,
-        broken: &Arc<AtomicBool>,
-        output: Option<&ChildOutput>,
-    ) -> (Vec<Arc<dyn Tool>>, Vec<McpToolInfo>) {
-        let inner = &self.inner;
-        let label: Arc<str> = Arc::from(inner.label.as_str());
-        let remote: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
-        let names = crate::naming::offered_names(&inner.prefix, &remote);
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
-        let mut infos = Vec::with_capacity(listed.len());
-        for (tool, name) in listed.iter().zip(names) {
-            let remote = tool.name.to_string();
-            let Some(name) = name else {
-                tracing::warn!(server = %inner.label, tool = %remote,
-                    "the MCP server lists this tool twice; offering the first");
-                continue;
-            };
-            let title = tool
-                .title
-                .clone()
-                .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
-            let hints = tool
-                .annotations
-                .as_ref()
-                .map_or_else(ToolHints::default, |a| {
-                    let d = ToolHints::default();
-                    d.read_only(a.read_only_hint.unwrap_or(d.read_only))
-                        .destructive(a.destructive_hint.unwrap_or(d.destructive))
-                        .idempotent(a.idempotent_hint.unwrap_or(d.idempotent))
-                        .open_world(a.open_world_hint.unwrap_or(d.open_world))
-                });
-            let not_offered = if inner.filter.as_ref().is_some_and(|keep| !keep(&remote)) {
-                Some("left out by the toolset's filter".to_owned())
-            } else if output.is_some_and(|o| o.task_required(&remote)) {
-                Some(
-                    "it requires MCP task support (execution.taskSupport = required), which \
-                     this client does not have"
-                        .to_owned(),
-                )
-            } else {
-                None
-            };
-            let schema = Value::Object((*tool.input_schema).clone());
-            let info = McpToolInfo {
-                name: name.clone(),
-                remote_name: remote.clone(),
-                title: title.clone(),
-                description: tool.description.as_deref().map(str::to_owned),
-                input_schema: schema.clone(),
-                output_schema: tool
-                    .output_schema
-                    .as_ref()
-                    .map(|s| Value::Object((**s).clone())),
-                hints,
-                not_offered: not_offered.clone(),
-            };
-            if let Some(reason) = &not_offered {
-                tracing::debug!(server = %inner.label, tool = %remote, %reason, "MCP tool not offered");
-            } else {
-                if info.renamed(&inner.prefix) {
-                    tracing::debug!(server = %inner.label, tool = %remote, name = %name,
-                        "MCP tool offered under a valid name");
-                }
-                tools.push(Arc::new(McpTool {
-                    name,
-                    remote,
-                    description: info
-                        .description
-                        .clone()
-                        .or(title.clone())
-                        .unwrap_or_default(),
-                    title,
-                    output_schema: info.output_schema.clone(),
-                    schema,
-                    hints,
-                    peer: peer.clone(),
-                    bridge: Arc::clone(&inner.bridge),
-                    label: Arc::clone(&label),
-                    call_timeout: inner.call_timeout,
-                    max_result_bytes: inner.max_result_bytes,
-                    broken: Arc::clone(broken),
-                }));
-            }
-            infos.push(info);
-        }
-        (tools, infos)
     }
 }
 

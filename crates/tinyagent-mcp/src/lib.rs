@@ -26,45 +26,29 @@
 //! # Ok(()) }
 //! ```
 
-mod catalog;
 mod client;
-mod command_line;
-mod content;
-mod errors;
-mod http;
-mod input_required;
-mod naming;
-mod oauth;
-mod remote_tool;
-mod served_call;
+mod protocol;
 mod server;
-mod server_catalog;
-mod server_host;
-mod std_streams;
-mod stdio;
-mod telemetry;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
-pub use catalog::{
-    McpPrompt, McpPromptMessage, McpResource, McpResourceTemplate, PromptRole, ResourceBody,
-};
 pub use client::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn, ElicitationHandler, McpHealth,
-    McpPromptInfo, McpResourceInfo, McpToolset, elicitation_fn,
+    DEFAULT_AUTHORIZATION_TIMEOUT, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ElicitationFn,
+    ElicitationHandler, McpClientError, McpHealth, McpOAuth, McpPromptInfo, McpResourceInfo,
+    McpToolInfo, McpToolset, elicitation_fn,
 };
-pub use content::{
+pub use protocol::completion::{McpCompletion, McpCompletionRequest};
+pub use protocol::content::{
     DEFAULT_MAX_RESULT_BYTES, content_block, content_part, result_text, tool_output,
     truncate_result,
 };
-pub use errors::McpClientError;
-pub use http::{HttpServerHandle, MCP_HTTP_PATH, McpHttpService};
-pub use oauth::{DEFAULT_AUTHORIZATION_TIMEOUT, McpOAuth};
-pub use remote_tool::McpToolInfo;
+pub use protocol::prompt_message::{McpPromptMessage, PromptRole};
 pub use server::{
-    DEFAULT_HTTP_HEADER_TIMEOUT, DEFAULT_HTTP_MAX_CONNECTIONS, McpServeError, McpServer,
+    DEFAULT_HTTP_HEADER_TIMEOUT, DEFAULT_HTTP_MAX_CONNECTIONS, HttpServerHandle, MCP_HTTP_PATH,
+    McpHttpService, McpPrompt, McpResource, McpResourceTemplate, McpServeError, McpServer,
+    ResourceBody,
 };
 
 /// rmcp, the MCP SDK this crate is built on, for its model types and transports.

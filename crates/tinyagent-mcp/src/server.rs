@@ -1,31 +1,45 @@
-//! tinyagent tools served over MCP: [`McpServer`].
+//! tinyagent tools served over MCP: [`McpServer`], the type and its settings. What it serves
+//! and how sit beside it in `server/`: the requests' handler (`handler`), a `tools/call`
+//! answered (`tool_call`, with `host` and, on protocol 2026-07-28, `input_required`), the
+//! prompts and resources (`catalog`, `prompt`, `resource`, `subscribe`, `subscriptions`),
+//! and the transports (`stdio`, `http`), mirroring the client's folder.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use rmcp::handler::server::ServerHandler;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    ToolAnnotations,
-};
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServiceExt};
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, Implementation, ToolAnnotations};
 use serde_json::Value;
 use tinyagent::tools::ToolInput;
 use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{Tool, ToolContext, ToolError};
-
-use crate::catalog::{Catalog, value_text};
-use crate::content::{error_result, success_result};
-pub use crate::errors::McpServeError;
-use crate::input_required::Waiting;
-use tracing::Instrument as _;
-
-use crate::server_host::{SessionLogLevel, log_level};
-
 use tinyagent_http::serve::ConnLimits;
+
+mod catalog;
+mod errors;
+mod handler;
+mod host;
+mod http;
+mod input_required;
+mod log_filter;
+mod prompt;
+mod resource;
+mod std_streams;
+mod stdio;
+mod subscribe;
+mod subscriptions;
+mod tool_call;
+
+use crate::protocol::content::{error_result, success_result};
+use catalog::Catalog;
+pub use errors::McpServeError;
+pub use http::{HttpServerHandle, MCP_HTTP_PATH, McpHttpService};
+use input_required::Waiting;
+use log_filter::SessionLogLevel;
+pub use prompt::McpPrompt;
+pub use resource::{McpResource, McpResourceTemplate, ResourceBody};
+use subscriptions::{SessionToken, Subscriptions};
 
 /// How long a client of [`McpServer::serve_http`] may take to send a request's headers by
 /// default (also how long a kept-alive connection may stay idle): 10 seconds.
@@ -44,9 +58,10 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
 /// correct itself. Only a call to an unknown tool is a protocol error. A tool that panics
 /// gives an `isError` result, not a dead server.
 ///
-/// `McpServer` implements rmcp's [`ServerHandler`], so it can be served over any rmcp
-/// transport too. Nothing is written to standard output except MCP messages on stdio: logs
-/// go through `tracing`, and it is the program's subscriber that chooses where (stderr).
+/// `McpServer` implements rmcp's [`ServerHandler`](rmcp::handler::server::ServerHandler), so
+/// it can be served over any rmcp transport too. Nothing is written to standard output except
+/// MCP messages on stdio: logs go through `tracing`, and it is the program's subscriber that
+/// chooses where (stderr).
 ///
 /// ```no_run
 /// use tinyagent_mcp::McpServer;
@@ -63,6 +78,8 @@ pub struct McpServer {
     pub(crate) inner: Arc<ServerInner>,
     /// The session's `logging/setLevel` (each HTTP session gets its own).
     pub(crate) log_level: SessionLogLevel,
+    /// The session's subscriptions end when its last handle is dropped.
+    pub(crate) session: Arc<SessionToken>,
 }
 
 /// Who may call the endpoint.
@@ -104,6 +121,8 @@ pub(crate) struct ServerInner {
     pub(crate) catalog: Catalog,
     /// Calls waiting for their clients' answers (protocol 2026-07-28 and later).
     pub(crate) waiting: Waiting,
+    /// Who is subscribed to which resource, over all sessions.
+    pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
 pub(crate) struct ServedTool {
@@ -196,7 +215,9 @@ impl McpServer {
                 validator,
             });
         }
+        let subscriptions = Arc::new(Subscriptions::default());
         Self {
+            session: Arc::new(SessionToken::new(&subscriptions)),
             inner: Arc::new(ServerInner {
                 implementation: Implementation::new("tinyagent", env!("CARGO_PKG_VERSION")),
                 instructions: None,
@@ -211,6 +232,7 @@ impl McpServer {
                 by_name,
                 catalog: Catalog::default(),
                 waiting: Waiting::default(),
+                subscriptions,
             }),
             log_level: SessionLogLevel::default(),
         }
@@ -222,6 +244,7 @@ impl McpServer {
         Self {
             inner: Arc::new(inner),
             log_level: self.log_level,
+            session: self.session,
         }
     }
 
@@ -244,6 +267,27 @@ impl McpServer {
     pub fn instructions(self, instructions: impl Into<String>) -> Self {
         let instructions = instructions.into();
         self.configure(|inner| inner.instructions = Some(instructions))
+    }
+
+    /// Adds a prompt (see [`McpPrompt`](crate::McpPrompt)); clients list it, get it rendered
+    /// and complete its arguments.
+    #[must_use]
+    pub fn prompt(self, prompt: McpPrompt) -> Self {
+        self.configure(|inner| inner.catalog.prompts.push(prompt))
+    }
+
+    /// Adds a resource (see [`McpResource`](crate::McpResource)); clients list, read and
+    /// subscribe to it.
+    #[must_use]
+    pub fn resource(self, resource: McpResource) -> Self {
+        self.configure(|inner| inner.catalog.resources.push(resource))
+    }
+
+    /// Adds resources under a URI template (see
+    /// [`McpResourceTemplate`](crate::McpResourceTemplate)).
+    #[must_use]
+    pub fn resource_template(self, template: McpResourceTemplate) -> Self {
+        self.configure(|inner| inner.catalog.templates.push(template))
     }
 
     /// The names of the served tools, in order.
@@ -303,42 +347,6 @@ impl McpServer {
             },
         )
     }
-
-    /// Serves MCP over this process's standard input and output until the client closes the
-    /// connection. Write logs to standard error only: standard output carries MCP. A line
-    /// that is not a JSON-RPC message is answered with a JSON-RPC parse error (-32700) or
-    /// invalid-request error (-32600) and the session goes on.
-    ///
-    /// When standard input and output are pipes or sockets (as an MCP client that starts
-    /// this program makes them), they are switched to non-blocking mode and read and written
-    /// by the runtime's reactor, with no thread hand-off per message, and put back in blocking
-    /// mode when serving ends; needs a runtime with I/O enabled (`#[tokio::main]` enables it).
-    /// A terminal or a file is read and written through tokio's standard streams.
-    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
-        let (input, output) = crate::std_streams::std_streams();
-        let served = self.serve_io(input, output).await;
-        crate::std_streams::restore_blocking();
-        served
-    }
-
-    /// Serves MCP over any byte streams, newline-delimited as on stdio (see
-    /// [`serve_stdio`](Self::serve_stdio)), until `input` ends.
-    pub async fn serve_io(
-        self,
-        input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-        output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
-    ) -> Result<(), McpServeError> {
-        let (sink, stream, writer) = crate::stdio::server_transport(input, output);
-        let running = self
-            .serve((sink, stream))
-            .await
-            .map_err(|e| McpServeError::Handshake(crate::errors::chain_text(&e)))?;
-        let ended = running.waiting().await;
-        // Let the writer send what is queued (the answer to the last request).
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
-        ended.map_err(|e| McpServeError::Task(e.to_string()))?;
-        Ok(())
-    }
 }
 
 /// The inner state, taken when not shared, rebuilt otherwise (a validator is not `Clone`).
@@ -355,6 +363,7 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
                 http_limits: shared.http_limits,
                 catalog: shared.catalog.clone(),
                 waiting: shared.waiting.clone(),
+                subscriptions: Arc::clone(&shared.subscriptions),
                 tools: shared
                     .tools
                     .iter()
@@ -370,214 +379,13 @@ fn take_inner(this: Arc<ServerInner>) -> ServerInner {
     }
 }
 
-pub(crate) fn request_id_text(id: &rmcp::model::RequestId) -> String {
-    match id {
-        rmcp::model::NumberOrString::Number(n) => n.to_string(),
-        rmcp::model::NumberOrString::String(s) => s.to_string(),
-    }
-}
-
-/// The error for a request rmcp could not type: a known MCP method whose params do not fit
-/// (rmcp falls back to a custom request then) is invalid params (-32602), saying what is
-/// wrong; anything else is method not found (-32601).
-fn custom_request_error(request: &CustomRequest) -> ErrorData {
-    const KNOWN: [&str; 12] = [
-        "initialize",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "resources/list",
-        "resources/read",
-        "resources/templates/list",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "prompts/list",
-        "prompts/get",
-        "logging/setLevel",
-    ];
-    let method = request.method.as_str();
-    if !KNOWN.contains(&method) {
-        return ErrorData::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-            None,
-        );
-    }
-    let params = request.params.clone().unwrap_or(Value::Null);
-    let problem = if method == "tools/call" {
-        match serde_json::from_value::<CallToolRequestParams>(params.clone()) {
-            Err(e) => e.to_string(),
-            Ok(_) => "the params do not match the method".to_owned(),
-        }
-    } else {
-        "the params do not match the method".to_owned()
-    };
-    let problem = if method == "tools/call" && params.get("name").is_none_or(|n| !n.is_string()) {
-        "`name` (a string) is missing".to_owned()
-    } else if method == "tools/call"
-        && params
-            .get("arguments")
-            .is_some_and(|a| !a.is_object() && !a.is_null())
-    {
-        "`arguments` must be an object".to_owned()
-    } else {
-        problem
-    };
-    ErrorData::invalid_params(format!("Invalid params for {method}: {problem}"), None)
-}
-
 impl McpServer {
     /// The server for a new session: the same tools, a log level of its own.
     pub(crate) fn new_session(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
             log_level: SessionLogLevel::default(),
+            session: Arc::new(SessionToken::new(&self.inner.subscriptions)),
         }
-    }
-}
-
-impl ServerHandler for McpServer {
-    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
-    fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .build();
-        let catalog = &self.inner.catalog;
-        if !catalog.prompts.is_empty() {
-            capabilities.prompts = Some(Default::default());
-            capabilities.completions = Some(Default::default());
-        }
-        if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
-            let mut resources = rmcp::model::ResourcesCapability::default();
-            resources.subscribe = Some(true);
-            capabilities.resources = Some(resources);
-        }
-        let config =
-            ServerConfig::new(capabilities).with_server_info(self.inner.implementation.clone());
-        match &self.inner.instructions {
-            Some(instructions) => config.with_instructions(instructions.clone()),
-            None => config,
-        }
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.inner.tools.iter().map(|t| t.listed.clone()).collect(),
-        ))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.inner
-            .by_name
-            .get(name)
-            .map(|&i| self.inner.tools[i].listed.clone())
-    }
-
-    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); clients use it.
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.log_level.set(log_level(request.level));
-        Ok(())
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        Ok(self.inner.catalog.list_prompts())
-    }
-
-    async fn get_prompt(
-        &self,
-        request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        let arguments = request.arguments.unwrap_or_default().into_iter();
-        let arguments = arguments.map(|(k, v)| (k, value_text(v))).collect();
-        self.inner
-            .catalog
-            .get_prompt(&request.name, arguments)
-            .await
-            .map(Into::into)
-    }
-
-    async fn complete(
-        &self,
-        request: rmcp::model::CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        Ok(self.inner.catalog.complete(&request))
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        Ok(self.inner.catalog.list_resources())
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        Ok(self.inner.catalog.list_templates())
-    }
-
-    async fn read_resource(
-        &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.inner.catalog.read(&request.uri).await.map(Into::into)
-    }
-
-    async fn subscribe(
-        &self,
-        request: rmcp::model::SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.known_resource(&request.uri)
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: rmcp::model::UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.known_resource(&request.uri)
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        Err(custom_request_error(&request))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let id = request_id_text(&context.id);
-        let span = crate::telemetry::server_span(&request, &context.meta, &id);
-        let answer = self
-            .answer_call(request, context)
-            .instrument(span.clone())
-            .await;
-        crate::telemetry::end_response(&span, &answer);
-        answer
     }
 }

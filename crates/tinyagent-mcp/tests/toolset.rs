@@ -196,10 +196,26 @@ async fn toolset_against_tinyagents_own_server() {
 
 // --- faults -------------------------------------------------------------------------------
 
+/// Waits (at most 60 s) until `health` changes from what was last seen and then reads
+/// `Connected`.
+async fn connected_again(health: &mut tokio::sync::watch::Receiver<McpHealth>) {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        health.changed().await.unwrap();
+        health
+            .wait_for(|h| *h == McpHealth::Connected)
+            .await
+            .unwrap();
+    })
+    .await
+    .expect("the toolset did not connect again within 60 s");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_reconnects() {
+async fn a_server_killed_mid_call_gives_a_clear_error_and_is_started_again() {
     let toolset = stdio_toolset();
     let tools = toolset.tools().await.unwrap();
+    let mut health = toolset.health();
+    assert_eq!(*health.borrow_and_update(), McpHealth::Connected);
     let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
     assert!(
@@ -207,29 +223,35 @@ async fn a_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_re
             .contains("MCP server `fixture` is not running"),
         "{err}"
     );
+    assert!(err.message().contains("is being reconnected"), "{err}");
     assert!(err.is_retryable());
 
-    // The old tools keep failing clearly, without hanging.
-    let err = call(&find(&tools, "echo"), r#"{"text": "x"}"#)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
-
-    // The next invocation starts the server again; watchers see the connection lost, then
-    // made.
-    let mut health = toolset.health();
-    assert_eq!(*health.borrow_and_update(), McpHealth::Connected);
-    let tools = toolset.tools().await.expect("reconnect");
-    assert!(health.has_changed().unwrap(), "lost, then connected again");
-    assert_eq!(*health.borrow(), McpHealth::Connected);
+    // The toolset starts the server again by itself; watchers see it lost, then back.
+    connected_again(&mut health).await;
+    // The tools handed out before reach the new process: no new invocation is needed.
     let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
         .await
         .unwrap();
     assert_eq!(out, "echo: back");
+
+    // Killed again soon after it started: the second restart in a row waits a second.
+    let asked = std::time::Instant::now();
+    let err = call(&find(&tools, "die"), "{}").await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Unavailable, "{err}");
+    connected_again(&mut health).await;
+    assert!(
+        asked.elapsed() >= Duration::from_secs(1),
+        "restarted after {:?}, before the second of back-off",
+        asked.elapsed()
+    );
+    let out = call(&find(&tools, "echo"), r#"{"text": "again"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, "echo: again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocation_reconnects() {
+async fn an_http_server_killed_mid_call_gives_a_clear_error_and_is_connected_again() {
     let server = PythonHttpServer::start();
     let port = server.port();
     let toolset = McpToolset::http(&server.url).server_name("fixture-http");
@@ -246,50 +268,56 @@ async fn an_http_server_killed_mid_call_gives_a_clear_error_and_the_next_invocat
     );
     drop(server);
 
-    let err = toolset.tools().await.unwrap_err();
-    let failed_at = tokio::time::Instant::now();
-    assert_eq!(
-        err.kind(),
-        ToolErrorKind::Unavailable,
-        "nothing listens now: {err}"
-    );
-    // Watchers hear that the server went away.
-    assert!(health.has_changed().unwrap());
-    match &*health.borrow_and_update() {
+    // Nothing listens now: the toolset's own attempts fail, and it says when the next is.
+    let unreachable = tokio::time::timeout(
+        Duration::from_secs(60),
+        health.wait_for(|h| matches!(h, McpHealth::Unreachable { .. })),
+    )
+    .await
+    .expect("the toolset tried to connect again")
+    .unwrap()
+    .clone();
+    match unreachable {
         McpHealth::Unreachable {
-            failures: 1,
+            failures,
             retry_in,
             error,
         } => {
-            assert_eq!(*retry_in, Duration::from_secs(1));
+            assert!(failures >= 1);
+            assert_eq!(retry_in, reconnect_delay(failures));
             assert!(error.contains("fixture-http"), "{error}");
         }
-        other => panic!("expected unreachable after one failure, got {other:?}"),
+        other => panic!("expected unreachable, got {other:?}"),
     }
-    // Until the back-off (1 s after one failure) has passed, invocations fail at once instead
-    // of each waiting on the dead server.
+    // Until the back-off has passed, invocations fail at once instead of each waiting on
+    // the dead server.
     let err = toolset.tools().await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Unavailable);
     assert!(
-        err.message()
-            .contains("(1 attempts in a row failed); the next attempt is in"),
+        err.message().contains("attempts in a row failed)")
+            || err.message().contains("could not connect"),
         "{err}"
     );
 
-    // The server comes back at the same address: the next invocation after the back-off
-    // reconnects.
+    // The server comes back at the same address: the toolset connects again by itself,
+    // and the old tools work.
     let _server = PythonHttpServer::start_on(port);
-    tokio::time::sleep_until(failed_at + Duration::from_secs(1)).await;
-    let tools = toolset.tools().await.expect("reconnect");
-    assert_eq!(
-        *health.borrow(),
-        McpHealth::Connected,
-        "and that it is back"
-    );
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        health.wait_for(|h| *h == McpHealth::Connected),
+    )
+    .await
+    .expect("connected again within 120 s")
+    .unwrap();
     let out = call(&find(&tools, "echo"), r#"{"text": "back"}"#)
         .await
         .unwrap();
     assert_eq!(out, "echo: back");
+}
+
+/// The back-off after `failures` failed attempts in a row: 1 s, doubling, at most 64 s.
+fn reconnect_delay(failures: u32) -> Duration {
+    Duration::from_secs(1 << failures.saturating_sub(1).min(6))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,27 +1,11 @@
 //! [`OpenAiConfig`]: where the server is, which model, and how requests are made.
 
-use std::fmt;
+use std::ops::{Deref, DerefMut};
 
-use serde_json::Value;
-use tinyagent::ModelRequest;
-use tinyagent::model::SamplingOption;
 pub use tinyagent_http::ConfigError;
-use tinyagent_http::{Common, HttpSettings, Provider, ProviderInfo};
+use tinyagent_http::{HttpSettings, ProviderSettings};
 
-/// The environment variable holding the API key (optional for servers that need none).
-pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
-/// The environment variable holding the base URL, such as `http://localhost:11434/v1`.
-pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
-/// The environment variable holding the model name, such as `gpt-4o-mini` or `qwen2.5:7b`.
-pub const ENV_MODEL: &str = "OPENAI_MODEL";
-
-/// OpenAI's own base URL, the default.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The model used when none is configured.
-pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
-
-/// The token limit sent when a request sets none, by default.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+use crate::info::{DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 
 /// Which request field carries the token limit of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,7 +25,10 @@ pub enum MaxTokensField {
 ///
 /// Build one in code ([`OpenAiConfig::new`] and the setters) or from the environment
 /// ([`OpenAiConfig::from_env`]), then make the model with
-/// [`OpenAiModel::new`](crate::OpenAiModel::new). The API key is never printed by `Debug`.
+/// [`OpenAiModel::new`](crate::OpenAiModel::new). The settings every provider has (base URL,
+/// key, model, token limit, [`HttpSettings`]) are its [`settings`](Self::settings), which it
+/// reads as: `config.model` is `config.settings.model`. The API key is never printed by
+/// `Debug`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -51,19 +38,20 @@ pub enum MaxTokensField {
 ///     .base_url("http://localhost:11434/v1")   // Ollama; no key needed
 ///     .max_retries(3)
 ///     .first_byte_timeout(Duration::from_secs(120));
+/// assert_eq!(config.http.max_retries, 3);
 /// let model = OpenAiModel::new(config)?;
 /// assert_eq!(tinyagent::Model::name(&model), "qwen2.5:7b");
 /// # Ok::<(), tinyagent_openai::ConfigError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
-    /// The base URL; requests go to `{base_url}/chat/completions`.
-    pub base_url: String,
-    /// The API key, sent as `Authorization: Bearer …` when set.
-    pub api_key: Option<String>,
-    /// The model name sent in every request.
-    pub model: String,
+    /// Where the server is, the key (sent as `Authorization: Bearer …` when set), the model,
+    /// the token limit sent when a request sets none (`max_tokens` or
+    /// `max_completion_tokens`, see [`max_tokens_field`](Self::max_tokens_field); `None`
+    /// leaves it to the server) and how requests are made. Requests go to
+    /// `{base_url}/chat/completions`.
+    pub settings: ProviderSettings,
     /// Send tool schemas in OpenAI's strict dialect (`"strict": true`, through
     /// [`tinyagent::tools::schema::strict_schema`]). A tool whose schema has a map in it cannot be
     /// strict and is sent with `"strict": false`. Off by default: few other servers know it.
@@ -76,25 +64,21 @@ pub struct OpenAiConfig {
     pub stream_usage: bool,
     /// Which field carries the token limit.
     pub max_tokens_field: MaxTokensField,
-    /// The token limit sent when a request sets none (`max_tokens` or
-    /// `max_completion_tokens`, see [`max_tokens_field`](Self::max_tokens_field)), so a
-    /// runaway reply ends; `None` leaves it to the server.
-    pub max_tokens: Option<u32>,
-    /// How requests are made: retries, timeouts, sizes, extra headers and body fields.
-    pub http: HttpSettings,
 }
 
-impl fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (url, key) = (&self.base_url, self.api_key.as_ref());
-        tinyagent_http::debug_config(f, "OpenAiConfig", url, key, &self.model)
-            .field("strict_tools", &self.strict_tools)
-            .field("parallel_tool_calls", &self.parallel_tool_calls)
-            .field("stream_usage", &self.stream_usage)
-            .field("max_tokens_field", &self.max_tokens_field)
-            .field("max_tokens", &self.max_tokens)
-            .field("http", &self.http)
-            .finish()
+/// The configuration reads as its [`ProviderSettings`]: `config.base_url`, `config.api_key`,
+/// `config.model`, `config.max_tokens` and `config.http` are theirs.
+impl Deref for OpenAiConfig {
+    type Target = ProviderSettings;
+
+    fn deref(&self) -> &ProviderSettings {
+        &self.settings
+    }
+}
+
+impl DerefMut for OpenAiConfig {
+    fn deref_mut(&mut self) -> &mut ProviderSettings {
+        &mut self.settings
     }
 }
 
@@ -108,22 +92,20 @@ impl OpenAiConfig {
     /// A configuration for this model on OpenAI's API, without a key, with the default
     /// [`HttpSettings`] and a token limit of [`DEFAULT_MAX_TOKENS`].
     pub fn new(model: impl Into<String>) -> Self {
+        let mut settings = ProviderSettings::new(DEFAULT_BASE_URL, model);
+        settings.max_tokens = Some(DEFAULT_MAX_TOKENS);
         Self {
-            base_url: DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
-            model: model.into(),
+            settings,
             strict_tools: false,
             parallel_tool_calls: None,
             stream_usage: true,
             max_tokens_field: MaxTokensField::Auto,
-            max_tokens: Some(DEFAULT_MAX_TOKENS),
-            http: HttpSettings::default(),
         }
     }
 
-    /// The configuration the environment gives: [`ENV_BASE_URL`] (default
-    /// [`DEFAULT_BASE_URL`]), [`ENV_API_KEY`] (optional) and [`ENV_MODEL`] (default
-    /// [`DEFAULT_MODEL`]), read as [`tinyagent_http::from_lookup`] says; fails with
+    /// The configuration the environment gives: [`ENV_BASE_URL`](crate::ENV_BASE_URL)
+    /// (default [`DEFAULT_BASE_URL`]), [`ENV_API_KEY`](crate::ENV_API_KEY) (optional) and
+    /// [`ENV_MODEL`](crate::ENV_MODEL) (default [`DEFAULT_MODEL`]), read as [`ProviderSettings::read_env`] says; fails with
     /// [`ConfigError::NotConfigured`] when neither the key nor the base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
         tinyagent_http::from_lookup(|name| std::env::var(name).ok())
@@ -177,31 +159,32 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the token limit sent when a request sets none (`None`: send none).
+    /// Sets the token limit sent when a request sets none (`None`: send none; see
+    /// [`ProviderSettings::max_tokens`]).
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: impl Into<Option<u32>>) -> Self {
-        self.max_tokens = max_tokens.into();
+        self.settings.max_tokens = max_tokens.into();
         self
     }
 
     /// Sets the base URL.
     #[must_use]
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
+        self.settings.base_url = base_url.into();
         self
     }
 
     /// Sets the API key.
     #[must_use]
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
+        self.settings.api_key = Some(api_key.into());
         self
     }
 
     /// Sets the model name.
     #[must_use]
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
+        self.settings.model = model.into();
         self
     }
 
@@ -209,57 +192,22 @@ impl OpenAiConfig {
     /// configuration itself, through [`HttpConfig`](crate::HttpConfig)).
     #[must_use]
     pub fn http(mut self, http: HttpSettings) -> Self {
-        self.http = http;
+        self.settings.http = http;
         self
     }
 
-    /// The URL requests are posted to: the base URL (without trailing slashes) and
+    /// The URL requests are posted to: the [base URL](ProviderSettings::base) and
     /// `/chat/completions`.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        self.settings.url("/chat/completions")
     }
 
     /// Whether the base URL is OpenAI's own API.
     pub(crate) fn is_openai(&self) -> bool {
-        let rest = self
-            .base_url
-            .split_once("://")
-            .map_or(self.base_url.as_str(), |(_, r)| r);
+        let base = self.settings.base();
+        let rest = base.split_once("://").map_or(base, |(_, r)| r);
         let host = rest.split(['/', ':']).next().unwrap_or_default();
         host.eq_ignore_ascii_case("api.openai.com")
-    }
-}
-
-impl Provider for OpenAiConfig {
-    const INFO: ProviderInfo = ProviderInfo::new(
-        [ENV_API_KEY, ENV_BASE_URL, ENV_MODEL],
-        "set OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL (for any compatible server, such \
-         as http://localhost:11434/v1 for Ollama), and optionally OPENAI_MODEL (default \
-         gpt-4o-mini)",
-        DEFAULT_BASE_URL,
-        concat!("tinyagent-openai/", env!("CARGO_PKG_VERSION")),
-    )
-    .provider("openai")
-    .sampling(&SamplingOption::ALL);
-
-    fn common(&mut self) -> Common<'_> {
-        let Self {
-            base_url,
-            api_key,
-            model,
-            max_tokens,
-            http,
-            ..
-        } = self;
-        Common::new(base_url, api_key, model, max_tokens, http)
-    }
-
-    fn endpoints(&self) -> [String; 2] {
-        [self.endpoint(), self.endpoint()]
-    }
-
-    fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
-        crate::wire::request_body(self, req, stream)
     }
 }
 
@@ -300,7 +248,7 @@ mod tests {
 
     #[test]
     fn validation() {
-        let check = |mut c: OpenAiConfig| tinyagent_http::check(&mut c);
+        let check = |c: OpenAiConfig| tinyagent_http::check(&c);
         assert!(check(OpenAiConfig::new("m")).is_ok());
         for bad in ["localhost:8080", "ftp://x", "http://", ""] {
             assert!(
@@ -315,5 +263,32 @@ mod tests {
             check(OpenAiConfig::new(" ")),
             Err(ConfigError::InvalidModel { .. })
         ));
+    }
+
+    #[test]
+    fn the_base_url_is_used_as_every_provider_uses_it() {
+        // Whitespace around it and trailing slashes are not part of it (this configuration
+        // once kept the whitespace, where the other providers dropped it).
+        let c = OpenAiConfig::new("m").base_url(" http://localhost:11434/v1// ");
+        assert_eq!(c.endpoint(), "http://localhost:11434/v1/chat/completions");
+        assert_eq!(c.endpoint(), c.settings.url("/chat/completions"));
+        let c = OpenAiConfig::new("m").base_url(" https://api.openai.com/v1/ ");
+        assert!(c.is_openai());
+        let r = crate::ResponsesConfig::new("m").base_url("\thttp://h:8080/v1/ ");
+        assert_eq!(r.endpoint(), "http://h:8080/v1/responses");
+    }
+
+    #[test]
+    fn the_settings_are_read_through_the_configuration() {
+        let mut c = OpenAiConfig::new("m").api_key("sk-secret").max_tokens(7);
+        assert_eq!((c.model.as_str(), c.max_tokens), ("m", Some(7)));
+        assert_eq!(c.key(), Some("sk-secret"));
+        c.model = "n".to_owned();
+        assert_eq!(c.settings.model, "n");
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("sk-secret") && shown.contains("<redacted>"),
+            "{shown}"
+        );
     }
 }

@@ -3,9 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use tinyagent::{ModelError, model::ModelErrorKind};
-use tinyagent_http::{Failure, Provider, bounded, describe, error_body, field_text, snippet};
-
-use crate::OpenAiConfig;
+use tinyagent_http::{Failure, bounded, describe, error_body, field_text, snippet};
 
 /// The parts of an OpenAI error body: `{"error": {"message", "type", "param", "code"}}`
 /// (also accepted: `{"error": "text"}`, `{"message": "text"}`, `{"detail": "text"}`).
@@ -92,7 +90,7 @@ pub(crate) fn status_error(
         )),
         _ => None,
     };
-    let mut err = tinyagent_http::status_error(&OpenAiConfig::INFO, &failure, own);
+    let mut err = tinyagent_http::status_error(&crate::info::CHAT, &failure, own);
     if api.is("insufficient_quota") {
         // Out of credit: waiting does not help.
         err = err.retryable(false);

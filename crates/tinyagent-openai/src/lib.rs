@@ -62,6 +62,7 @@
 
 mod config;
 mod error;
+mod info;
 mod model;
 mod responses;
 mod stream;
@@ -71,10 +72,10 @@ mod wire;
 #[path = "fuzz.rs"]
 pub mod __fuzz;
 
-pub use config::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL,
-    ENV_MODEL, MaxTokensField, OpenAiConfig,
+pub use config::{ConfigError, MaxTokensField, OpenAiConfig};
+pub use info::{
+    DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
 };
 pub use model::OpenAiModel;
 pub use responses::{ResponsesConfig, ResponsesModel};
-pub use tinyagent_http::{HttpConfig, HttpSettings};
+pub use tinyagent_http::{HttpConfig, HttpSettings, ProviderSettings};

@@ -1,10 +1,12 @@
 //! [`OpenAiModel`]: the [`Model`](tinyagent::Model) over HTTP, with retries and streaming.
 
 use reqwest::StatusCode;
+use serde_json::Value;
 use tinyagent::{ModelError, ModelRequest, ModelResponse};
-use tinyagent_http::{HttpModel, Protocol};
+use tinyagent_http::{HttpModel, Protocol, Provider, ProviderInfo, ProviderSettings};
 
-use crate::config::{DEFAULT_BASE_URL, OpenAiConfig};
+use crate::config::OpenAiConfig;
+use crate::info::DEFAULT_BASE_URL;
 use crate::stream::Assembler;
 
 /// A [`Model`] that talks the OpenAI Chat Completions wire format over HTTP.
@@ -74,5 +76,26 @@ impl Protocol for OpenAiConfig {
             "it must be the root of an OpenAI-compatible API (usually ending in /v1, such as \
              {DEFAULT_BASE_URL})"
         )
+    }
+}
+
+/// The Chat Completions API, as the shared model needs it.
+impl Provider for OpenAiConfig {
+    const INFO: ProviderInfo = crate::info::CHAT;
+
+    fn settings(&self) -> &ProviderSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ProviderSettings {
+        &mut self.settings
+    }
+
+    fn endpoints(&self) -> [String; 2] {
+        [self.endpoint(), self.endpoint()]
+    }
+
+    fn request_body(&self, req: &ModelRequest, stream: bool) -> Value {
+        crate::wire::request_body(self, req, stream)
     }
 }

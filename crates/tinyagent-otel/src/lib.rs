@@ -3,7 +3,7 @@
 //! OpenTelemetry for tinyagent: the spans every run makes (`invoke_agent {agent}`,
 //! `chat {model}`, `execute_tool {tool}`, in the GenAI semantic conventions; see
 //! [`tinyagent::telemetry`]) exported as OpenTelemetry spans over OTLP, the metrics they
-//! imply (token usage, operation and tool durations, runs in flight, HTTP requests of a
+//! imply (token usage and cost, operation and tool durations, runs in flight, HTTP requests of a
 //! server), a Prometheus text endpoint's contents, and W3C trace context in and out.
 //!
 //! It is configured the standard way, by the `OTEL_*` environment variables, and is off and

@@ -1,11 +1,11 @@
-//! Metrics read off the spans as they close: a model call's duration and tokens, a tool call's
-//! duration and failure, a run's duration and the runs in flight, a server's requests.
+//! Metrics read off the spans as they close: a model call's duration, tokens and cost, a tool
+//! call's duration and failure, a run's duration and the runs in flight, a server's requests.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use opentelemetry::metrics::{Histogram, Meter, UpDownCounter};
+use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 use opentelemetry::{Key, KeyValue, StringValue, Value};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -35,12 +35,16 @@ enum Kind {
     McpClient,
     McpServer,
     Store,
+    /// A span that only names the API key its runs are for (a server's task away from its
+    /// request).
+    Keyed,
 }
 
-/// The span fields the instruments read: their attributes, the token counts and whether a
-/// server's answer is a stream. No other field is kept (ids, content, finish reasons), so a
-/// span costs the metrics only what they use.
-const USED: [&str; 16] = [
+/// The span fields the instruments read: their attributes, the token counts, a call's cost,
+/// the API key a server's request or task is for, and whether a server's answer is a stream. No
+/// other field is kept (ids, content, finish reasons), so a span costs the metrics only what
+/// they use.
+const USED: [&str; 18] = [
     "gen_ai.agent.name",
     "gen_ai.operation.name",
     "gen_ai.provider.name",
@@ -57,6 +61,8 @@ const USED: [&str; 16] = [
     "http.response.status_code",
     "url.scheme",
     "tinyagent.stream",
+    "tinyagent.cost",
+    "tinyagent.api_key",
 ];
 
 /// The fields of a span its metrics need, gathered as they are recorded: numbers as numbers,
@@ -75,6 +81,14 @@ impl Fields {
 
     fn is(&self, name: &str, text: &str) -> bool {
         self.get(name).is_some_and(|value| value.as_str() == text)
+    }
+
+    fn number(&self, name: &str) -> Option<f64> {
+        match self.get(name)? {
+            Value::F64(n) => Some(*n),
+            Value::I64(n) => Some(*n as f64),
+            _ => None,
+        }
     }
 
     fn count(&self, name: &str) -> Option<u64> {
@@ -149,6 +163,7 @@ struct Timed {
 pub(crate) struct GenAiMetrics {
     operation_duration: Histogram<f64>,
     token_usage: Histogram<u64>,
+    cost: Counter<f64>,
     tool_duration: Histogram<f64>,
     agent_duration: Histogram<f64>,
     runs_active: UpDownCounter<i64>,
@@ -180,6 +195,14 @@ impl GenAiMetrics {
                 .with_unit("{token}")
                 .with_description("Tokens a model call used, by gen_ai.token.type")
                 .with_boundaries(TOKEN_BUCKETS.to_vec())
+                .build(),
+            cost: meter
+                .f64_counter("tinyagent.cost")
+                .with_unit("USD")
+                .with_description(
+                    "What model calls cost, in US dollars, where their price is known; by \
+                     model and by the server's API key whose request ran them",
+                )
                 .build(),
             tool_duration: seconds(
                 "tinyagent.tool.call.duration",
@@ -231,7 +254,12 @@ impl GenAiMetrics {
                     .fields
                     .attributes(&["http.request.method", "http.route", "url.scheme"]),
             ),
-            Kind::Chat | Kind::Tool | Kind::McpClient | Kind::McpServer | Kind::Store => {}
+            Kind::Chat
+            | Kind::Tool
+            | Kind::McpClient
+            | Kind::McpServer
+            | Kind::Store
+            | Kind::Keyed => {}
         }
     }
 
@@ -245,6 +273,18 @@ impl GenAiMetrics {
             self.streams_active
                 .add(1, &timed.fields.attributes(&["http.route"]));
         }
+    }
+
+    /// A model call's cost, for the key its run was for (`key`, from a span around it).
+    fn cost(&self, fields: &Fields, key: Option<Value>) {
+        let Some(usd) = fields.number("tinyagent.cost") else {
+            return;
+        };
+        let mut attributes = fields.attributes(&["gen_ai.provider.name", "gen_ai.request.model"]);
+        if let Some(key) = key {
+            attributes.push(KeyValue::new("tinyagent.api_key", key));
+        }
+        self.cost.add(usd, &attributes);
     }
 
     fn closed(&self, timed: &Timed) {
@@ -283,6 +323,7 @@ impl GenAiMetrics {
                 self.runs_active
                     .add(-1, &fields.attributes(&["gen_ai.agent.name"]));
             }
+            Kind::Keyed => {}
             Kind::Store => self.store_duration.record(
                 seconds,
                 &fields.attributes(&["db.operation.name", "error.type"]),
@@ -339,6 +380,14 @@ fn kind_of(attrs: &Attributes<'_>) -> Option<Kind> {
         "mcp_server" => Some(Kind::McpServer),
         "session_store" => Some(Kind::Store),
         _ if attrs.metadata().fields().field("http.route").is_some() => Some(Kind::Http),
+        _ if attrs
+            .metadata()
+            .fields()
+            .field("tinyagent.api_key")
+            .is_some() =>
+        {
+            Some(Kind::Keyed)
+        }
         _ => None,
     }
 }
@@ -376,11 +425,24 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id)
-            && let Some(timed) = span.extensions_mut().remove::<Timed>()
-        {
-            self.metrics.closed(&timed);
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let Some(timed) = span.extensions_mut().remove::<Timed>() else {
+            return;
+        };
+        if timed.kind == Kind::Chat {
+            // The key of the nearest span around the call that names one (a server's request,
+            // or its task).
+            let key = span.scope().skip(1).find_map(|parent| {
+                parent
+                    .extensions()
+                    .get::<Timed>()
+                    .and_then(|t| t.fields.get("tinyagent.api_key").cloned())
+            });
+            self.metrics.cost(&timed.fields, key);
         }
+        self.metrics.closed(&timed);
     }
 }
 

@@ -8,19 +8,24 @@
 //! per agent; an A2A context is one of its sessions, under the same history and session
 //! limits as the session API, and listed there too.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
-use tinyagent::AgentError;
 use tinyagent::agent::SessionRunner;
+use tinyagent::budget::BudgetResource;
 use tinyagent::store::StoreError;
-use tinyagent_a2a::A2aService;
+use tinyagent::{Agent, AgentError};
+use tinyagent_a2a::{A2aService, TaskCall};
 
+use crate::cost_limit::Spending;
 use crate::error::ApiError;
-use crate::scoped::{PostChecks, Scoped, lock};
+use crate::metered::Metered;
+use crate::post::{PostChecks, lock};
+use crate::request_id::{REQUEST_ID_HEADER, RequestId};
+use crate::scoped::Scoped;
 use crate::state::AppState;
 use crate::tenancy::Caller;
 
@@ -45,7 +50,7 @@ pub(crate) async fn card(
 }
 
 fn card_of(state: &AppState, agent: &str, headers: &HeaderMap) -> Response {
-    let Some(runner) = runner(state, agent) else {
+    let Some(served) = state.agent(agent) else {
         return unknown(state, agent).into_response();
     };
     // The Host header passed the server's host rule, so it names this server. Behind a proxy
@@ -62,7 +67,7 @@ fn card_of(state: &AppState, agent: &str, headers: &HeaderMap) -> Response {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
     let scheme = if https { "https" } else { "http" };
     let url = format!("{scheme}://{host}/a2a/{agent}");
-    let card = A2aService::new(runner.clone())
+    let card = A2aService::new(SessionRunner::new(served.clone(), state.store.clone()))
         .bearer_auth(!state.keys.is_empty())
         .card_json(&url);
     axum::Json(card).into_response()
@@ -75,18 +80,27 @@ pub(crate) async fn call(
     Path(agent): Path<String>,
     request: Request,
 ) -> Response {
-    let Some(runner) = runner(&state, &agent) else {
+    let Some(served) = state.agent(&agent) else {
         return unknown(&state, &agent).into_response();
     };
     let mut router = {
         let mut routers = lock(&state.a2a.routers);
         routers
             .entry((agent.clone(), caller.name.clone()))
-            .or_insert_with(|| tenant_router(&state, &caller, runner.clone()))
+            .or_insert_with(|| tenant_router(&state, &caller, served.clone()))
             .clone()
     };
     let (mut parts, body) = request.into_parts();
     parts.uri = Uri::from_static("/");
+    // The task's run happens away from this request (the A2A server spawns it): the request's
+    // id goes with the call, so that a failure's text and log lines name it. A client's own
+    // `x-request-id` is not the server's to trust.
+    parts.headers.remove(REQUEST_ID_HEADER);
+    if let Some(id) = RequestId::current().and_then(|id| id.header()) {
+        parts.headers.insert(REQUEST_ID_HEADER, id);
+    }
+    // And the request's trace: the task's span continues it.
+    tinyagent_otel::inject_context(&mut parts.headers);
     // The A2A router allows larger bodies than this server: the operator's limit holds.
     let body = http_body_util::Limited::new(body, state.limits.max_body_bytes);
     let request = Request::from_parts(parts, axum::body::Body::new(body));
@@ -94,10 +108,6 @@ pub(crate) async fn call(
         Ok(response) => response,
         Err(never) => match never {},
     }
-}
-
-fn runner<'a>(state: &'a AppState, agent: &str) -> Option<&'a SessionRunner> {
-    state.runners.get(agent)
 }
 
 fn unknown(state: &AppState, agent: &str) -> ApiError {
@@ -109,33 +119,90 @@ fn unknown(state: &AppState, agent: &str) -> ApiError {
 }
 
 /// The A2A service of one agent for one key: its runs use the key's view of the store, with
-/// the limits of a session post.
-fn tenant_router(state: &AppState, caller: &Caller, runner: SessionRunner) -> Router {
+/// the limits of a session post, within the key's money, each inside a span of its task
+/// (which names the key, and continues the trace of the request that started it).
+fn tenant_router(state: &AppState, caller: &Caller, agent: Arc<dyn Agent>) -> Router {
     let store = state.store.clone();
-    let owner = caller.owner.clone();
+    let scope = caller.tenant_scope();
     let (max_history, max_sessions) = (
         state.tenancy.max_history,
         state.tenancy.max_sessions_per_key,
     );
-    let service = A2aService::from_runner_fn(move || {
+    let (spending, on_busy, key) = (state.spending.clone(), state.on_busy, caller.name.clone());
+    let money = (spending.clone(), key.clone());
+    let service = A2aService::from_task_fn(move |call: &TaskCall| {
         let checks = Arc::new(PostChecks {
             max_history,
             max_sessions,
-            idempotency: None,
-            stop: Mutex::new(None),
-            run: Mutex::default(),
+            ..PostChecks::default()
         });
-        let view = Scoped::of(store.clone(), owner.clone()).posting(checks);
-        runner
-            .with_store(Arc::new(view))
-            .owner(owner.clone())
+        let view = Scoped::of(store.clone(), scope.clone()).posting(checks);
+        let metered = Metered::new(agent.clone(), spending.clone(), key.clone())
+            .in_span(task_span(agent.name(), &key, call));
+        SessionRunner::new(metered, view)
+            .on_busy(on_busy)
+            .owner(scope.owner.clone())
             .keep_interrupted(true)
     })
     .max_running(state.limits.max_concurrent_per_key)
     .run_timeout(state.limits.request_timeout)
     .bearer_auth(!state.keys.is_empty())
-    .error_text(error_text);
+    .task_error_text(move |err, call| task_error_text(err, call, &money));
     service.jsonrpc_router()
+}
+
+/// The span of an A2A task's run: its agent, its key (so that the cost metric counts it for
+/// the key) and its request, continuing the request's trace.
+fn task_span(agent: &str, key: &str, call: &TaskCall) -> tracing::Span {
+    let request_id = call.header(REQUEST_ID_HEADER).unwrap_or_default();
+    let span = tracing::info_span!(
+        target: "tinyagent_server",
+        "a2a_task",
+        otel.name = format!("a2a_task {agent}"),
+        tinyagent.api_key = key,
+        a2a.task.id = call.task_id.as_str(),
+        request_id,
+    );
+    let mut headers = HeaderMap::new();
+    for name in ["traceparent", "tracestate"] {
+        if let Some(value) = call.header(name).and_then(|v| v.parse().ok()) {
+            headers.insert(name, value);
+        }
+    }
+    tinyagent_otel::continue_trace(&span, &headers);
+    span
+}
+
+/// What a task that failed says, naming the request that started it: its log lines (made
+/// here, away from the request) name it too.
+fn task_error_text(err: &AgentError, call: &TaskCall, money: &(Arc<Spending>, Arc<str>)) -> String {
+    let text = || match (err, money.0.limit) {
+        // The key's money ran out: what the other APIs say with their 429.
+        (
+            AgentError::BudgetExhausted {
+                resource: BudgetResource::Cost,
+                ..
+            },
+            Some(limit),
+        ) => {
+            let wait = money.0.wait(&money.1).unwrap_or_default();
+            ApiError::cost_limit(&limit.to_string(), wait, true).message
+        }
+        _ => error_text(err),
+    };
+    match call.header(REQUEST_ID_HEADER).and_then(RequestId::parse) {
+        Some(id) => {
+            let text = id.scope(text);
+            // The other APIs say "this request id" beside the id; a task's text has no
+            // field for it, so it names the id itself.
+            if text.contains("this request id") {
+                text.replace("this request id", &format!("request id {id}"))
+            } else {
+                format!("{text} (request id {id})")
+            }
+        }
+        None => text(),
+    }
 }
 
 /// What a task that failed says: what the other APIs say, without the server's internals.
@@ -151,8 +218,11 @@ fn error_text(err: &AgentError) -> String {
             "this contextId is not one of your conversations; leave it out to start one".to_owned()
         }
         AgentError::Store(other) => {
+            let request_id = RequestId::current();
+            let request_id = request_id.as_ref().map_or("", RequestId::as_str);
             tracing::warn!(
                 error = %tinyagent::redact::url(&other.to_string()),
+                %request_id,
                 "A2A task: the session store failed"
             );
             "the session store is unavailable; try again later".to_owned()

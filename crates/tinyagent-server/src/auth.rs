@@ -26,14 +26,17 @@ pub(crate) async fn guard(
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let caller = match authenticate(&state, &request) {
-        Ok(caller) => caller,
+    let (caller, admin) = match authenticate(&state, &request) {
+        Ok(found) => found,
         Err(err) => {
             let response = err.into_response();
             log(&method, &path, &response, started, "-");
             return response;
         }
     };
+    // The request's span names its key (never the secret): the cost metric counts the runs
+    // inside it for the key.
+    tracing::Span::current().record("tinyagent.api_key", &*caller);
     if let Err(err) = crate::guard::json_only(&request) {
         let response = err.into_response();
         log(&method, &path, &response, started, &caller);
@@ -59,7 +62,7 @@ pub(crate) async fn guard(
     }
     request
         .extensions_mut()
-        .insert(state.tenancy.caller(&caller, state.keys.is_empty()));
+        .insert(state.tenancy.caller(&caller, admin, state.keys.is_empty()));
     let slots = state
         .slots
         .get(&*caller)
@@ -121,9 +124,10 @@ impl Drop for Held {
     }
 }
 
-fn authenticate(state: &AppState, request: &Request) -> Result<Arc<str>, ApiError> {
+/// The name of the request's key, and whether it is an admin key.
+fn authenticate(state: &AppState, request: &Request) -> Result<(Arc<str>, bool), ApiError> {
     if state.keys.is_empty() {
-        return Ok(state.keys.anonymous.clone());
+        return Ok((state.keys.anonymous.clone(), false));
     }
     let Some(value) = request.headers().get(header::AUTHORIZATION) else {
         return Err(ApiError::unauthorized(true));
@@ -137,7 +141,7 @@ fn authenticate(state: &AppState, request: &Request) -> Result<Arc<str>, ApiErro
     state
         .keys
         .find(token)
-        .cloned()
+        .map(|key| (key.name.clone(), key.admin))
         .ok_or_else(|| ApiError::unauthorized(false))
 }
 

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -25,6 +26,7 @@ use crate::extract::ApiJson;
 use crate::request_id::{RequestId, in_request};
 use crate::sse::{self, Step};
 use crate::state::{AppState, ClientInstructions};
+use crate::tenancy::Caller;
 
 /// How a client's system message reads to the model under [`ClientInstructions::Below`].
 pub(crate) fn client_context(role: &str, text: &str) -> String {
@@ -252,11 +254,16 @@ impl Meta {
 fn usage_json(usage: &Usage) -> Value {
     let prompt = usage.input_tokens.unwrap_or(0);
     let completion = usage.output_tokens.unwrap_or(0);
-    json!({
+    let mut usage_json = json!({
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-    })
+    });
+    // What the answer cost, in US dollars, as OpenRouter reports it: only when known.
+    if let Some(cost) = usage.cost {
+        usage_json["cost"] = json!(cost.usd());
+    }
+    usage_json
 }
 
 /// Whether an event is one clients see as a `tinyagent` event: the tool calls and their
@@ -324,6 +331,7 @@ pub(crate) fn timeout_error(state: &AppState) -> ApiError {
 
 pub(crate) async fn completions(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<ChatRequest>,
 ) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
@@ -344,8 +352,10 @@ pub(crate) async fn completions(
     // Before anything streams: an option the agent would have to drop is a 400.
     agent.check_options(&options)?;
     let (history, message) = conversation(request.messages, admit)?;
+    state.afford(&caller)?;
     let session = Session::new();
     session.append(history);
+    let agent = state.metered(&agent, &caller);
     let events = crate::answer_shape::run(agent, session, message, options, shape);
     let meta = Meta {
         id: format!(
@@ -365,11 +375,11 @@ pub(crate) async fn completions(
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
         Ok(sse::response(sse::with_heartbeat(
-            stream_chunks(state, meta, steps, include_usage),
+            stream_chunks(state, caller, meta, steps, include_usage),
             sse::HEARTBEAT,
         )))
     } else {
-        answer(&state, meta, steps).await
+        answer(&state, &caller, meta, steps).await
     }
 }
 
@@ -385,6 +395,7 @@ pub(crate) struct Outcome {
 /// alike).
 pub(crate) async fn run_to_end(
     state: &AppState,
+    caller: &Caller,
     mut steps: BoxStream<'static, Step>,
 ) -> Result<Outcome, ApiError> {
     let mut transcript = Transcript::default();
@@ -392,7 +403,7 @@ pub(crate) async fn run_to_end(
     while let Some(step) = steps.next().await {
         let event = match step {
             Step::TimedOut => return Err(timeout_error(state)),
-            Step::Event(event) => event?,
+            Step::Event(event) => event.map_err(|err| state.run_error(err, caller))?,
         };
         match event {
             Event::TextDelta(text) => {
@@ -424,10 +435,11 @@ pub(crate) async fn run_to_end(
 /// Runs to the end and answers with one `chat.completion`.
 async fn answer(
     state: &AppState,
+    caller: &Caller,
     meta: Meta,
     steps: BoxStream<'static, Step>,
 ) -> Result<Response, ApiError> {
-    let outcome = run_to_end(state, steps).await?;
+    let outcome = run_to_end(state, caller, steps).await?;
     let body = json!({
         "id": meta.id,
         "object": "chat.completion",
@@ -470,6 +482,7 @@ pub(crate) fn event_json(event: &Event) -> Value {
 /// The run as `chat.completion.chunk`s, ending with `data: [DONE]` (or an error object).
 fn stream_chunks(
     state: Arc<AppState>,
+    caller: Caller,
     meta: Meta,
     steps: BoxStream<'static, Step>,
     include_usage: bool,
@@ -491,9 +504,9 @@ fn stream_chunks(
             Step::TimedOut => frames.push(data(
                 &in_request(request_id, || timeout_error(&state)).body(),
             )),
-            Step::Event(Err(err)) => {
-                frames.push(data(&in_request(request_id, || ApiError::from(err)).body()))
-            }
+            Step::Event(Err(err)) => frames.push(data(
+                &in_request(request_id, || state.run_error(err, &caller)).body(),
+            )),
             Step::Event(Ok(event)) => match &event {
                 Event::TextDelta(text) => {
                     let piece = transcript.delta(text);

@@ -69,6 +69,25 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, "authentication_error", message).code(code)
     }
 
+    /// A `429 cost_limit_exceeded`: the key has spent its money (`limit`), and may spend again
+    /// in `wait`; `stopped` when a run was stopped for it.
+    pub(crate) fn cost_limit(limit: &str, wait: std::time::Duration, stopped: bool) -> Self {
+        let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+        let what = if stopped {
+            "the run was stopped before its next model call: this API key spent what it had \
+             left"
+        } else {
+            "this API key has spent what it may"
+        };
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            format!("{what} of its money limit ({limit}); retry in {seconds} s"),
+        )
+        .code("cost_limit_exceeded")
+        .retry_after(seconds)
+    }
+
     /// A 500 `server_error`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
@@ -112,7 +112,9 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// The front door of every route, one layer ([`FrontLayer`]): gives the request an id
 /// (errors quote it, the answer carries it as `x-request-id`, and the request's log lines
 /// name it, so a client's report finds the server's log line); then, for every route but the
-/// health checks, the cross-site checks (`Host`, then `Origin`). A tower layer of its own
+/// health checks, the cross-site checks (`Host`, then `Origin`). Every answer leaves with the
+/// security headers (`X-Content-Type-Options`, `X-Frame-Options`, `Referrer-Policy`, a
+/// `Content-Security-Policy`). A tower layer of its own
 /// rather than `from_fn`: it boxes neither the inner service nor its future.
 #[derive(Clone)]
 pub(crate) struct FrontLayer {
@@ -224,10 +226,26 @@ where
     }
 }
 
+/// The response with the request's id and the headers every answer carries: no sniffing of
+/// its type, no framing (the page's own policy kept, every other answer's set: nothing runs
+/// in it), no referrer sent from it.
 fn with_id(mut response: Response, id: RequestId) -> Response {
+    let headers = response.headers_mut();
     if let Some(value) = id.header() {
-        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+        headers.insert(REQUEST_ID_HEADER, value);
     }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(crate::page::API_CSP));
     response
 }
 

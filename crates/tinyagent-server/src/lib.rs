@@ -15,12 +15,15 @@
 //! | `GET /` | a page to chat with the agents in a browser |
 //!
 //! Every route but the health checks and the page needs `Authorization: Bearer <key>` when
-//! keys are configured (compared in constant time). Each session belongs to the key that
-//! created it: another key gets `404` for it and never sees it listed; an
-//! [admin key](Server::admin_key) sees every session; a server without keys is one tenant.
-//! Per key, [`Server::rate_limit`], [`Server::max_sessions_per_key`] and
-//! [`Server::max_history`] bound what it sends and keeps, and a session post may carry an
-//! `Idempotency-Key` whose retry gets the stored outcome instead of a second run.
+//! keys are configured (compared in constant time). A key's name is its tenant (two keys of
+//! one name are refused; a key given without one is named after its secret). Each session
+//! belongs to the key that created it, and each key has session ids of its own: another key's
+//! `chat-1` is another session ([`store_key`]), so a key can neither see, guess nor take
+//! another's; an [admin key](Server::admin_key) lists every session and addresses any with
+//! `?owner=NAME`; a server without keys is one tenant. Per key, [`Server::rate_limit`],
+//! [`Server::max_cost_per_key`], [`Server::max_sessions_per_key`] and [`Server::max_history`]
+//! bound what it sends, spends and keeps, and a session post may carry an `Idempotency-Key`
+//! whose retry gets the stored outcome instead of a second run.
 //!
 //! Errors are OpenAI's error objects,
 //! `{"error":{"message","type","param","code","request_id"}}`, so OpenAI's SDKs raise their
@@ -68,17 +71,23 @@ mod a2a;
 mod answer_shape;
 mod auth;
 mod chat;
+mod cost_limit;
 mod error;
 mod extract;
 mod guard;
+mod ids;
 mod keys;
 mod listen;
+mod metered;
+mod namespace;
 mod options;
 mod page;
+mod post;
 mod request_id;
 mod responses;
 mod routes;
 mod scoped;
+mod serve_error;
 mod server;
 mod serving;
 mod sessions;
@@ -88,11 +97,14 @@ mod store_spans;
 mod telemetry;
 mod tenancy;
 
+pub use cost_limit::CostLimit;
 pub use error::ApiError;
+pub use namespace::store_key;
+pub use serve_error::ServeError;
 pub use server::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_PER_KEY, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, ServeError, Server,
+    DEFAULT_WRITE_TIMEOUT, ENV_API_KEYS, Server,
 };
 pub use state::ClientInstructions;
 pub use tenancy::{DEFAULT_ADMIN_KEY_NAME, RateLimit};

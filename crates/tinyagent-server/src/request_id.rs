@@ -38,6 +38,16 @@ impl RequestId {
         Self(bytes)
     }
 
+    /// The id `text` is, if it is one (`req_` and 16 lower-case hex digits).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let bytes: [u8; 20] = text.as_bytes().try_into().ok()?;
+        let valid = bytes.starts_with(b"req_")
+            && bytes[4..]
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+        valid.then_some(Self(bytes))
+    }
+
     /// The id as text.
     pub(crate) fn as_str(&self) -> &str {
         // ASCII by construction.
@@ -108,5 +118,15 @@ mod tests {
         assert_eq!(RequestId::current(), None);
         assert_eq!(a.scope(RequestId::current), Some(a));
         assert_eq!(in_request(Some(b), RequestId::current), Some(b));
+        assert_eq!(RequestId::parse(a.as_str()), Some(a));
+        for bad in [
+            "",
+            "req_",
+            "req_0123456789abcdeF",
+            "xyz_0123456789abcdef",
+            "req_0123456789abcdef0",
+        ] {
+            assert_eq!(RequestId::parse(bad), None, "{bad}");
+        }
     }
 }

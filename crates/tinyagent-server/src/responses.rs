@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -31,6 +32,7 @@ use crate::extract::ApiJson;
 use crate::request_id::{RequestId, in_request};
 use crate::sse::{self, Step};
 use crate::state::AppState;
+use crate::tenancy::Caller;
 
 /// A Responses request; the fields besides these go through [`translate`].
 #[derive(Debug, Deserialize)]
@@ -308,13 +310,18 @@ impl Meta {
 fn usage_json(usage: &Usage) -> Value {
     let input = usage.input_tokens.unwrap_or(0);
     let output = usage.output_tokens.unwrap_or(0);
-    json!({
+    let mut usage_json = json!({
         "input_tokens": input,
         "input_tokens_details": {"cached_tokens": usage.cached_input_tokens.unwrap_or(0)},
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens.unwrap_or(0)},
         "total_tokens": input + output,
-    })
+    });
+    // What the answer cost, in US dollars, as in Chat Completions: only when known.
+    if let Some(cost) = usage.cost {
+        usage_json["cost"] = json!(cost.usd());
+    }
+    usage_json
 }
 
 fn unique_id(prefix: &str) -> String {
@@ -326,6 +333,7 @@ fn unique_id(prefix: &str) -> String {
 
 pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<ResponsesRequest>,
 ) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
@@ -348,8 +356,10 @@ pub(crate) async fn create(
     let instructions = request.instructions.clone();
     let (chat, from) = messages(request.instructions, request.input)?;
     let (history, message) = conversation(chat, admit).map_err(|e| named(e, &from))?;
+    state.afford(&caller)?;
     let session = Session::new();
     session.append(history);
+    let agent = state.metered(&agent, &caller);
     let events = crate::answer_shape::run(agent, session, message, options, shape);
     let meta = Meta {
         id: unique_id("resp"),
@@ -364,21 +374,22 @@ pub(crate) async fn create(
     let steps = sse::until(events, deadline);
     if request.stream.unwrap_or(false) {
         Ok(sse::response(sse::with_heartbeat(
-            stream_events(state, meta, steps),
+            stream_events(state, caller, meta, steps),
             sse::HEARTBEAT,
         )))
     } else {
-        answer(&state, meta, steps).await
+        answer(&state, &caller, meta, steps).await
     }
 }
 
 /// Runs to the end and answers with one response object.
 async fn answer(
     state: &AppState,
+    caller: &Caller,
     meta: Meta,
     steps: BoxStream<'static, Step>,
 ) -> Result<Response, ApiError> {
-    let outcome = run_to_end(state, steps).await?;
+    let outcome = run_to_end(state, caller, steps).await?;
     let mut body = meta.response("completed", Some(&outcome.text), Some(&outcome.usage));
     body["tinyagent"] = json!({"events": outcome.reported});
     Ok(axum::Json(body).into_response())
@@ -407,6 +418,7 @@ fn error_event(err: &ApiError) -> Value {
 /// deltas, then completed (or an `error` event).
 fn stream_events(
     state: Arc<AppState>,
+    caller: Caller,
     meta: Meta,
     steps: BoxStream<'static, Step>,
 ) -> impl futures::Stream<Item = Bytes> + Send + 'static {
@@ -454,7 +466,7 @@ fn stream_events(
             Step::Event(Err(err)) => {
                 ended = true;
                 frames.push(fail(
-                    in_request(request_id, || ApiError::from(err)),
+                    in_request(request_id, || state.run_error(err, &caller)),
                     &mut numbered,
                 ));
             }

@@ -87,7 +87,13 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 
 async fn page() -> Response {
     (
-        [(header::CACHE_CONTROL, "no-cache")],
+        [
+            (header::CACHE_CONTROL, "no-cache"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                crate::page::PAGE_CSP.as_str(),
+            ),
+        ],
         Html(crate::page::INDEX_HTML),
     )
         .into_response()

@@ -2,7 +2,7 @@
 //! into an axum [`Router`] or a running server.
 
 use std::fmt;
-use std::net::SocketAddr;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ pub const ENV_API_KEYS: &str = "TINYAGENT_API_KEYS";
 pub struct Server {
     pub(crate) agents: Vec<Arc<dyn Agent>>,
     pub(crate) store: Arc<dyn SessionStore>,
-    pub(crate) keys: Vec<(String, String)>,
+    pub(crate) keys: Vec<crate::keys::ApiKey>,
     pub(crate) allow_unauthenticated: bool,
     pub(crate) limits: Limits,
     pub(crate) on_busy: OnBusy,
@@ -79,6 +79,7 @@ pub struct Server {
     pub(crate) parameters: crate::options::Parameters,
     pub(crate) tenancy: crate::tenancy::Tenancy,
     pub(crate) metrics: Option<tinyagent_otel::Prometheus>,
+    pub(crate) cost_limit: Option<crate::CostLimit>,
 }
 
 impl Default for Server {
@@ -101,6 +102,7 @@ impl fmt::Debug for Server {
             .field("site", &self.site)
             .field("client_instructions", &self.client_instructions)
             .field("client_tool_results", &self.client_tool_results)
+            .field("cost_limit", &self.cost_limit)
             .finish_non_exhaustive()
     }
 }
@@ -132,6 +134,7 @@ impl Server {
             parameters: crate::options::Parameters::default(),
             tenancy: Default::default(),
             metrics: None,
+            cost_limit: None,
         }
     }
 
@@ -153,37 +156,69 @@ impl Server {
         self
     }
 
-    /// Accepts this API key (as `Authorization: Bearer <key>`); logs name it `key-N`, N
-    /// counting from 1 in the order keys were added. Empty keys are ignored.
+    /// Accepts this API key (as `Authorization: Bearer <key>`), named after its secret:
+    /// `key-` and 8 hex digits of a SHA-256 of it (`key-3f9a1c2e`), the same whatever other
+    /// keys come and go, and saying nothing of the secret. Logs show that name, and it is the
+    /// tenant its sessions belong to ([`key_names`](Self::key_names) lists it). Empty keys are
+    /// ignored.
     #[must_use]
     pub fn api_key(self, key: impl Into<String>) -> Self {
-        let id = format!("key-{}", self.keys.len() + 1);
-        self.named_api_key(id, key)
+        self.named_api_key("", key)
     }
 
-    /// Accepts these API keys.
+    /// Accepts these API keys (see [`api_key`](Self::api_key)).
     #[must_use]
     pub fn api_keys<K: Into<String>>(self, keys: impl IntoIterator<Item = K>) -> Self {
         keys.into_iter().fold(self, Self::api_key)
     }
 
     /// Accepts this API key under a name of your choosing, which logs show instead of the key
-    /// (and by which its concurrency is counted). The name is the tenant: the sessions the key
-    /// creates belong to it, so keep it when the key's secret changes. An empty name is
-    /// replaced by `key-N`.
+    /// (and by which its concurrency and rate are counted). The name is the tenant: the
+    /// sessions the key creates belong to it, so keep it when the key's secret changes, and
+    /// know that renaming a key moves its sessions out of its reach. An empty name is replaced
+    /// by the one [`api_key`](Self::api_key) derives from the secret. Empty keys are ignored.
+    ///
+    /// Names must be unique (the admin key's included) and free of control and invisible
+    /// format characters, and a secret may be given once: [`check`](Self::check) and
+    /// [`serve`](Self::serve) refuse the server otherwise ([`ServeError::DuplicateKeyName`](crate::ServeError::DuplicateKeyName),
+    /// [`DuplicateKey`](crate::ServeError::DuplicateKey), [`KeyName`](crate::ServeError::KeyName)).
     #[must_use]
-    pub fn named_api_key(mut self, id: impl Into<String>, key: impl Into<String>) -> Self {
-        let key = key.into();
-        let id = id.into();
-        let id = if id.trim().is_empty() {
-            format!("key-{}", self.keys.len() + 1)
-        } else {
-            id
-        };
-        if !key.is_empty() {
-            self.keys.push((id, key));
+    pub fn named_api_key(self, id: impl Into<String>, key: impl Into<String>) -> Self {
+        self.add_key(id.into(), key.into(), false)
+    }
+
+    fn add_key(mut self, name: String, secret: String, admin: bool) -> Self {
+        if secret.is_empty() {
+            return self;
         }
+        let name = if name.trim().is_empty() {
+            crate::keys::derived_name(&secret)
+        } else {
+            name
+        };
+        self.keys.push(crate::keys::ApiKey {
+            name,
+            secret,
+            admin,
+        });
         self
+    }
+
+    /// The names of the keys, in the order they were added (admin keys included): what logs,
+    /// the page and the store's `owner` show for them.
+    ///
+    /// ```
+    /// let server = tinyagent_server::Server::new()
+    ///     .named_api_key("alice", "sk-alice")
+    ///     .api_key("sk-erin")
+    ///     .admin_key("sk-root");
+    /// let names: Vec<&str> = server.key_names().collect();
+    /// assert_eq!(names[0], "alice");
+    /// assert!(names[1].starts_with("key-") && names[1].len() == 12);
+    /// assert_eq!(names[2], "admin");
+    /// ```
+    pub fn key_names(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.name.as_str())
     }
 
     /// Lets [`serve`](Self::serve) start without API keys on an address other than loopback,
@@ -374,24 +409,21 @@ impl Server {
         self
     }
 
-    /// Accepts an admin key, named [`DEFAULT_ADMIN_KEY_NAME`]: a request with it lists, reads,
-    /// posts to and deletes every session, whoever owns it. A session an admin key creates has
-    /// no owner, so only admin keys see it.
+    /// Accepts an admin key, named [`DEFAULT_ADMIN_KEY_NAME`]: a request with it lists every
+    /// tenant's sessions (each with its owner) and reads, posts to and deletes any of them
+    /// (`?owner=NAME` addresses another tenant's; see the serving guide), and reads
+    /// `/metrics`. Its rights go with the key itself, never with its name; the sessions it
+    /// creates without `?owner` have no owner, so only admin keys see them.
     #[must_use]
     pub fn admin_key(self, key: impl Into<String>) -> Self {
         self.named_admin_key(DEFAULT_ADMIN_KEY_NAME, key)
     }
 
-    /// Accepts an admin key under a name of your choosing (see [`admin_key`](Self::admin_key)).
+    /// Accepts an admin key under a name of your choosing (see [`admin_key`](Self::admin_key);
+    /// names must be unique, as for [`named_api_key`](Self::named_api_key)).
     #[must_use]
-    pub fn named_admin_key(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
-        let name = name.into();
-        let before = self.keys.len();
-        self = self.named_api_key(name, key);
-        if let Some((name, _)) = self.keys.get(before) {
-            self.tenancy.admins.insert(name.clone());
-        }
-        self
+    pub fn named_admin_key(self, name: impl Into<String>, key: impl Into<String>) -> Self {
+        self.add_key(name.into(), key.into(), true)
     }
 
     /// How many sessions one key may keep (`None`, the default: no limit). A message that
@@ -414,6 +446,28 @@ impl Server {
         self
     }
 
+    /// How much one key's runs may cost per period (`None`, the default: no limit), priced by
+    /// the agents' [price tables](tinyagent::LlmAgent::builder) (models without a price cost
+    /// nothing). A key whose money is spent gets `429` with code `cost_limit_exceeded` and a
+    /// `Retry-After`, and a run in flight stops before a model call once it has spent what its
+    /// key had left when it started (each run then draws from [`Budget::default`] with that
+    /// as its `max_cost`, in place of its agent's own budget). Counted per key name, in this
+    /// process's memory: each replica of a server counts its own, and a restart forgets.
+    ///
+    /// ```
+    /// use tinyagent_server::{CostLimit, Server};
+    ///
+    /// let server = Server::new().max_cost_per_key("5/day".parse::<CostLimit>().unwrap());
+    /// # let _ = server;
+    /// ```
+    ///
+    /// [`Budget::default`]: tinyagent::Budget::default
+    #[must_use]
+    pub fn max_cost_per_key(mut self, limit: impl Into<Option<crate::CostLimit>>) -> Self {
+        self.cost_limit = limit.into();
+        self
+    }
+
     /// How many requests one key (without keys: all clients together) may send per unit of
     /// time (`None`, the default: no limit). One more gets `429` with code
     /// `rate_limit_exceeded` and a `Retry-After` in seconds.
@@ -422,32 +476,4 @@ impl Server {
         self.tenancy.rate_limit = limit.into();
         self
     }
-}
-
-/// Why [`Server::serve`] could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServeError {
-    /// No API keys, and an address that is not loopback.
-    #[error(
-        "refusing to serve on {addr} without API keys: anyone who can reach it could use the \
-         agents; add API keys, listen on a loopback address (127.0.0.1), or allow \
-         unauthenticated access explicitly"
-    )]
-    Unauthenticated {
-        /// The address.
-        addr: SocketAddr,
-    },
-    /// No agent to serve.
-    #[error("no agent to serve: add one with Server::agent")]
-    NoAgents,
-    /// A pinned or capped request field cannot be used.
-    #[error("the request fields the operator set cannot be used: {problem}")]
-    Parameters {
-        /// What is wrong.
-        problem: String,
-    },
-    /// The listener failed.
-    #[error("the server's listener failed: {0}")]
-    Io(#[from] std::io::Error),
 }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
-use tinyagent::agent::SessionRunner;
 use tinyagent_http::serve::ConnLimits;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -15,7 +14,8 @@ use tower_layer::Layer;
 
 use crate::guard::{FrontLayer, SitePolicy};
 use crate::keys::{ANONYMOUS, KeyRing};
-use crate::server::{ServeError, Server};
+use crate::serve_error::ServeError;
+use crate::server::Server;
 use crate::state::{AppState, Limits};
 
 impl Server {
@@ -25,7 +25,8 @@ impl Server {
     /// themselves; the choice of address (and whether a server without keys may listen on
     /// it) is the app's. [`serve`](Self::serve) makes it for you. Ask
     /// [`check`](Self::check) first: pinned or capped fields it would refuse are logged as an
-    /// error here, and a pin of a field that cannot be pinned is ignored.
+    /// error here, and a pin of a field that cannot be pinned is ignored; keys it would refuse
+    /// are logged and left out (each key of a name two keys share gets `401`).
     pub fn router(self) -> Router {
         if let Err(problem) = self.parameters.check() {
             tracing::error!(%problem, "the request fields the operator set cannot be used");
@@ -40,19 +41,10 @@ impl Server {
         let limits = self.limits;
         // Every store operation a span: its latency in the traces and the metrics.
         self.store = Arc::new(crate::store_spans::TracedStore(self.store));
-        let runners = self
-            .agents
-            .iter()
-            .map(|agent| {
-                let runner =
-                    SessionRunner::new(agent.clone(), self.store.clone()).on_busy(self.on_busy);
-                (agent.name().to_owned(), runner)
-            })
-            .collect();
         let mut slots: HashMap<String, Arc<Semaphore>> = HashMap::new();
-        for (id, _) in &self.keys {
+        for key in &self.keys {
             slots.insert(
-                id.clone(),
+                key.name.clone(),
                 Arc::new(Semaphore::new(limits.max_concurrent_per_key)),
             );
         }
@@ -63,7 +55,8 @@ impl Server {
         let site = Arc::new(self.site);
         let state = AppState {
             agents: self.agents,
-            runners,
+            on_busy: self.on_busy,
+            spending: Arc::new(crate::cost_limit::Spending::new(self.cost_limit)),
             store: self.store,
             keys: KeyRing::new(self.keys),
             slots,
@@ -81,8 +74,10 @@ impl Server {
     }
 
     /// What [`serve`](Self::serve) would refuse on `addr`, checked before it starts (so a
-    /// program can say it is serving only once it will): no API keys on an address other
-    /// than loopback, no agent, request fields pinned or capped that cannot be.
+    /// program can say it is serving only once it will): keys that cannot be told apart (two
+    /// of one name, the admin key's included; one secret twice; a name with invisible
+    /// characters), no API keys on an address other than loopback, no agent, request fields
+    /// pinned or capped that cannot be.
     ///
     /// ```
     /// let server = tinyagent_server::Server::new();
@@ -94,7 +89,9 @@ impl Server {
 
     /// Why the server may not serve on `addr`, if it may not.
     fn cannot_serve_on(&self, addr: SocketAddr) -> Option<ServeError> {
-        if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
+        if let Err(problem) = crate::keys::check(&self.keys) {
+            Some(problem)
+        } else if self.keys.is_empty() && !self.allow_unauthenticated && !addr.ip().is_loopback() {
             Some(ServeError::Unauthenticated { addr })
         } else if self.agents.is_empty() {
             Some(ServeError::NoAgents)
@@ -268,9 +265,10 @@ mod tests {
         let server = Server::new().api_key("sk-1").named_api_key("ops", "sk-2");
         assert!(!format!("{server:?}").contains("sk-"));
         let ring = KeyRing::new(server.keys);
-        assert_eq!(ring.find(b"sk-1").map(|n| &**n), Some("key-1"));
-        assert_eq!(ring.find(b"sk-2").map(|n| &**n), Some("ops"));
-        assert_eq!(ring.find(b"sk-"), None);
-        assert_eq!(ring.find(b""), None);
+        let name = |key: &[u8]| ring.find(key).map(|k| k.name.to_string());
+        assert_eq!(name(b"sk-1"), Some(crate::keys::derived_name("sk-1")));
+        assert_eq!(name(b"sk-2").as_deref(), Some("ops"));
+        assert_eq!(name(b"sk-"), None);
+        assert_eq!(name(b""), None);
     }
 }

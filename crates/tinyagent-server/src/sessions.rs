@@ -13,16 +13,18 @@
 //!   its run is paused; `DELETE` removes the session.
 //! - `GET /v1/sessions?limit=&cursor=`: the sessions, most recently written first, paged.
 //!
-//! Every session belongs to the key that created it (see [`crate::tenancy`]): the routes see
-//! the store through a [`Scoped`] view, in which another key's session does not exist — `404`,
-//! the same answer as for an id never used, and absent from lists.
+//! Every session belongs to the key that created it (see [`crate::tenancy`]), and each key has
+//! ids of its own: the routes see the store through a [`Scoped`] view of the caller's tenant, in
+//! which another key's `chat-1` is another session. An id this tenant never used is `404`
+//! (resuming it too), whoever else uses it. An admin key lists every session (with its owner)
+//! and addresses another tenant's with `?owner=NAME`.
 //!
 //! A post may carry an `Idempotency-Key` header: the run's outcome (its `finished` event) is
 //! stored in the same commit as its messages, and a post with the same key to the same
 //! session by the same tenant gets that outcome again, as a stream of one `finished` event
 //! with the header `Idempotent-Replayed: true`, instead of a second run.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
@@ -35,16 +37,18 @@ use futures::stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tinyagent::agent::{Decisions, PAUSED_KEY, PausedRun};
-use tinyagent::store::{ListOptions, SessionInfo, SessionStore, StoreError, check_session_id};
+use tinyagent::store::{ListOptions, SessionInfo, SessionStore, StoreError};
 use tinyagent::{AgentError, Event};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
 use crate::extract::ApiJson;
-use crate::scoped::{IDEMPOTENCY_PREFIX, Idempotency, PostChecks, RunSoFar, Scoped, lock};
+use crate::ids::checked;
+use crate::post::{IDEMPOTENCY_PREFIX, Idempotency, PostChecks, lock};
+use crate::scoped::Scoped;
 use crate::sse::{self, Step};
 use crate::state::AppState;
-use crate::tenancy::Caller;
+use crate::tenancy::{Caller, Scope};
 
 /// The longest `Idempotency-Key` accepted, in bytes.
 const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
@@ -88,6 +92,9 @@ fn seconds(t: SystemTime) -> u64 {
 fn info_json(info: &SessionInfo) -> Value {
     json!({
         "id": info.id,
+        // Whose it is: an API key's name; `null` for no owner (a server without keys, an
+        // admin key's own).
+        "owner": (!info.owner.is_empty()).then_some(&info.owner),
         "version": info.version,
         "message_count": info.message_count,
         "created_at": seconds(info.created_at),
@@ -96,8 +103,20 @@ fn info_json(info: &SessionInfo) -> Value {
     })
 }
 
-fn checked(id: &str) -> Result<(), ApiError> {
-    check_session_id(id).map_err(|err| ApiError::from(err).param("id"))
+/// The query of the routes of one session: an admin key's `?owner=` (another tenant's).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OwnerQuery {
+    #[serde(default)]
+    owner: Option<String>,
+}
+
+type MaybeQuery<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
+
+/// The sessions a request addresses: its caller's tenant, or the one an admin key names.
+fn scope_of(caller: &Caller, query: MaybeQuery<OwnerQuery>) -> Result<Scope, ApiError> {
+    let Query(query) = query.map_err(|err| ApiError::bad_request(err.body_text()))?;
+    caller.scope(query.owner.as_deref())
 }
 
 /// The one answer for a session this caller cannot see, whether it never existed or is
@@ -117,9 +136,10 @@ pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    query: MaybeQuery<OwnerQuery>,
 ) -> Result<Response, ApiError> {
     checked(&id)?;
-    let store = Scoped::view(&state, &caller);
+    let store = Scoped::view(&state, &scope_of(&caller, query)?);
     let Some(stored) = store
         .load(&id)
         .await
@@ -145,9 +165,10 @@ pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    query: MaybeQuery<OwnerQuery>,
 ) -> Result<Response, ApiError> {
     checked(&id)?;
-    let store = Scoped::view(&state, &caller);
+    let store = Scoped::view(&state, &scope_of(&caller, query)?);
     if store
         .delete(&id)
         .await
@@ -166,6 +187,9 @@ pub(crate) struct ListQuery {
     limit: Option<usize>,
     #[serde(default)]
     cursor: Option<String>,
+    /// An admin key's: only this tenant's sessions.
+    #[serde(default)]
+    owner: Option<String>,
 }
 
 pub(crate) async fn list(
@@ -178,7 +202,8 @@ pub(crate) async fn list(
     if let Some(cursor) = query.cursor {
         options = options.cursor(cursor);
     }
-    let page = Scoped::view(&state, &caller)
+    let scope = caller.scope(query.owner.as_deref())?;
+    let page = Scoped::view(&state, &scope)
         .list(&options)
         .await
         .map_err(|err| ApiError::from(err).param("cursor"))?;
@@ -195,13 +220,16 @@ pub(crate) async fn post_message(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    query: MaybeQuery<OwnerQuery>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<PostMessage>,
 ) -> Result<Response, ApiError> {
     let idempotency_key = idempotency_key(&headers)?;
+    let scope = scope_of(&caller, query)?;
     answer(
         state,
         caller,
+        scope,
         id,
         body.agent,
         idempotency_key,
@@ -214,9 +242,11 @@ pub(crate) async fn resume(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    query: MaybeQuery<OwnerQuery>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<Resume>,
 ) -> Result<Response, ApiError> {
+    let scope = scope_of(&caller, query)?;
     if headers.contains_key("idempotency-key") {
         return Err(ApiError::bad_request(
             "a resume needs no Idempotency-Key: retrying it never runs a call twice",
@@ -226,6 +256,7 @@ pub(crate) async fn resume(
     answer(
         state,
         caller,
+        scope,
         id,
         body.agent,
         None,
@@ -239,6 +270,7 @@ pub(crate) async fn resume(
 async fn answer(
     state: Arc<AppState>,
     caller: Caller,
+    scope: Scope,
     id: String,
     agent: Option<String>,
     idempotency_key: Option<String>,
@@ -246,6 +278,7 @@ async fn answer(
 ) -> Result<Response, ApiError> {
     let deadline = state.limits.request_timeout.map(|d| Instant::now() + d);
     checked(&id)?;
+    state.afford(&caller)?;
     let name = match agent {
         Some(name) => name,
         None if state.agents.len() == 1 => state.agents[0].name().to_owned(),
@@ -257,7 +290,7 @@ async fn answer(
             .param("agent"));
         }
     };
-    let Some(runner) = state.runners.get(&name) else {
+    let Some(agent) = state.agent(&name) else {
         return Err(ApiError::not_found(format!(
             "no agent named {name:?}; this server's agents are: {}",
             state.agent_names()
@@ -268,6 +301,9 @@ async fn answer(
     let checks = Arc::new(PostChecks {
         max_history: state.tenancy.max_history,
         max_sessions: state.tenancy.max_sessions_per_key,
+        // A paused run is resumed in a session that exists: an id never used (this tenant's)
+        // is not found, as it is for every other route.
+        must_exist: matches!(start, Start::Resume(_)),
         idempotency: match (&start, idempotency_key) {
             (Start::Message(input), Some(key)) => Some(Idempotency {
                 fingerprint: fingerprint(&name, input),
@@ -275,21 +311,32 @@ async fn answer(
             }),
             _ => None,
         },
-        stop: Mutex::new(None),
-        run: Mutex::new(RunSoFar::default()),
+        ..PostChecks::default()
     });
-    let store = Scoped::view(&state, &caller).posting(checks.clone());
+    let store = Scoped::view(&state, &scope).posting(checks.clone());
     // A run cancelled after its tools started (the client left, the time ran out) keeps what
     // they did, marked interrupted.
-    let runner = runner
-        .with_store(Arc::new(store))
-        .owner(caller.owner.clone())
-        .keep_interrupted(true);
+    let runner = state.runner(
+        state.metered(agent, &caller),
+        Arc::new(store),
+        scope.owner.clone(),
+    );
     let events = match start {
         Start::Message(input) => runner.run(id.clone(), input),
         Start::Resume(decisions) => runner.resume(id.clone(), decisions),
     };
-    let mut steps = sse::until(events, deadline);
+    respond(state, caller, id, checks, sse::until(events, deadline)).await
+}
+
+/// The answer of a post whose run is `steps`: an HTTP error when the run fails at once, else
+/// its events.
+async fn respond(
+    state: Arc<AppState>,
+    caller: Caller,
+    id: String,
+    checks: Arc<PostChecks>,
+    mut steps: futures::stream::BoxStream<'static, Step>,
+) -> Result<Response, ApiError> {
     // The first step comes once the session is held and loaded and the model has answered:
     // an error found within the grace (a busy session that is not waited for, an unreachable
     // store, a limit) is an HTTP error; past it, the headers go out and a later error is an
@@ -300,15 +347,7 @@ async fn answer(
             return match (stop, err) {
                 (Some(stop), _) => stop.answer(&id),
                 (None, AgentError::Store(StoreError::NotFound { .. })) => Err(not_found(&id)),
-                (None, AgentError::Store(busy @ StoreError::Busy { .. })) => {
-                    // Busy says the session exists: only its owner may hear so.
-                    let view = Scoped::view(&state, &caller);
-                    match view.load(&id).await {
-                        Err(StoreError::NotFound { .. }) => Err(not_found(&id)),
-                        _ => Err(busy.into()),
-                    }
-                }
-                (None, err) => Err(err.into()),
+                (None, err) => Err(state.run_error(err, &caller)),
             };
         }
         Ok(Some(Step::TimedOut)) => {
@@ -335,8 +374,8 @@ async fn answer(
         })
         .map(move |step| match step {
             // Only errors name the request; events need no scope (nor a copy of its id).
-            Step::Event(Ok(_)) => step_frame(&state, step),
-            step => crate::request_id::in_request(request_id, || step_frame(&state, step)),
+            Step::Event(Ok(_)) => step_frame(&state, &caller, step),
+            step => crate::request_id::in_request(request_id, || step_frame(&state, &caller, step)),
         });
     Ok(sse::response(sse::with_heartbeat(frames, sse::HEARTBEAT)))
 }
@@ -382,7 +421,7 @@ fn error_frame(err: ApiError) -> Bytes {
     sse::frame(Some("error"), &body.to_string())
 }
 
-fn step_frame(state: &AppState, step: Step) -> Bytes {
+fn step_frame(state: &AppState, caller: &Caller, step: Step) -> Bytes {
     match step {
         Step::TimedOut => {
             let limit = state
@@ -403,7 +442,7 @@ fn step_frame(state: &AppState, step: Step) -> Bytes {
                 .code("request_timeout"),
             )
         }
-        Step::Event(Err(err)) => error_frame(err.into()),
+        Step::Event(Err(err)) => error_frame(state.run_error(err, caller)),
         Step::Event(Ok(event)) => event_frame(&event),
     }
 }

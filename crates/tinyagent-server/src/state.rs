@@ -6,12 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use tinyagent::Agent;
-use tinyagent::agent::SessionRunner;
+use tinyagent::agent::{OnBusy, SessionRunner};
+use tinyagent::budget::BudgetResource;
 use tinyagent::store::SessionStore;
+use tinyagent::{Agent, AgentError};
 use tokio::sync::Semaphore;
 
+use crate::cost_limit::Spending;
+use crate::error::ApiError;
 use crate::keys::KeyRing;
+use crate::metered::Metered;
+use crate::tenancy::Caller;
 
 /// What becomes of the `system` and `developer` messages a client sends to
 /// `/v1/chat/completions`.
@@ -65,8 +70,11 @@ pub(crate) struct Limits {
 /// What every handler shares.
 pub(crate) struct AppState {
     pub(crate) agents: Vec<Arc<dyn Agent>>,
-    pub(crate) runners: HashMap<String, SessionRunner>,
     pub(crate) store: Arc<dyn SessionStore>,
+    /// What a post to a busy session does.
+    pub(crate) on_busy: OnBusy,
+    /// What each key has left of its money.
+    pub(crate) spending: Arc<Spending>,
     pub(crate) keys: KeyRing,
     pub(crate) slots: HashMap<String, Arc<Semaphore>>,
     pub(crate) limits: Limits,
@@ -87,6 +95,58 @@ impl AppState {
     /// The agent of this name.
     pub(crate) fn agent(&self, name: &str) -> Option<&Arc<dyn Agent>> {
         self.agents.iter().find(|a| a.name() == name)
+    }
+
+    /// The agent `agent` as `caller` runs it: within the key's money, when keys have a limit.
+    pub(crate) fn metered(&self, agent: &Arc<dyn Agent>, caller: &Caller) -> Arc<dyn Agent> {
+        if self.spending.limit.is_none() {
+            return agent.clone();
+        }
+        Arc::new(Metered::new(
+            agent.clone(),
+            self.spending.clone(),
+            caller.name.clone(),
+        ))
+    }
+
+    /// A runner of `agent` (metered for `caller`) on the sessions of `store`, as posts run:
+    /// a busy session waited for as the operator said, an interrupted turn kept.
+    pub(crate) fn runner(
+        &self,
+        agent: Arc<dyn Agent>,
+        store: Arc<dyn SessionStore>,
+        owner: Arc<str>,
+    ) -> SessionRunner {
+        SessionRunner::new(agent, store)
+            .on_busy(self.on_busy)
+            .owner(owner)
+            .keep_interrupted(true)
+    }
+
+    /// `Err` (`429 cost_limit_exceeded`) when `caller`'s key has spent its money.
+    pub(crate) fn afford(&self, caller: &Caller) -> Result<(), ApiError> {
+        match (self.spending.limit, self.spending.wait(&caller.name)) {
+            (Some(limit), Some(wait)) => Err(ApiError::cost_limit(&limit.to_string(), wait, false)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The answer for a run of `caller`'s that failed: one that ran out of the key's money
+    /// (its budget's cost, when keys have a limit) is the key's `429 cost_limit_exceeded`.
+    pub(crate) fn run_error(&self, err: AgentError, caller: &Caller) -> ApiError {
+        match (&err, self.spending.limit) {
+            (
+                AgentError::BudgetExhausted {
+                    resource: BudgetResource::Cost,
+                    ..
+                },
+                Some(limit),
+            ) => {
+                let wait = self.spending.wait(&caller.name).unwrap_or_default();
+                ApiError::cost_limit(&limit.to_string(), wait, true)
+            }
+            _ => ApiError::from(err),
+        }
     }
 
     /// The names of the agents, for error messages.

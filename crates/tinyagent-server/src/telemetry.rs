@@ -42,6 +42,7 @@ pub(crate) async fn trace(request: Request, next: Next) -> Response {
         url.scheme = "http",
         http.response.status_code = Empty,
         tinyagent.stream = Empty,
+        tinyagent.api_key = Empty,
         error.type = Empty,
         otel.status_code = Empty,
     );

@@ -2,18 +2,22 @@
 //! may keep and send — sessions, history and requests per unit of time.
 //!
 //! Every session belongs to the key that created it: its name is the session's
-//! [owner](tinyagent::store::StoredSession::owner) in the store. A server without keys is one
-//! tenant, whose sessions have no owner (the empty string), like the sessions stored before
-//! stores kept owners. An admin key sees and may use every session; a session it creates has
-//! no owner.
+//! [owner](tinyagent::store::StoredSession::owner) in the store, and each tenant has ids of its
+//! own ([`crate::namespace`]). A server without keys is one tenant, whose sessions have no
+//! owner (the empty string), like the sessions stored before stores kept owners. An admin key
+//! lists every session and addresses any tenant's with `?owner=NAME`; without it, its own
+//! sessions, which have no owner.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use tokio::time::Instant;
+
+use crate::error::ApiError;
 
 /// The name of the admin key given by [`Server::admin_key`](crate::Server::admin_key).
 pub const DEFAULT_ADMIN_KEY_NAME: &str = "admin";
@@ -23,14 +27,63 @@ pub const DEFAULT_ADMIN_KEY_NAME: &str = "admin";
 pub(crate) struct Caller {
     /// The key's name (`anonymous` without keys), for logs and the page.
     pub(crate) name: Arc<str>,
-    /// The owner of the sessions it sees and creates; `None` for an admin key, which sees
-    /// every session.
-    pub(crate) owner: Option<Arc<str>>,
+    /// Whether the key is an admin key (the key itself, whatever its name).
+    pub(crate) admin: bool,
+    /// The owner of the sessions it creates and addresses by id: the key's name; none (the
+    /// empty string) for an admin key and on a server without keys.
+    pub(crate) tenant: Arc<str>,
+}
+
+/// Which sessions a request addresses: one tenant's ids, and for lists maybe every tenant's.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    /// The tenant whose ids the request's ids are.
+    pub(crate) owner: Arc<str>,
+    /// Whether a list shows every tenant's sessions (an admin key naming no tenant).
+    pub(crate) everyone: bool,
+    /// Whether the per-key session cap applies (not to admin keys).
+    pub(crate) capped: bool,
 }
 
 impl Caller {
     pub(crate) fn is_admin(&self) -> bool {
-        self.owner.is_none()
+        self.admin
+    }
+
+    /// The caller's own sessions (what a route without `?owner` addresses).
+    pub(crate) fn tenant_scope(&self) -> Scope {
+        Scope {
+            owner: self.tenant.clone(),
+            everyone: self.admin,
+            capped: !self.admin,
+        }
+    }
+
+    /// The sessions a request addresses, `asked` being its `?owner=`: another tenant's for an
+    /// admin key only (`403` otherwise).
+    pub(crate) fn scope(&self, asked: Option<&str>) -> Result<Scope, ApiError> {
+        match asked {
+            Some(owner) if self.admin => {
+                crate::ids::check_id(owner).map_err(|_| {
+                    ApiError::bad_request("`owner` must be the name of an API key")
+                        .param("owner")
+                        .code("invalid_owner")
+                })?;
+                Ok(Scope {
+                    owner: Arc::from(owner),
+                    everyone: false,
+                    capped: false,
+                })
+            }
+            Some(owner) if *owner != *self.tenant || self.tenant.is_empty() => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                "only an admin key may address another key's sessions (`owner`)",
+            )
+            .param("owner")
+            .code("owner_not_allowed")),
+            _ => Ok(self.tenant_scope()),
+        }
     }
 }
 
@@ -134,32 +187,30 @@ impl Limiter {
     }
 }
 
-/// What [`Server`] enforces per tenant.
+/// What [`Server`](crate::Server) enforces per tenant.
 #[derive(Debug, Default)]
 pub(crate) struct Tenancy {
-    /// The names of the admin keys.
-    pub(crate) admins: HashSet<String>,
     pub(crate) max_sessions_per_key: Option<usize>,
     pub(crate) max_history: Option<usize>,
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) limiter: Limiter,
-    /// The owner of a keyless server's sessions: none (the empty string), shared.
+    /// The owner of a keyless server's sessions and of an admin key's own: none (the empty
+    /// string), shared.
     pub(crate) no_owner: Arc<str>,
 }
 
 impl Tenancy {
     /// Who a request authenticated as `name` is for; `keyless` when the server has no keys.
-    pub(crate) fn caller(&self, name: &Arc<str>, keyless: bool) -> Caller {
-        let owner = if keyless {
-            Some(self.no_owner.clone())
-        } else if self.admins.contains(&**name) {
-            None
+    pub(crate) fn caller(&self, name: &Arc<str>, admin: bool, keyless: bool) -> Caller {
+        let tenant = if keyless || admin {
+            self.no_owner.clone()
         } else {
-            Some(name.clone())
+            name.clone()
         };
         Caller {
             name: name.clone(),
-            owner,
+            admin,
+            tenant,
         }
     }
 }
@@ -210,15 +261,24 @@ mod tests {
     }
 
     #[test]
-    fn callers_own_what_their_key_names() {
-        let mut tenancy = Tenancy::default();
-        tenancy.admins.insert("root".into());
-        let keyless = tenancy.caller(&Arc::from("anonymous"), true);
-        assert_eq!(keyless.owner.as_deref(), Some(""));
-        assert_eq!(
-            tenancy.caller(&Arc::from("alice"), false).owner.as_deref(),
-            Some("alice")
-        );
-        assert!(tenancy.caller(&Arc::from("root"), false).is_admin());
+    fn callers_own_what_their_key_names_and_only_admins_name_another_owner() {
+        let tenancy = Tenancy::default();
+        let keyless = tenancy.caller(&Arc::from("anonymous"), false, true);
+        assert_eq!(&*keyless.tenant, "");
+        let alice = tenancy.caller(&Arc::from("alice"), false, false);
+        assert_eq!(&*alice.tenant, "alice");
+        let scope = alice.scope(None).unwrap();
+        assert!(!scope.everyone && scope.capped);
+        assert_eq!(&*alice.scope(Some("alice")).unwrap().owner, "alice");
+        assert_eq!(alice.scope(Some("bob")).unwrap_err().status, 403);
+        assert_eq!(keyless.scope(Some("bob")).unwrap_err().status, 403);
+        // Admin rights are the key's, whatever its name.
+        let root = tenancy.caller(&Arc::from("alice"), true, false);
+        assert!(root.is_admin());
+        assert_eq!(&*root.tenant, "");
+        let all = root.scope(None).unwrap();
+        assert!(all.everyone && !all.capped);
+        let bobs = root.scope(Some("bob")).unwrap();
+        assert_eq!((&*bobs.owner, bobs.everyone), ("bob", false));
     }
 }

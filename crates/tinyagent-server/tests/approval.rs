@@ -115,10 +115,36 @@ async fn a_paused_run_is_shown_resumed_by_its_owner_only_and_runs_its_call_once(
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "run_paused");
 
-    // Another key cannot see it, nor resume it.
+    // Another key cannot see it, nor resume it: its answer is word for word that for an id
+    // never used (which is not `cannot_resume`: there is no session to resume).
     let approve = json!({"decisions": {"call_1": "approve"}});
     let response = send(&server, "sk-bob", "/v1/sessions/s1/resume", approve.clone()).await;
     assert_eq!(response.status(), 404);
+    let theirs: Value = response.json().await.unwrap();
+    let response = send(
+        &server,
+        "sk-alice",
+        "/v1/sessions/s9/resume",
+        approve.clone(),
+    )
+    .await;
+    assert_eq!(response.status(), 404);
+    let never: Value = response.json().await.unwrap();
+    assert_eq!(never["error"]["code"], "session_not_found", "{never}");
+    let same = |body: &Value, id: &str| {
+        let mut body = body.clone();
+        body["error"].as_object_mut().unwrap().remove("request_id");
+        body.to_string().replace(id, "ID")
+    };
+    assert_eq!(same(&theirs, "s1"), same(&never, "s9"));
+    assert!(
+        store
+            .load(&tinyagent_server::store_key("alice", "s9"))
+            .await
+            .unwrap()
+            .is_none(),
+        "resuming an id never used creates nothing"
+    );
     // Decisions that do not fit run nothing.
     let response = send(
         &server,
@@ -172,7 +198,11 @@ async fn a_paused_run_is_shown_resumed_by_its_owner_only_and_runs_its_call_once(
     );
     assert_eq!(events.last().unwrap().json()["answer"], "2 + 3 = 5");
     assert_eq!(ran.load(Ordering::SeqCst), 1);
-    let stored = store.load("s1").await.unwrap().unwrap();
+    let stored = store
+        .load(&tinyagent_server::store_key("alice", "s1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.messages.len(), 4);
 
     // Resuming again runs nothing.

@@ -1,6 +1,8 @@
-//! Logs name API keys and never show their secrets. A test binary of its own: tracing caches
-//! which callsites are enabled across threads, so a subscriber set for one test thread is only
-//! reliable when no other test runs in the process.
+//! Logs name API keys and never show their secrets, nor a provider URL's user name or
+//! password; an A2A task's failure names its request id, which its log lines carry too. A test
+//! binary of its own, with one test: tracing caches which callsites are enabled across threads,
+//! so a subscriber set for one test thread is only reliable when no other test runs in the
+//! process.
 
 mod common;
 
@@ -46,9 +48,9 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
     }
 }
 
-// One thread: the server's tasks log to this test's subscriber.
+// One thread: the server's tasks (an A2A task's run included) log to this test's subscriber.
 #[tokio::test(flavor = "current_thread")]
-async fn logs_name_keys_and_never_show_their_secrets() {
+async fn logs_name_keys_and_requests_and_never_show_secrets() {
     let logs = Logs::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(logs.clone())
@@ -56,6 +58,13 @@ async fn logs_name_keys_and_never_show_their_secrets() {
         .with_max_level(tracing::Level::INFO)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    keys_are_named_never_shown(&logs).await;
+    a2a_failures_name_their_request(&logs).await;
+}
+
+async fn keys_are_named_never_shown(logs: &Logs) {
+    let plain = Server::new().api_key("sk-plain-secret-2");
+    let plain_name = plain.key_names().next().unwrap().to_owned();
     let server = Running::start(
         Server::new()
             .agent(agent(
@@ -125,7 +134,8 @@ async fn logs_name_keys_and_never_show_their_secrets() {
         429
     );
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    for name in ["key=\"alice\"", "key=\"key-2\"", "key=\"ops\""] {
+    let plain_key = format!("key=\"{plain_name}\"");
+    for name in ["key=\"alice\"", plain_key.as_str(), "key=\"ops\""] {
         assert!(text.contains(name), "{name} is not in the logs:\n{text}");
     }
     assert!(
@@ -139,6 +149,89 @@ async fn logs_name_keys_and_never_show_their_secrets() {
         "sk-ops-secret-3",
         "sk-wrong",
     ] {
+        assert!(!text.contains(secret), "{secret} was logged:\n{text}");
+    }
+}
+
+/// A model server that refuses connections, at a URL with a user name and a password.
+async fn unreachable_provider() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://proxyuser:hunter2@{addr}/v1")
+}
+
+/// An A2A task whose model fails: its failure names the request id the answer's header
+/// carries, and the server's log line about it names the same id, with the provider's URL
+/// shown without its user name or password (as in the other APIs' failures).
+async fn a2a_failures_name_their_request(logs: &Logs) {
+    use tinyagent_openai::HttpConfig;
+    let model = tinyagent_openai::OpenAiModel::new(
+        tinyagent_openai::OpenAiConfig::new("gpt-test")
+            .base_url(unreachable_provider().await)
+            .api_key("sk-provider")
+            .max_retries(0),
+    )
+    .unwrap();
+    let server = Running::start(
+        Server::new()
+            .agent(agent("desk", model))
+            .named_api_key("alice", "sk-alice"),
+    )
+    .await;
+    let response = client()
+        .post(server.url("/a2a/desk"))
+        .bearer_auth("sk-alice")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": "r1", "method": "message/send",
+            "params": {"message": {"kind": "message", "messageId": "m1", "role": "user",
+                "parts": [{"kind": "text", "text": "hi"}]}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let request_id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(request_id.starts_with("req_"), "{request_id}");
+    let sent: serde_json::Value = response.json().await.unwrap();
+    let status = &sent["result"]["status"];
+    assert_eq!(status["state"], "failed", "{sent}");
+    let text = status["message"]["parts"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "the agent's model failed; the server's log has the details under request id \
+             {request_id}"
+        )
+    );
+
+    // A chat completion of the same model fails the same way.
+    let chat = client()
+        .post(server.url("/v1/chat/completions"))
+        .bearer_auth("sk-alice")
+        .json(&common::chat("desk", "hi", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chat.status(), 502);
+
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let failure = text
+        .lines()
+        .find(|l| l.contains("agent run failed") && l.contains(&request_id))
+        .unwrap_or_else(|| panic!("no log line of the A2A failure names {request_id}:\n{text}"));
+    assert!(
+        failure.contains(&format!("request_id=\"{request_id}\"")),
+        "{failure}"
+    );
+    assert!(failure.contains("[REDACTED]@127.0.0.1"), "{failure}");
+    assert!(
+        !text.lines().any(|l| l.contains("request_id=\"\"")),
+        "a log line names no request:\n{text}"
+    );
+    for secret in ["proxyuser", "hunter2", "sk-provider"] {
         assert!(!text.contains(secret), "{secret} was logged:\n{text}");
     }
 }

@@ -30,6 +30,9 @@ with sync_playwright() as pw:
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
+    # The page runs under a strict Content-Security-Policy: nothing of it may be refused.
+    violations = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(BASE + "/")
 
     # Without a key the API refuses; the page says so.
@@ -88,5 +91,6 @@ with sync_playwright() as pw:
     # Reloading with the session in the address reopens it too.
     page.reload()
     expect(page.locator(".turn.assistant")).to_contain_text("7 + 8 = 15")
+    assert not violations, violations
     browser.close()
 print("page: ok")

@@ -29,6 +29,9 @@ with sync_playwright() as pw:
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
+    # The page runs under a strict Content-Security-Policy: nothing of it may be refused.
+    violations = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(BASE + "/")
     key = page.get_by_label("API key")
     key.fill(KEY)
@@ -55,5 +58,6 @@ with sync_playwright() as pw:
     expect(answer.locator("li.tool-call .status")).to_contain_text("done")
     expect(waiting.get_by_role("button", name="Approve")).to_be_disabled()
     print("approved on the page:", page.locator("#transcript").inner_text().replace("\n", " | "))
+    assert not violations, violations
     browser.close()
 print("page approval: ok")

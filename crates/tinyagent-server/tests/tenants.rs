@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tinyagent::agent::OnBusy;
 use tinyagent::store::SessionStore;
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent_server::{RateLimit, Server};
+use tinyagent_server::{RateLimit, Server, store_key};
 use tinyagent_store::SqliteStore;
 
 fn model(turns: usize) -> Arc<ScriptedModel> {
@@ -105,9 +105,11 @@ async fn listed(server: &Running, key: &str) -> Vec<String> {
     }
 }
 
-/// Key B cannot read, post to, delete or list key A's session; the answer is the one for an
-/// id never used. The admin key sees every session.
-async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
+/// Each key has ids of its own: key B cannot read, delete or list key A's session (the answer
+/// is the one for an id never used), and B's post to the same id starts B's own session,
+/// leaving A's untouched. The admin key lists both, with their owners, and reads each with
+/// `?owner=`; no other key may name an owner.
+pub async fn each_key_has_its_own_ids(store: Arc<dyn SessionStore>) {
     let model = model(3);
     let server = Running::start(keyed(
         Server::new()
@@ -119,7 +121,12 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
     let response = post(&server, "sk-alice", &id, "hello").await;
     assert_eq!(response.status(), 200);
     assert!(response.text().await.unwrap().contains("answer 1"));
-    assert_eq!(store.load(&id).await.unwrap().unwrap().owner, "alice");
+    let alices = store.load(&store_key("alice", &id)).await.unwrap().unwrap();
+    assert_eq!(alices.owner, "alice");
+    assert!(
+        store.load(&id).await.unwrap().is_none(),
+        "no session under the bare id"
+    );
 
     // Bob's answers are exactly those for a session that does not exist.
     let never = tinyagent::store::new_id("ses");
@@ -136,69 +143,113 @@ async fn another_keys_session_is_not_found(store: Arc<dyn SessionStore>) {
     assert_eq!((status, never_status), (404, 404));
     assert_eq!(body["error"]["code"], "session_not_found");
     assert_eq!(same(&body, &id), same(&never_body, &never));
-
-    let response = post(&server, "sk-bob", &id, "let me in").await;
-    assert_eq!(response.status(), 404);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(same(&body, &id), same(&never_body, &never), "{body}");
-    assert_eq!(model.request_count(), 1, "bob's post ran nothing");
-
     let (status, body) = delete(&server, "sk-bob", &id).await;
     assert_eq!(status, 404);
     assert_eq!(same(&body, &id), same(&never_body, &never));
-
     assert!(!listed(&server, "sk-bob").await.contains(&id));
-    assert!(listed(&server, "sk-alice").await.contains(&id));
+
+    // Bob's post to that id is a post to his own session of that id.
+    let response = post(&server, "sk-bob", &id, "mine now?").await;
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("answer 2"));
+    let bobs = store.load(&store_key("bob", &id)).await.unwrap().unwrap();
+    assert_eq!((bobs.owner.as_str(), bobs.messages.len()), ("bob", 2));
+    assert_eq!(bobs.messages[0].text(), "mine now?");
+    assert_eq!(listed(&server, "sk-bob").await, std::slice::from_ref(&id));
+    assert_eq!(listed(&server, "sk-alice").await, std::slice::from_ref(&id));
     let (_, page) = get(&server, "sk-alice", "/v1/sessions").await;
     assert_eq!(page["key"], json!({"name": "alice", "admin": false}));
+    assert_eq!(page["data"][0]["owner"], "alice");
 
     // Alice's session is untouched.
     let (status, session) = get(&server, "sk-alice", &format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 200);
     assert_eq!(session["message_count"], 2);
+    assert_eq!(session["messages"][0]["parts"][0]["text"], "hello");
 
-    // Bob's own sessions are his: alice does not see them.
-    let bobs = tinyagent::store::new_id("ses");
-    assert_eq!(posted(&server, "sk-bob", &bobs, "mine").await, 200);
-    assert!(listed(&server, "sk-bob").await.contains(&bobs));
-    assert!(!listed(&server, "sk-alice").await.contains(&bobs));
-    let (status, _) = get(&server, "sk-alice", &format!("/v1/sessions/{bobs}")).await;
-    assert_eq!(status, 404);
+    // Only an admin key names another key's sessions.
+    let (status, body) = get(&server, "sk-alice", &format!("/v1/sessions/{id}?owner=bob")).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "owner_not_allowed");
 
-    // The admin key sees and may read both.
-    let all = listed(&server, "sk-root").await;
-    assert!(all.contains(&id) && all.contains(&bobs), "{all:?}");
-    let (_, page) = get(&server, "sk-root", "/v1/sessions").await;
+    // The admin key lists both, with their owners, and addresses each by its owner.
+    let (_, page) = get(&server, "sk-root", "/v1/sessions?limit=200").await;
     assert_eq!(page["key"], json!({"name": "admin", "admin": true}));
-    let (status, _) = get(&server, "sk-root", &format!("/v1/sessions/{bobs}")).await;
-    assert_eq!(status, 200);
+    let mut owners: Vec<String> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["id"] == id.as_str())
+        .map(|s| s["owner"].as_str().unwrap().to_owned())
+        .collect();
+    owners.sort();
+    assert_eq!(owners, ["alice", "bob"]);
+    let (_, page) = get(&server, "sk-root", "/v1/sessions?limit=200&owner=bob").await;
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+    for (owner, first) in [("alice", "hello"), ("bob", "mine now?")] {
+        let path = format!("/v1/sessions/{id}?owner={owner}");
+        let (status, session) = get(&server, "sk-root", &path).await;
+        assert_eq!(status, 200, "{session}");
+        assert_eq!(session["owner"], owner);
+        assert_eq!(session["messages"][0]["parts"][0]["text"], first);
+    }
+    // Without an owner, the admin key addresses its own sessions (of no owner).
+    assert_eq!(
+        get(&server, "sk-root", &format!("/v1/sessions/{id}"))
+            .await
+            .0,
+        404
+    );
 
     assert_eq!(delete(&server, "sk-alice", &id).await.0, 200);
-    assert_eq!(delete(&server, "sk-root", &bobs).await.0, 200);
-    assert!(store.load(&id).await.unwrap().is_none());
-    assert!(store.load(&bobs).await.unwrap().is_none());
+    let path = format!("/v1/sessions/{id}?owner=bob");
+    let response = send(&server, reqwest::Method::DELETE, "sk-root", &path, None).await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        store
+            .load(&store_key("alice", &id))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.load(&store_key("bob", &id)).await.unwrap().is_none());
 }
 
 #[tokio::test]
-async fn another_keys_session_is_not_found_in_memory() {
-    another_keys_session_is_not_found(Arc::new(tinyagent::store::MemoryStore::new())).await;
+async fn each_key_has_its_own_ids_in_memory() {
+    each_key_has_its_own_ids(Arc::new(tinyagent::store::MemoryStore::new())).await;
 }
 
 #[tokio::test]
-async fn another_keys_session_is_not_found_in_sqlite() {
+async fn each_key_has_its_own_ids_in_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("sessions.db"))
         .await
         .unwrap();
-    another_keys_session_is_not_found(Arc::new(store)).await;
+    each_key_has_its_own_ids(Arc::new(store)).await;
 }
 
-/// A session in use is waited for by its owner only: another key's post to it gets the
-/// answer of an id never used at once, while the owner's run still holds it, so that waiting
-/// cannot tell another key that the session exists or when it is busy.
 #[tokio::test]
-async fn another_keys_post_to_a_busy_session_is_not_found_at_once() {
-    let model = GatedModel::new([reply::text("one"), reply::text("two")]);
+async fn each_key_has_its_own_ids_in_postgres() {
+    let Some(store) = common::postgres().await else {
+        return;
+    };
+    each_key_has_its_own_ids(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn each_key_has_its_own_ids_in_redis() {
+    let Some(store) = common::redis().await else {
+        return;
+    };
+    each_key_has_its_own_ids(Arc::new(store)).await;
+}
+
+/// A session in use is held by its owner only: another key's post to its id is a post to
+/// the other key's own session, answered at once, while the owner's run still holds its own.
+#[tokio::test]
+async fn another_keys_post_to_a_busy_sessions_id_is_its_own_and_waits_for_nothing() {
+    let model = GatedModel::new([reply::text("one"), reply::text("two"), reply::text("bob's")]);
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
@@ -215,21 +266,22 @@ async fn another_keys_post_to_a_busy_session_is_not_found_at_once() {
     assert_eq!(held.status(), 200);
     arrived.await;
 
-    let response = tokio::time::timeout(PATIENCE, post(&server, "sk-bob", &id, "let me in"))
+    // Bob's post to the same id is answered (by his own session) while alice's run waits.
+    let arrived = model.arrived.notified();
+    let response = tokio::time::timeout(PATIENCE, post(&server, "sk-bob", &id, "hi"))
         .await
-        .expect("another key's post is answered without waiting for the session");
-    assert_eq!(response.status(), 404);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "session_not_found");
-
-    // Alice's run was never disturbed.
-    model.open(1);
-    let text = held.text().await.unwrap();
-    assert!(text.contains("two"), "{text}");
+        .expect("another key's post waits for no session of alice's");
+    assert_eq!(response.status(), 200);
+    arrived.await;
+    model.open(2);
+    let (alices, bobs) = (held.text().await.unwrap(), response.text().await.unwrap());
+    assert!(alices.contains("event: finished"), "{alices}");
+    assert!(bobs.contains("event: finished"), "{bobs}");
+    assert_eq!(model.script.request_count(), 3);
+    let (_, session) = get(&server, "sk-alice", &format!("/v1/sessions/{id}")).await;
     assert_eq!(
-        model.script.request_count(),
-        2,
-        "bob's post to alice's session ran nothing"
+        session["message_count"], 4,
+        "alice's two turns, and nothing of bob's"
     );
 }
 
@@ -267,7 +319,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         pool.close().await;
     }
     let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
-    let model = model(2);
+    let model = model(3);
     let server = Running::start(keyed(
         Server::new()
             .agent(agent("calc", model.clone()))
@@ -278,13 +330,25 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         let (status, _) = get(&server, key, "/v1/sessions/old").await;
         assert_eq!(status, 404, "{key}");
         assert!(listed(&server, key).await.is_empty(), "{key}");
-        assert_eq!(posted(&server, key, "old", "mine?").await, 404);
     }
     assert_eq!(model.request_count(), 0);
     let (status, old) = get(&server, "sk-root", "/v1/sessions/old").await;
     assert_eq!(status, 200);
     assert_eq!(old["messages"][0]["parts"][0]["text"], "from before");
+    assert_eq!(old["owner"], Value::Null);
     assert_eq!(listed(&server, "sk-root").await, ["old"]);
+    // A key's post to that id starts its own session; the old one is untouched.
+    assert_eq!(posted(&server, "sk-alice", "old", "mine?").await, 200);
+    assert_eq!(store.load("old").await.unwrap().unwrap().messages.len(), 1);
+    assert_eq!(
+        store
+            .load(&store_key("alice", "old"))
+            .await
+            .unwrap()
+            .unwrap()
+            .owner,
+        "alice"
+    );
 
     // Without keys the server is one tenant, the owner of sessions without one.
     let open = Running::start(
@@ -300,7 +364,7 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert!(response.text().await.unwrap().contains("answer 1"));
+    assert!(response.text().await.unwrap().contains("answer 2"));
     let session = store.load("old").await.unwrap().unwrap();
     assert_eq!((session.messages.len(), session.owner.as_str()), (3, ""));
     let page: Value = client()
@@ -311,6 +375,8 @@ async fn sessions_from_before_owners_are_the_keyless_tenants_and_the_admins() {
         .json()
         .await
         .unwrap();
+    // The keyless tenant's sessions are those of no owner: not alice's.
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
     assert_eq!(page["data"][0]["id"], "old");
     assert_eq!(page["key"], json!({"name": "anonymous", "admin": false}));
 }
@@ -456,7 +522,7 @@ async fn a_retry_with_the_same_idempotency_key_gets_the_stored_outcome() {
     assert_eq!(again[0].event.as_deref(), Some("finished"));
     assert_eq!(again[0].json(), finished.json());
     assert_eq!(model.request_count(), 1);
-    let stored = store.load("s").await.unwrap().unwrap();
+    let stored = store.load(&store_key("alice", "s")).await.unwrap().unwrap();
     assert_eq!(stored.messages.len(), 2, "the turn is stored once");
     // The record is not part of the state clients see.
     let (_, session) = get(&server, "sk-alice", "/v1/sessions/s").await;
@@ -467,17 +533,15 @@ async fn a_retry_with_the_same_idempotency_key_gets_the_stored_outcome() {
     assert_eq!(response.status(), 422);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "idempotency_key_reused");
-    // Another tenant's post with that key is a post to a session it cannot see.
-    assert_eq!(
-        post_once(&server, "sk-bob", "s", "hello", "req-1")
-            .await
-            .status(),
-        404
-    );
+    // Another tenant's post with that key is a post to its own session of that id: it runs.
+    let bobs = post_once(&server, "sk-bob", "s", "hello", "req-1").await;
+    assert!(bobs.headers().get("idempotent-replayed").is_none());
+    assert!(bobs.text().await.unwrap().contains("answer 2"));
+    assert_eq!(model.request_count(), 2);
     // A new key runs a new turn.
     let next = post_once(&server, "sk-alice", "s", "hello", "req-2").await;
-    assert!(next.text().await.unwrap().contains("answer 2"));
-    assert_eq!(model.request_count(), 2);
+    assert!(next.text().await.unwrap().contains("answer 3"));
+    assert_eq!(model.request_count(), 3);
     // A bad key is refused.
     let response = post_once(&server, "sk-alice", "s", "hello", "").await;
     assert_eq!(response.status(), 400);
@@ -511,7 +575,7 @@ async fn a_disconnect_after_a_tool_ran_keeps_the_call_and_its_result() {
         .await
         .unwrap();
     drop(stream);
-    let stored = common::stored_when(&store, "s", |s| s.version == 1).await;
+    let stored = common::stored_when(&store, &store_key("alice", "s"), |s| s.version == 1).await;
     assert_eq!(stored.owner, "alice");
     let parts: Vec<Value> = stored
         .messages

@@ -34,7 +34,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::agent::AgentError;
 use crate::model::{ModelError, ModelRequest, ModelResponse, Usage};
 use crate::redact;
 
@@ -157,11 +156,6 @@ pub(crate) fn fail(span: &Span, error_type: &str) {
     span.record("otel.status_code", "ERROR");
 }
 
-/// Records a run's failure on its span.
-pub(crate) fn fail_agent_span(span: &Span, err: &AgentError) {
-    fail(span, agent_error_type(err));
-}
-
 /// The span of one model call.
 pub(crate) fn chat_span(model: &str, provider: Option<&str>, req: &ModelRequest) -> Span {
     tracing::info_span!(
@@ -276,24 +270,5 @@ impl Drop for Unfinished {
         if let Some(span) = self.0.take() {
             fail(&span, "cancelled");
         }
-    }
-}
-
-/// The `error.type` of a run's failure: a short snake-case name of what went wrong.
-pub(crate) fn agent_error_type(err: &AgentError) -> &'static str {
-    match err {
-        AgentError::Model(e) => e.kind().as_str(),
-        AgentError::StepLimit { .. } => "step_limit",
-        AgentError::BudgetExhausted { .. } => "budget_exhausted",
-        AgentError::ReplyTruncated { .. } => "reply_truncated",
-        AgentError::ToolConflict { .. } => "tool_conflict",
-        AgentError::Resolver { .. } => "resolver",
-        AgentError::Config { .. } => "config",
-        AgentError::InvalidAnswer { .. } => "invalid_answer",
-        AgentError::NoAnswer { .. } => "no_answer",
-        AgentError::Store(_) => "store",
-        AgentError::Paused { .. } => "paused",
-        AgentError::Options { .. } => "options",
-        AgentError::Resume { .. } => "resume",
     }
 }

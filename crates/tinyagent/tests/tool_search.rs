@@ -143,3 +143,118 @@ async fn a_small_toolset_is_offered_whole() {
         ]
     );
 }
+
+/// A resolver giving the tools of a list that can change, counting how often it is asked.
+struct Registry {
+    tools: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
+}
+
+impl ToolResolver for Registry {
+    fn resolve_tools<'a>(
+        &'a self,
+        _inv: &'a Invocation,
+    ) -> tinyagent::BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, tinyagent::ToolError>> {
+        let tools = self.tools.lock().unwrap().clone();
+        Box::pin(async move { Ok(tools) })
+    }
+}
+
+#[tokio::test]
+async fn a_search_over_resolvers_follows_their_tools() {
+    let registry = Arc::new(Registry {
+        tools: std::sync::Mutex::new(many_tools(400)),
+    });
+    let demo = tinyagent_demo::all_tools();
+    let search = ToolSearch::from_resolvers([
+        registry.clone() as Arc<dyn ToolResolver>,
+        Arc::new(tinyagent::tools::resolver_fn(move |_inv: &Invocation| {
+            let tools = demo.clone();
+            async move { Ok::<_, tinyagent::ToolError>(tools) }
+        })) as Arc<dyn ToolResolver>,
+    ])
+    // Wrapped when indexed: a tool offered from the same index is the same `Arc`.
+    .middleware([tinyagent::tools::with_logging()]);
+    // Nothing is indexed before the first invocation.
+    assert!(search.search("export the quarterly report").is_empty());
+    let inv = Invocation::new(Session::new(), "北京天气怎么样？");
+    let first = offered(&search, &inv).await;
+    assert_eq!(first[0].name(), "get_weather");
+    assert_eq!(
+        search.search("export the quarterly report")[0],
+        "export_report"
+    );
+
+    // The same tools again: the same index.
+    let again = offered(&search, &inv).await;
+    assert!(Arc::ptr_eq(&first[0], &again[0]));
+
+    // A tool added to the registry is found from the next invocation on.
+    registry
+        .tools
+        .lock()
+        .unwrap()
+        .push(tinyagent::tools::new_tool(
+            "flight_status",
+            "Gives the live status of an airline flight by its number",
+            json!({"type": "object", "properties": {"flight": {"type": "string"}}}),
+            |_ctx: ToolContext, _input: String| async move {
+                Ok::<_, tinyagent::ToolError>("departed".to_owned())
+            },
+        ));
+    let inv = Invocation::new(Session::new(), "Is flight CA981 on time?");
+    let tools = offered(&search, &inv).await;
+    assert_eq!(tools[0].name(), "flight_status");
+    // ... indexed anew.
+    let weather = offered(
+        &search,
+        &Invocation::new(Session::new(), "北京天气怎么样？"),
+    )
+    .await;
+    assert_eq!(weather[0].name(), "get_weather");
+    assert!(!Arc::ptr_eq(&first[0], &weather[0]));
+
+    // Below the threshold, every tool of every resolver is offered.
+    let small = ToolSearch::from_resolvers([Arc::new(tinyagent::tools::resolver_fn(
+        |_inv: &Invocation| async { Ok::<_, tinyagent::ToolError>(tinyagent_demo::all_tools()) },
+    )) as Arc<dyn ToolResolver>]);
+    assert_eq!(names(&offered(&small, &inv).await).len(), 4);
+}
+
+#[tokio::test]
+async fn the_searchs_middleware_sees_the_calls_call_tool_makes() {
+    use tinyagent::tools::middleware::{Approval, ApprovalLayer, ApprovalRequest, approval_fn};
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let deny_exports = ApprovalLayer::new(approval_fn(move |req: ApprovalRequest| {
+        log.lock().unwrap().push(req.tool.to_string());
+        let export = &*req.tool == "export_report";
+        async move {
+            if export {
+                Approval::deny("exports need a person")
+            } else {
+                Approval::Approve
+            }
+        }
+    }));
+    let search = ToolSearch::new(many_tools(400)).middleware([deny_exports.into()]);
+    let tools = offered(&search, &Invocation::new(Session::new(), "hello")).await;
+    let call = tools.iter().find(|t| t.name() == CALL_TOOL).unwrap();
+    let ctx = ToolContext::default();
+    let err = call
+        .handle(
+            &ctx,
+            r#"{"name": "export_report", "arguments": {"id": "q3"}}"#,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Denied, "{err}");
+    assert!(err.message().contains("exports need a person"), "{err}");
+    let out = call
+        .handle(
+            &ctx,
+            r#"{"name": "archive_report", "arguments": {"id": "q3"}}"#,
+        )
+        .await;
+    assert!(out.is_ok(), "{out:?}");
+    assert_eq!(*seen.lock().unwrap(), ["export_report", "archive_report"]);
+}

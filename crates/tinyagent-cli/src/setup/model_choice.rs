@@ -55,15 +55,15 @@ pub enum ModelChoice {
 }
 
 /// A provider's environment variables and defaults.
-struct Vendor {
-    base_url_env: &'static str,
-    api_key_env: &'static str,
-    model_env: &'static str,
-    default_base_url: &'static str,
-    default_model: &'static str,
+pub(super) struct Vendor {
+    pub(super) base_url_env: &'static str,
+    pub(super) api_key_env: &'static str,
+    pub(super) model_env: &'static str,
+    pub(super) default_base_url: &'static str,
+    pub(super) default_model: &'static str,
 }
 
-fn vendor(provider: Provider) -> Vendor {
+pub(super) fn vendor(provider: Provider) -> Vendor {
     match provider {
         Provider::Anthropic => Vendor {
             base_url_env: tinyagent_anthropic::ENV_BASE_URL,
@@ -107,28 +107,8 @@ pub fn choose_model(
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     };
-    let local = || -> Result<ModelChoice, CliError> {
-        let context_size = match (args.context_size, env(ENV_CONTEXT_SIZE)) {
-            (Some(n), _) => Some(n),
-            (None, Some(text)) => Some(text.parse::<u32>().map_err(|_| {
-                CliError::usage(format!(
-                    "{ENV_CONTEXT_SIZE}={text:?} is not a number of tokens"
-                ))
-                .with_hint(format!(
-                    "set {ENV_CONTEXT_SIZE} to a whole number such as 8192 (0: the model's own \
-                     trained context)"
-                ))
-            })?),
-            (None, None) => None,
-        };
-        Ok(ModelChoice::Local {
-            file: args.model_file.clone(),
-            threads: args.threads,
-            context_size,
-        })
-    };
     if args.local || args.model_file.is_some() {
-        return local();
+        return local_choice(args, &env);
     }
     let from_env = match env(ENV_PROVIDER) {
         None => None,
@@ -139,23 +119,8 @@ pub fn choose_model(
             })?,
         ),
     };
-    let guessed = || {
-        let set = |p: Provider| {
-            let v = vendor(p);
-            env(v.base_url_env).is_some() || env(v.api_key_env).is_some()
-        };
-        if args.base_url.is_some() || args.api_key.is_some() || set(Provider::Openai) {
-            Some(Provider::Openai)
-        } else if set(Provider::Anthropic) {
-            Some(Provider::Anthropic)
-        } else if set(Provider::Gemini) {
-            Some(Provider::Gemini)
-        } else {
-            None
-        }
-    };
-    let provider = match args.provider.or(from_env).or_else(guessed) {
-        Some(Provider::Local) => return local(),
+    let provider = match args.provider.or(from_env).or_else(|| guess(args, &env)) {
+        Some(Provider::Local) => return local_choice(args, &env),
         Some(provider) => provider,
         None => {
             if let Some(model) = &args.model {
@@ -168,12 +133,12 @@ pub fn choose_model(
                      server; for the embedded model use --model-file PATH",
                 ));
             }
-            return local();
+            return local_choice(args, &env);
         }
     };
     let v = vendor(provider);
     let base_url = args.base_url.clone().or_else(|| env(v.base_url_env));
-    let api_key = args.api_key.clone().or_else(|| env(v.api_key_env));
+    let api_key = api_key(args, &v, &env)?;
     if base_url.is_none() && api_key.is_none() {
         return Err(CliError::usage(format!(
             "--provider {} needs an API key, and none is given",
@@ -206,82 +171,72 @@ pub fn choose_model(
     })
 }
 
-/// The models `--fallback` (or `TINYAGENT_FALLBACK`) names, in order: `PROVIDER` or
-/// `PROVIDER:MODEL`, each with its provider's key, URL and default model from the environment
-/// and the same `--timeout`. A name that is not a provider, or a provider with neither key nor
-/// URL, is a usage error naming the fallback.
-pub fn choose_fallbacks(
+/// The embedded model, with the file, threads and context window the options give.
+fn local_choice(
     args: &ModelArgs,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<ModelChoice>, CliError> {
-    let env = |name: &str| {
-        env(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let specs: Vec<String> = if args.fallback.is_empty() {
-        env(ENV_FALLBACK)
-            .map(|list| {
-                list.split(',')
-                    .map(|s| s.trim().to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    } else {
-        args.fallback.clone()
-    };
-    let timeout = match (args.timeout, env(ENV_TIMEOUT)) {
-        (Some(t), _) => Some(t),
-        (None, Some(text)) => crate::cli::parse_secs(&text).ok(),
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<ModelChoice, CliError> {
+    let context_size = match (args.context_size, env(ENV_CONTEXT_SIZE)) {
+        (Some(n), _) => Some(n),
+        (None, Some(text)) => Some(text.parse::<u32>().map_err(|_| {
+            CliError::usage(format!(
+                "{ENV_CONTEXT_SIZE}={text:?} is not a number of tokens"
+            ))
+            .with_hint(format!(
+                "set {ENV_CONTEXT_SIZE} to a whole number such as 8192 (0: the model's own \
+                 trained context)"
+            ))
+        })?),
         (None, None) => None,
     };
-    specs
-        .iter()
-        .map(|spec| {
-            let (name, model) = match spec.split_once(':') {
-                Some((name, model)) => (name.trim(), Some(model.trim().to_owned())),
-                None => (spec.trim(), None),
-            };
-            let provider = <Provider as clap::ValueEnum>::from_str(name, true).map_err(|_| {
-                CliError::usage(format!("--fallback {spec:?}: {name:?} is not a provider"))
-                    .with_hint(
-                        "use openai, openai-responses, anthropic, gemini or local, with :MODEL \
-                         to pick a model",
-                    )
-            })?;
-            if provider == Provider::Local {
-                return Ok(ModelChoice::Local {
-                    file: model.map(PathBuf::from),
-                    threads: args.threads,
-                    context_size: None,
-                });
-            }
-            let v = vendor(provider);
-            let base_url = env(v.base_url_env);
-            let api_key = env(v.api_key_env);
-            if base_url.is_none() && api_key.is_none() {
-                return Err(CliError::usage(format!(
-                    "--fallback {spec:?} needs an API key, and {} is not set",
-                    v.api_key_env
-                ))
-                .with_hint(format!(
-                    "set {} (or {} for a gateway)",
-                    v.api_key_env, v.base_url_env
-                )));
-            }
-            Ok(ModelChoice::Server {
-                provider,
-                base_url: base_url.unwrap_or_else(|| v.default_base_url.to_owned()),
-                api_key,
-                model: model
-                    .filter(|m| !m.is_empty())
-                    .or_else(|| env(v.model_env))
-                    .unwrap_or_else(|| v.default_model.to_owned()),
-                timeout,
-            })
-        })
-        .collect()
+    Ok(ModelChoice::Local {
+        file: args.model_file.clone(),
+        threads: args.threads,
+        context_size,
+    })
+}
+
+/// The provider the options and the variables set point to, if any: OpenAI-compatible for a
+/// URL or key given or an `OPENAI_*` variable, then Anthropic's, then Gemini's variables.
+fn guess(args: &ModelArgs, env: &impl Fn(&str) -> Option<String>) -> Option<Provider> {
+    let set = |p: Provider| {
+        let v = vendor(p);
+        env(v.base_url_env).is_some() || env(v.api_key_env).is_some()
+    };
+    if args.base_url.is_some()
+        || args.api_key.is_some()
+        || args.api_key_env.is_some()
+        || set(Provider::Openai)
+    {
+        Some(Provider::Openai)
+    } else if set(Provider::Anthropic) {
+        Some(Provider::Anthropic)
+    } else if set(Provider::Gemini) {
+        Some(Provider::Gemini)
+    } else {
+        None
+    }
+}
+
+/// The key: `--api-key`, else the variable `--api-key-env` names (which must be set), else
+/// the provider's variable.
+fn api_key(
+    args: &ModelArgs,
+    v: &Vendor,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, CliError> {
+    Ok(match (&args.api_key, &args.api_key_env) {
+        (Some(key), _) => Some(key.clone()),
+        (None, Some(var)) => Some(env(var).ok_or_else(|| {
+            CliError::usage(format!(
+                "--api-key-env {var}: the variable {var} is not set"
+            ))
+            .with_hint(format!(
+                "export {var}=... before running, or name another variable"
+            ))
+        })?),
+        (None, None) => env(v.api_key_env),
+    })
 }
 
 /// Makes the chosen model; loading the embedded one reads its file.

@@ -25,7 +25,8 @@ use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ProgressToken, ServerNotification};
 use rmcp::service::RxJsonRpcMessage;
 
-use crate::server_host::log_level;
+use crate::protocol::content::{content_block, content_part};
+use crate::protocol::logging::log_level;
 use tinyagent::BoxFuture;
 
 /// Answers a server's elicitation requests (questions for the user); see
@@ -306,8 +307,8 @@ impl Bridge {
                 ));
             }
         };
-        let content = serde_json::to_value(crate::content::content_block(&reply.content))
-            .unwrap_or(serde_json::Value::Null);
+        let content =
+            serde_json::to_value(content_block(&reply.content)).unwrap_or(serde_json::Value::Null);
         let mut result =
             json!({"role": reply.role.as_str(), "content": content, "model": reply.model});
         if let Some(reason) = reply.stop_reason {
@@ -366,7 +367,7 @@ fn sampling_request(
         };
         for block in blocks {
             let part = serde_json::from_value::<rmcp::model::ContentBlock>(block)
-                .map(|b| crate::content::content_part(&b))
+                .map(|b| content_part(&b))
                 .unwrap_or_else(|_| ContentPart::text("[content this client does not know]"));
             messages.push(tinyagent::host::SamplingMessage::new(role, part));
         }
@@ -395,11 +396,23 @@ fn token_text(token: &ProgressToken) -> Option<String> {
 pub(crate) struct Watched<T> {
     inner: T,
     bridge: Arc<Bridge>,
+    /// Told when the transport's messages end (the server closed the connection).
+    ended: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl<T> Watched<T> {
     pub(crate) fn new(inner: T, bridge: Arc<Bridge>) -> Self {
-        Self { inner, bridge }
+        Self {
+            inner,
+            bridge,
+            ended: None,
+        }
+    }
+
+    /// Tells `ended` when the transport's messages end.
+    pub(crate) fn ending(mut self, ended: tokio::sync::oneshot::Sender<()>) -> Self {
+        self.ended = Some(ended);
+        self
     }
 }
 
@@ -417,8 +430,13 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await;
-        if let Some(message) = &message {
-            self.bridge.on_wire(message);
+        match &message {
+            Some(message) => self.bridge.on_wire(message),
+            None => {
+                if let Some(ended) = self.ended.take() {
+                    let _ = ended.send(());
+                }
+            }
         }
         message
     }

@@ -3,16 +3,21 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, Role};
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, CompletionContext, GetPromptRequestParams,
+    ReadResourceRequestParams, Reference, ResourceContents, Role, ServerCapabilities,
+};
+use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value, json};
 use tinyagent::tools::{ToolInput, ToolOutput};
 use tinyagent::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolHints};
 
 use super::McpToolset;
-use crate::catalog::{McpPromptMessage, PromptRole};
-use crate::content::content_part;
-use crate::errors::service_error;
+use crate::protocol::completion::{McpCompletion, McpCompletionRequest};
+use crate::protocol::content::content_part;
+use crate::protocol::errors::service_error;
+use crate::protocol::prompt_message::{McpPromptMessage, PromptRole};
 
 /// A prompt a server offers: its name, what it is for and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,21 +47,93 @@ pub struct McpResourceInfo {
 }
 
 impl McpToolset {
-    /// The connected server's peer (connecting first if needed).
-    async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
-        self.tools().await?;
-        let state = self.inner.state.lock().await;
-        state
-            .as_ref()
-            .map(|c| c.service.peer().clone())
-            .ok_or_else(|| {
-                ToolError::unavailable(format!("MCP server `{}` is not connected", self.name()))
-            })
+    /// The connected server's peer and the connection's number (connecting first if needed).
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), ToolError> {
+        self.inner.live_peer().await
+    }
+
+    /// `err`, of a request on connection `generation` while `doing`, as an error; a
+    /// connection found gone is made again.
+    pub(super) fn failed(&self, generation: u64, err: ServiceError, doing: &str) -> ToolError {
+        let error = service_error(self.name(), err, doing);
+        self.inner.check_error(generation, &error);
+        error
+    }
+
+    /// What the server says it supports (its capabilities from the handshake); connects
+    /// first if needed.
+    pub async fn server_capabilities(&self) -> Result<ServerCapabilities, ToolError> {
+        let (peer, _) = self.peer().await?;
+        Ok(peer
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default())
+    }
+
+    /// The values the server offers for an argument of its prompt `prompt`
+    /// (`completion/complete`), given what was typed and the other arguments' values.
+    ///
+    /// ```no_run
+    /// use tinyagent_mcp::{McpCompletionRequest, McpToolset};
+    ///
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let toolset = McpToolset::stdio("npx -y @modelcontextprotocol/server-everything stdio")?;
+    /// let request = McpCompletionRequest::new("name", "").context_argument("department", "Sales");
+    /// let names = toolset.complete_prompt("completable-prompt", request).await?;
+    /// println!("{:?}", names.values);
+    /// # Ok(()) }
+    /// ```
+    pub async fn complete_prompt(
+        &self,
+        prompt: &str,
+        request: McpCompletionRequest,
+    ) -> Result<McpCompletion, ToolError> {
+        let doing = format!("completing an argument of its prompt {prompt:?}");
+        self.complete(Reference::for_prompt(prompt), request, &doing)
+            .await
+    }
+
+    /// The values the server offers for a variable of its resource template `template` (its
+    /// URI template, such as `file:///{path}`).
+    pub async fn complete_resource(
+        &self,
+        template: &str,
+        request: McpCompletionRequest,
+    ) -> Result<McpCompletion, ToolError> {
+        let doing = format!("completing a variable of its resource template {template:?}");
+        self.complete(Reference::for_resource(template), request, &doing)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        reference: Reference,
+        request: McpCompletionRequest,
+        doing: &str,
+    ) -> Result<McpCompletion, ToolError> {
+        let (peer, generation) = self.peer().await?;
+        let mut params = CompleteRequestParams::new(
+            reference,
+            ArgumentInfo::new(request.argument, request.value),
+        );
+        if !request.context.is_empty() {
+            params = params.with_context(CompletionContext::with_arguments(request.context));
+        }
+        let answer = tokio::time::timeout(self.inner.call_timeout, peer.complete(params)).await;
+        match answer {
+            Ok(Ok(result)) => Ok(McpCompletion::from_info(result.completion)),
+            Ok(Err(err)) => Err(self.failed(generation, err, doing)),
+            Err(_) => Err(ToolError::timed_out(format!(
+                "MCP server `{}` did not answer within {:?} while {doing}",
+                self.name(),
+                self.inner.call_timeout
+            ))),
+        }
     }
 
     /// The prompts the server offers (none when it offers no prompts).
     pub async fn prompts(&self) -> Result<Vec<McpPromptInfo>, ToolError> {
-        let peer = self.peer().await?;
+        let (peer, generation) = self.peer().await?;
         if peer
             .peer_info()
             .is_some_and(|i| i.capabilities.prompts.is_none())
@@ -66,7 +143,7 @@ impl McpToolset {
         let listed = peer
             .list_all_prompts()
             .await
-            .map_err(|e| service_error(self.name(), e, "listing its prompts"))?;
+            .map_err(|e| self.failed(generation, e, "listing its prompts"))?;
         Ok(listed
             .into_iter()
             .map(|p| McpPromptInfo {
@@ -89,16 +166,17 @@ impl McpToolset {
         name: &str,
         arguments: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
     ) -> Result<Vec<McpPromptMessage>, ToolError> {
-        let peer = self.peer().await?;
+        let (peer, generation) = self.peer().await?;
         let arguments: Map<String, Value> = arguments
             .into_iter()
             .map(|(k, v)| (k.into(), Value::String(v.into())))
             .collect();
         let mut params = GetPromptRequestParams::new(name);
         params.arguments = Some(arguments);
-        let response = peer.get_prompt(params).await.map_err(|e| {
-            service_error(self.name(), e, &format!("rendering its prompt {name:?}"))
-        })?;
+        let response = peer
+            .get_prompt(params)
+            .await
+            .map_err(|e| self.failed(generation, e, &format!("rendering its prompt {name:?}")))?;
         let result = response;
         Ok(result
             .messages
@@ -115,14 +193,14 @@ impl McpToolset {
 
     /// The resources the server lists, then its resource templates.
     pub async fn resources(&self) -> Result<Vec<McpResourceInfo>, ToolError> {
-        let peer = self.peer().await?;
+        let (peer, generation) = self.peer().await?;
         if peer
             .peer_info()
             .is_some_and(|i| i.capabilities.resources.is_none())
         {
             return Ok(Vec::new());
         }
-        let failed = |e| service_error(self.name(), e, "listing its resources");
+        let failed = |e| self.failed(generation, e, "listing its resources");
         let mut out: Vec<McpResourceInfo> = peer
             .list_all_resources()
             .await
@@ -155,11 +233,11 @@ impl McpToolset {
     /// Reads the resource at `uri`: its contents as content parts (text or base64 bytes,
     /// each with its URI and MIME type).
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ContentPart>, ToolError> {
-        let peer = self.peer().await?;
+        let (peer, generation) = self.peer().await?;
         let response = peer
             .read_resource(ReadResourceRequestParams::new(uri))
             .await
-            .map_err(|e| service_error(self.name(), e, &format!("reading {uri:?}")))?;
+            .map_err(|e| self.failed(generation, e, &format!("reading {uri:?}")))?;
         let result = response;
         Ok(result
             .contents
@@ -216,25 +294,6 @@ impl McpToolset {
                 "required": ["uri"]
             }),
         }))
-    }
-}
-
-impl McpPromptMessage {
-    /// The message as a [`tinyagent::Message`]: text as it is, other content said in words
-    /// (an embedded resource's text is kept whole).
-    pub fn to_message(&self) -> tinyagent::Message {
-        let text = match &self.content {
-            ContentPart::Resource {
-                text: Some(text), ..
-            } => text.clone(),
-            other => other
-                .as_text()
-                .map_or_else(|| other.describe(), str::to_owned),
-        };
-        match self.role {
-            PromptRole::User => tinyagent::Message::user(text),
-            PromptRole::Assistant => tinyagent::Message::assistant(text),
-        }
     }
 }
 

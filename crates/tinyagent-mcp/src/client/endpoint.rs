@@ -1,8 +1,14 @@
-//! Where an MCP server is: a child process or a streamable HTTP URL.
+//! Where an MCP server is: a child process or a streamable HTTP URL; and the secrets sent to
+//! it, kept out of `Debug` output and logs.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A header value or token: kept out of `Debug` output and logs.
+#[derive(Clone)]
+pub(super) struct Secret(pub(super) Arc<str>);
 
 /// Where the server is.
 #[derive(Clone)]

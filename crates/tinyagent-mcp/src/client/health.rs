@@ -3,12 +3,13 @@
 use tokio::sync::watch;
 
 use super::McpToolset;
-use super::connection::McpHealth;
+use super::health_state::McpHealth;
 
 impl McpToolset {
     /// The server's health, watched: `borrow()` for now, `changed().await` for the next
-    /// change (a connection made, lost, or failing). Reconnects happen on the next
-    /// invocation, with back-off while the server cannot be reached.
+    /// change (a connection made, lost, restarting, or failing). A lost server is connected
+    /// again by the toolset (see [`McpHealth`]); calls made meanwhile wait for the attempt in
+    /// progress, or fail at once saying when the next one is.
     ///
     /// ```no_run
     /// # async fn demo() {
@@ -18,8 +19,14 @@ impl McpToolset {
     /// let mut health = toolset.health();
     /// tokio::spawn(async move {
     ///     while health.changed().await.is_ok() {
-    ///         if let McpHealth::Unreachable { failures, .. } = &*health.borrow() {
-    ///             eprintln!("MCP server down ({failures} attempts)");
+    ///         match &*health.borrow() {
+    ///             McpHealth::Restarting { restart, retry_in, .. } => {
+    ///                 eprintln!("MCP server lost; restart {restart} in {retry_in:?}")
+    ///             }
+    ///             McpHealth::Unreachable { failures, .. } => {
+    ///                 eprintln!("MCP server down ({failures} attempts)")
+    ///             }
+    ///             _ => {}
     ///         }
     ///     }
     /// });

@@ -8,7 +8,7 @@ use tinyagent::{
 };
 use tinyagent_http::snippet;
 
-use super::ResponsesConfig;
+use super::config::ResponsesConfig;
 use crate::wire::{
     answer_schema, history_arguments, result_text, sanitize_tool_name, tool_parameters,
 };

@@ -2,6 +2,8 @@
 //! ephemeral loopback port, and a reader of server-sent events.
 #![allow(dead_code)]
 
+pub mod priced;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -263,6 +265,30 @@ pub fn service_url(var: &str, server: &str) -> Option<String> {
              to skip such tests)"
         ),
     }
+}
+
+/// A PostgreSQL store at `TINYAGENT_TEST_POSTGRES_URL` (see [`service_url`]).
+pub async fn postgres() -> Option<tinyagent_store::PostgresStore> {
+    let url = service_url("TINYAGENT_TEST_POSTGRES_URL", "PostgreSQL")?;
+    Some(
+        tinyagent_store::PostgresStore::connect(&url)
+            .await
+            .unwrap_or_else(|err| {
+                panic!("cannot use the PostgreSQL of TINYAGENT_TEST_POSTGRES_URL ({url}): {err}")
+            }),
+    )
+}
+
+/// A Redis store at `TINYAGENT_TEST_REDIS_URL` (see [`service_url`]).
+pub async fn redis() -> Option<tinyagent_store::RedisStore> {
+    let url = service_url("TINYAGENT_TEST_REDIS_URL", "Redis")?;
+    Some(
+        tinyagent_store::RedisStore::connect(&url)
+            .await
+            .unwrap_or_else(|err| {
+                panic!("cannot use the Redis of TINYAGENT_TEST_REDIS_URL ({url}): {err}")
+            }),
+    )
 }
 
 /// The session once `ready` holds for it (a write in the background may still be on its way),

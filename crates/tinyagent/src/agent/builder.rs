@@ -138,6 +138,10 @@ impl Agent for LlmAgent {
         super::run::run(self.config.clone(), inv)
     }
 
+    fn budget(&self) -> Budget {
+        self.config.budget
+    }
+
     /// Refuses a sampling option the agent's model does not take, and a tool choice naming a
     /// tool the agent lacks (when its tools are fixed; resolved tools are checked by the run).
     fn check_options(&self, options: &super::RunOptions) -> Result<(), AgentError> {

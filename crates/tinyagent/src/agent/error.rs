@@ -256,6 +256,25 @@ fn amount(resource: BudgetResource, n: u64) -> String {
 }
 
 impl AgentError {
+    /// The `error.type` of a run's failure: a short snake-case name of what went wrong.
+    pub(crate) fn error_type(&self) -> &'static str {
+        match self {
+            Self::Model(e) => e.kind().as_str(),
+            Self::StepLimit { .. } => "step_limit",
+            Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::ReplyTruncated { .. } => "reply_truncated",
+            Self::ToolConflict { .. } => "tool_conflict",
+            Self::Resolver { .. } => "resolver",
+            Self::Config { .. } => "config",
+            Self::InvalidAnswer { .. } => "invalid_answer",
+            Self::NoAnswer { .. } => "no_answer",
+            Self::Store(_) => "store",
+            Self::Paused { .. } => "paused",
+            Self::Options { .. } => "options",
+            Self::Resume { .. } => "resume",
+        }
+    }
+
     pub(crate) fn budget(agent: &str, exceeded: crate::budget::BudgetExceeded) -> Self {
         Self::BudgetExhausted {
             agent: agent.to_owned(),

@@ -13,12 +13,14 @@ mod options;
 mod pause;
 mod queue;
 mod run;
-mod step;
 mod stored;
+mod tool_calls;
 mod tool_host;
 pub(crate) mod traits;
 mod typed;
 
+pub use crate::context::decision::Decisions;
+pub use crate::model::run_options::RunOptions;
 pub(crate) use builder::LlmAgent;
 pub use builder::LlmAgentBuilder;
 pub use compaction::{
@@ -31,7 +33,6 @@ pub use config::{
 pub(crate) use error::AgentError;
 pub use error::{ConfigProblem, ToolSource};
 pub(crate) use events::Event;
-pub use options::RunOptions;
-pub use pause::{CallState, Decisions, PAUSED_KEY, PausedRun, PendingCall};
+pub use pause::{CallState, PAUSED_KEY, PausedRun, PendingCall};
 pub use stored::{DEFAULT_SESSION_WAIT, INTERRUPTED_PREFIX, OnBusy, SessionRunner};
 pub(crate) use traits::Agent;

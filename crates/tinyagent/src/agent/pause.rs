@@ -3,25 +3,21 @@
 //!
 //! A tool call that fails with a [`Deferred`](crate::ToolErrorKind::Deferred) error (an
 //! [`ApprovalLayer`](crate::tools::middleware::ApprovalLayer) whose hook answers
-//! [`Approval::Defer`], or a tool that defers itself) does not go back to the model: the
+//! [`Approval::Defer`](crate::tools::middleware::Approval::Defer), or a tool that defers itself) does not go back to the model: the
 //! step's other calls finish, the run writes a [`PausedRun`] into its session's state under
 //! [`PAUSED_KEY`] and ends with [`Event::Paused`](crate::Event::Paused). Resuming it with
 //! [`Decisions`] (by call id) runs each waiting call as decided, recording in the session
 //! before and after each one, so that a resume that is retried never runs a call twice; then
 //! the loop goes on where it stopped.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::{Invocation, Session, StoreError};
+use crate::context::{Decisions, Invocation, Resume, Session};
 use crate::error::ToolErrorKind;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::model::Usage;
-use crate::tools::middleware::Approval;
-use crate::util::BoxFuture;
 
 /// The session state key under which a paused run is kept (a [`PausedRun`] as JSON).
 pub const PAUSED_KEY: &str = "tinyagent.paused";
@@ -46,73 +42,6 @@ impl fmt::Display for PendingCall {
             "{} {} ({}): {}",
             self.call.name, self.call.arguments, self.call.id, self.reason
         )
-    }
-}
-
-/// Decisions about the calls of a paused run, by call id: what
-/// [`SessionRunner::resume`](super::SessionRunner::resume) applies.
-///
-/// [`Approval::Approve`] runs the call, [`Approval::Rewrite`] runs it with other arguments,
-/// [`Approval::Deny`] gives the model a denial, [`Approval::Defer`] keeps it waiting. In JSON,
-/// an object from call id to decision: `{"call_1": "approve", "call_2": {"deny": "too
-/// expensive"}}`.
-///
-/// ```
-/// use tinyagent::agent::Decisions;
-///
-/// let decisions = Decisions::new().approve("call_1").deny("call_2", "not today");
-/// let json = serde_json::to_string(&decisions).unwrap();
-/// assert_eq!(json, r#"{"call_1":"approve","call_2":{"deny":"not today"}}"#);
-/// assert_eq!(serde_json::from_str::<Decisions>(&json).unwrap(), decisions);
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Decisions(BTreeMap<String, Approval>);
-
-impl Decisions {
-    /// No decisions yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Decides about call `call_id`, replacing an earlier decision about it.
-    #[must_use]
-    pub fn decide(mut self, call_id: impl Into<String>, decision: Approval) -> Self {
-        self.0.insert(call_id.into(), decision);
-        self
-    }
-
-    /// Approves call `call_id`.
-    #[must_use]
-    pub fn approve(self, call_id: impl Into<String>) -> Self {
-        self.decide(call_id, Approval::Approve)
-    }
-
-    /// Denies call `call_id`, with a reason the model reads.
-    #[must_use]
-    pub fn deny(self, call_id: impl Into<String>, reason: impl Into<String>) -> Self {
-        self.decide(call_id, Approval::deny(reason))
-    }
-
-    /// The decision about call `call_id`, if any.
-    pub fn get(&self, call_id: &str) -> Option<&Approval> {
-        self.0.get(call_id)
-    }
-
-    /// The decisions, by call id.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Approval)> {
-        self.0.iter().map(|(id, d)| (id.as_str(), d))
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<S: Into<String>> FromIterator<(S, Approval)> for Decisions {
-    fn from_iter<I: IntoIterator<Item = (S, Approval)>>(iter: I) -> Self {
-        Self(iter.into_iter().map(|(id, d)| (id.into(), d)).collect())
     }
 }
 
@@ -311,19 +240,6 @@ pub(crate) fn interrupted(call_id: &str, name: &str) -> ToolResult {
     )
 }
 
-/// Writes the session as it is now where it is kept (a [`SessionRunner`] commits it to its
-/// store), so that a resume's record of the calls it runs outlives the process.
-///
-/// [`SessionRunner`]: super::SessionRunner
-pub(crate) type Checkpoint =
-    Arc<dyn Fn(Session) -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
-
-/// What an invocation that resumes a paused run carries.
-struct Resume {
-    decisions: Decisions,
-    checkpoint: Option<Checkpoint>,
-}
-
 impl Invocation {
     /// An invocation that resumes the run paused in `session` (see [`PausedRun`]) with
     /// `decisions` about its waiting calls; its message is the paused turn's user message.
@@ -339,41 +255,9 @@ impl Invocation {
             .and_then(Result::ok)
             .and_then(|paused| paused.turn.into_iter().next())
             .unwrap_or_else(|| Message::user(""));
-        let mut inv = Self::new(session, message);
-        inv.set_resume(Arc::new(Resume {
+        Self::new(session, message).with_resume(Resume {
             decisions,
             checkpoint: None,
-        }));
-        inv
-    }
-
-    /// The decisions this invocation resumes a paused run with, if it resumes one.
-    pub fn decisions(&self) -> Option<&Decisions> {
-        self.resume_state()?
-            .downcast_ref::<Resume>()
-            .map(|r| &r.decisions)
-    }
-
-    /// Makes a resume record its progress through `checkpoint`.
-    pub(crate) fn set_checkpoint(&mut self, checkpoint: Checkpoint) {
-        if let Some(decisions) = self.decisions().cloned() {
-            self.set_resume(Arc::new(Resume {
-                decisions,
-                checkpoint: Some(checkpoint),
-            }));
-        }
-    }
-
-    /// Records the session where it is kept, when a [`SessionRunner`](super::SessionRunner)
-    /// resumes the run; nothing otherwise.
-    pub(crate) async fn checkpoint(&self) -> Result<(), StoreError> {
-        let checkpoint = self
-            .resume_state()
-            .and_then(|r| r.downcast_ref::<Resume>())
-            .and_then(|r| r.checkpoint.clone());
-        match checkpoint {
-            Some(checkpoint) => checkpoint(self.session().clone()).await,
-            None => Ok(()),
-        }
+        })
     }
 }

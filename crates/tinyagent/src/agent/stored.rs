@@ -7,12 +7,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
-use super::pause::{Checkpoint, Decisions, PausedRun};
+use super::pause::PausedRun;
 use super::{Agent, AgentError, Event};
 use crate::context::Invocation;
 use crate::context::{
     Changes, Session, SessionLock, SessionStore, State, StoreError, StoredSession,
 };
+use crate::context::{Checkpoint, Decisions};
 use crate::message::{Message, ToolResult, new_id};
 
 /// The prefix of the id of the message that closes an interrupted turn (see

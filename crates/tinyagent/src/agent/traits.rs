@@ -6,6 +6,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::{AgentError, Event, RunOptions};
+use crate::Budget;
 use crate::context::{Invocation, Session};
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -110,11 +111,33 @@ pub trait Agent: Send + Sync {
         let _ = options;
         Ok(())
     }
+
+    /// The budget a run of this agent draws from when its invocation brings none
+    /// ([`Invocation::with_budget`]), so that a caller giving the run a budget of its own (a
+    /// server capping what a key may spend) can start from the agent's limits rather than
+    /// drop them. The default: [`Budget::default`].
+    ///
+    /// ```
+    /// use tinyagent::model::Cost;
+    /// use tinyagent::testing::ScriptedModel;
+    /// use tinyagent::{Agent, Budget, LlmAgent};
+    ///
+    /// let budget = Budget::default().max_cost(Cost::from_usd(0.5));
+    /// let agent = LlmAgent::builder("a").model(ScriptedModel::default()).budget(budget).build().unwrap();
+    /// assert_eq!(agent.budget(), budget);
+    /// ```
+    fn budget(&self) -> Budget {
+        Budget::default()
+    }
 }
 
 impl<A: Agent + ?Sized> Agent for Arc<A> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn budget(&self) -> Budget {
+        (**self).budget()
     }
 
     fn check_options(&self, options: &RunOptions) -> Result<(), AgentError> {
@@ -133,6 +156,10 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
 impl<A: Agent + ?Sized> Agent for Box<A> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn budget(&self) -> Budget {
+        (**self).budget()
     }
 
     fn check_options(&self, options: &RunOptions) -> Result<(), AgentError> {

@@ -3,8 +3,12 @@
 use std::sync::Arc;
 
 use super::Session;
+use super::decision::Decisions;
+use super::resume::{Checkpoint, Resume};
+use super::store::StoreError;
 use crate::budget::SharedBudget;
 use crate::message::{Message, new_id};
+use crate::model::RunOptions;
 
 /// One run of an agent on one user message: an id, the message, the session it belongs to,
 /// and the chain of agents above it when it runs as another agent's tool.
@@ -34,9 +38,9 @@ pub struct Invocation {
     host: Option<super::host::Host>,
     /// What resuming a paused run needs, when the invocation resumes one (see
     /// [`Invocation::resume`]).
-    resume: Option<Arc<dyn std::any::Any + Send + Sync>>,
-    /// The run's options (see `Invocation::with_options`).
-    options: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    resume: Option<Arc<Resume>>,
+    /// The run's options (see [`Invocation::with_options`]).
+    options: Option<Arc<RunOptions>>,
 }
 
 impl Invocation {
@@ -56,24 +60,55 @@ impl Invocation {
         }
     }
 
-    /// Makes the invocation resume a paused run (the agent module keeps what that needs).
-    pub(crate) fn set_resume(&mut self, resume: Arc<dyn std::any::Any + Send + Sync>) {
-        self.resume = Some(resume);
+    /// Returns the invocation with `options` taking the place of its agent's settings for it.
+    ///
+    /// ```
+    /// use tinyagent::agent::RunOptions;
+    /// use tinyagent::model::ToolChoice;
+    /// use tinyagent::{Invocation, Session};
+    ///
+    /// let inv = Invocation::new(Session::new(), "hi")
+    ///     .with_options(RunOptions::new().max_tokens(64).tool_choice(ToolChoice::None));
+    /// assert_eq!(inv.options().unwrap().max_tokens, Some(64));
+    /// ```
+    #[must_use]
+    pub fn with_options(mut self, options: RunOptions) -> Self {
+        self.options = Some(Arc::new(options));
+        self
     }
 
-    /// Sets the run's options (the agent module keeps their type).
-    pub(crate) fn set_options(&mut self, options: Arc<dyn std::any::Any + Send + Sync>) {
-        self.options = Some(options);
-    }
-
-    /// What [`set_options`](Self::set_options) set.
-    pub(crate) fn options_state(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+    /// The options the invocation was given, if any.
+    pub fn options(&self) -> Option<&RunOptions> {
         self.options.as_deref()
     }
 
-    /// What [`set_resume`](Self::set_resume) set.
-    pub(crate) fn resume_state(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
-        self.resume.as_deref()
+    /// Returns the invocation resuming a paused run as `resume` says (see
+    /// [`Invocation::resume`]).
+    pub(crate) fn with_resume(mut self, resume: Resume) -> Self {
+        self.resume = Some(Arc::new(resume));
+        self
+    }
+
+    /// The decisions this invocation resumes a paused run with, if it resumes one.
+    pub fn decisions(&self) -> Option<&Decisions> {
+        self.resume.as_deref().map(|r| &r.decisions)
+    }
+
+    /// Makes a resume record its progress through `checkpoint`; nothing when the invocation
+    /// resumes no run.
+    pub(crate) fn set_checkpoint(&mut self, checkpoint: Checkpoint) {
+        if let Some(resume) = &mut self.resume {
+            Arc::make_mut(resume).checkpoint = Some(checkpoint);
+        }
+    }
+
+    /// Records the session where it is kept, when a [`SessionRunner`](crate::agent::SessionRunner)
+    /// resumes the run; nothing otherwise.
+    pub(crate) async fn checkpoint(&self) -> Result<(), StoreError> {
+        match self.resume.as_ref().and_then(|r| r.checkpoint.clone()) {
+            Some(checkpoint) => checkpoint(self.session().clone()).await,
+            None => Ok(()),
+        }
     }
 
     /// Returns the invocation with a [`ToolHost`](crate::host::ToolHost) for its tool calls: what
@@ -166,5 +201,63 @@ impl Invocation {
     /// Records the agent running this invocation; agents call it when a run starts.
     pub fn set_agent(&mut self, name: impl Into<Arc<str>>) {
         self.agent = Some(name.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn options_and_resume_state_are_typed_fields() {
+        let inv = Invocation::new(Session::new(), "hi");
+        assert!(inv.options().is_none());
+        assert!(inv.decisions().is_none());
+        let inv = inv.with_options(RunOptions::new().max_tokens(7));
+        assert_eq!(inv.options().and_then(|o| o.max_tokens), Some(7));
+        let inv = inv.with_resume(Resume {
+            decisions: Decisions::new().approve("call_1"),
+            checkpoint: None,
+        });
+        assert_eq!(inv.decisions(), Some(&Decisions::new().approve("call_1")));
+        assert_eq!(
+            inv.options().and_then(|o| o.max_tokens),
+            Some(7),
+            "resuming keeps the options"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_is_set_on_a_resume_only_and_not_on_its_clones() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let checkpoint: Checkpoint = Arc::new(move |_session| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        });
+
+        let mut fresh = Invocation::new(Session::new(), "hi");
+        fresh.set_checkpoint(checkpoint.clone());
+        fresh.checkpoint().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "no resume, no checkpoint");
+        assert!(fresh.decisions().is_none());
+
+        let before = Invocation::new(Session::new(), "hi").with_resume(Resume {
+            decisions: Decisions::new().approve("call_1"),
+            checkpoint: None,
+        });
+        let mut resumed = before.clone();
+        resumed.set_checkpoint(checkpoint);
+        resumed.checkpoint().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        before.checkpoint().await.unwrap();
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "the clone kept its own state"
+        );
+        assert_eq!(resumed.decisions(), before.decisions());
     }
 }

@@ -1,12 +1,19 @@
 //! The bottom layer: what every call may read. [`ToolContext`] is handed to every tool call;
 //! [`Invocation`] is one run of an agent; [`Session`] is the conversation and its state.
 //!
-//! This module knows nothing of tools, models or agents; they all read it.
+//! This module knows nothing of tools or agents; they all read it. What a run carries in its
+//! invocation is typed here or below: the [`Budget`](crate::Budget) it draws from, its
+//! [`RunOptions`](crate::agent::RunOptions), the [`Decisions`](crate::agent::Decisions) a
+//! resumed run applies; a resumed call's [`Approval`](crate::tools::middleware::Approval) rides
+//! in its [`ToolContext`]. Extensions are for the application's own values.
 
 mod changes;
+pub(crate) mod decision;
 mod host;
+mod host_calls;
 mod invocation;
 mod memory_store;
+mod resume;
 mod session;
 mod store;
 
@@ -16,6 +23,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use changes::Changes;
+pub(crate) use decision::{Approval, Decisions};
 pub(crate) use host::unsupported as unsupported_request;
 pub use host::{
     Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
@@ -23,14 +31,16 @@ pub use host::{
 };
 pub use invocation::Invocation;
 pub use memory_store::{Cursor, MemoryStore, SessionLocks, from_micros, micros};
+pub(crate) use resume::{Checkpoint, Resume};
 pub use session::{Session, State};
 pub use store::{
     DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock, SessionPage,
     SessionStore, StoreError, StoredSession, check_session_id,
 };
 
-/// Per-call context handed to every tool: the call id, and typed extensions that the agent and
-/// middleware attach (the invocation, the session, anything of the application's).
+/// Per-call context handed to every tool: the call id, the invocation it runs in (and its
+/// session), the host it runs under, the decision a resumed call carries, and typed extensions
+/// for anything of the application's.
 ///
 /// Cheap to clone: everything inside is reference counted.
 ///
@@ -47,6 +57,11 @@ pub use store::{
 #[derive(Clone, Default)]
 pub struct ToolContext {
     call_id: Option<Arc<str>>,
+    invocation: Option<Arc<Invocation>>,
+    host: Option<host::Host>,
+    /// The decision taken outside the run about this call (see [`ToolContext::decision`]).
+    decision: Option<Arc<Approval>>,
+    /// The application's values, by type.
     extensions: Option<Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
     /// The caller already runs this call inside its `execute_tool` span.
     in_tool_span: bool,
@@ -56,6 +71,9 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("call_id", &self.call_id)
+            .field("invocation", &self.invocation.as_ref().map(|i| i.id()))
+            .field("host", &self.host.is_some())
+            .field("decision", &self.decision)
             .field(
                 "extensions",
                 &self.extensions.as_ref().map_or(0, |e| e.len()),
@@ -117,8 +135,9 @@ impl ToolContext {
 
     /// Returns the context with the invocation attached (agents do this for every call).
     #[must_use]
-    pub fn with_invocation(self, invocation: Invocation) -> Self {
-        self.with_extension(invocation)
+    pub fn with_invocation(mut self, invocation: Invocation) -> Self {
+        self.invocation = Some(Arc::new(invocation));
+        self
     }
 
     /// The agent invocation this call runs in, when an agent made the call.
@@ -134,13 +153,29 @@ impl ToolContext {
     /// assert!(ToolContext::new().session().is_none());
     /// ```
     pub fn invocation(&self) -> Option<&Invocation> {
-        self.extension::<Invocation>()
+        self.invocation.as_deref()
     }
 
     /// The session of the invocation this call runs in: its state map is where tools keep
     /// what outlives one call.
     pub fn session(&self) -> Option<&Session> {
         self.invocation().map(Invocation::session)
+    }
+
+    /// Returns the context carrying the decision taken outside the run about this call (a
+    /// resumed run does this for each call it runs as decided).
+    #[must_use]
+    pub(crate) fn with_decision(mut self, decision: Approval) -> Self {
+        self.decision = Some(Arc::new(decision));
+        self
+    }
+
+    /// The decision taken outside the run about this call, when it is the resumption of a
+    /// call that was [deferred](crate::ToolErrorKind::Deferred): a tool that deferred itself
+    /// reads it here; an [`ApprovalLayer`](crate::tools::middleware::ApprovalLayer) whose hook
+    /// defers again applies it.
+    pub fn decision(&self) -> Option<&Approval> {
+        self.decision.as_deref()
     }
 }
 
@@ -157,5 +192,23 @@ mod tests {
         assert_eq!(ctx2.extension::<u32>(), Some(&2));
         assert_eq!(ctx.extension::<u32>(), Some(&1), "clones are independent");
         assert_eq!(ctx.extension::<i64>(), None);
+    }
+
+    #[test]
+    fn the_runs_values_are_fields_not_extensions() {
+        let ctx = ToolContext::new()
+            .with_invocation(Invocation::new(Session::new(), "hi"))
+            .with_decision(Approval::deny("no"));
+        assert_eq!(
+            ctx.invocation().map(|i| i.message().text()).as_deref(),
+            Some("hi")
+        );
+        assert_eq!(ctx.decision(), Some(&Approval::deny("no")));
+        // The extensions are the application's alone: what the agent attaches is not there.
+        assert!(ctx.extension::<Invocation>().is_none());
+        assert!(ctx.extension::<Approval>().is_none());
+        let ctx = ctx.with_extension(Approval::Approve);
+        assert_eq!(ctx.extension::<Approval>(), Some(&Approval::Approve));
+        assert_eq!(ctx.decision(), Some(&Approval::deny("no")));
     }
 }

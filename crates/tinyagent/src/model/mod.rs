@@ -12,6 +12,7 @@ pub(crate) mod request;
 pub(crate) mod response;
 mod response_builder;
 mod response_format;
+pub(crate) mod run_options;
 mod sampling;
 pub(crate) mod traits;
 
@@ -28,5 +29,6 @@ pub use response::FinishReason;
 pub(crate) use response::{ModelResponse, Usage};
 pub use response_builder::ModelResponseBuilder;
 pub use response_format::ResponseFormat;
+pub(crate) use run_options::RunOptions;
 pub use sampling::{Sampling, SamplingOption};
 pub(crate) use traits::Model;

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ResponseFormat;
-use crate::Tool;
 use crate::message::Message;
 
 /// A tool as a model sees it: name, description and input schema.
@@ -56,17 +55,6 @@ impl ToolDefinition {
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
-    }
-
-    /// The definition of a tool.
-    pub fn from_tool(tool: &dyn Tool) -> Self {
-        Self {
-            name: tool.name().to_owned(),
-            description: tool.description().to_owned(),
-            input_schema: tool.input_schema().clone(),
-            title: tool.title().map(str::to_owned),
-            output_schema: tool.output_schema().cloned(),
-        }
     }
 }
 

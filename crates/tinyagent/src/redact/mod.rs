@@ -113,9 +113,9 @@ static AUTH_SCHEME: LazyLock<Regex> = LazyLock::new(|| {
         .expect("a valid pattern")
 });
 
-/// The password of `scheme://user:password@host`.
+/// The userinfo of `scheme://user:password@host`.
 static URL_USERINFO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@"'\\]*):([^\s/?#@"'\\]*)@"#)
+    Regex::new(r#"([A-Za-z][A-Za-z0-9+.\-]*://)[^\s:/?#@"'\\]*:[^\s/?#@"'\\]*@"#)
         .expect("a valid pattern")
 });
 
@@ -265,7 +265,7 @@ fn redact_free_text<'a>(text: &'a str, extra: &[String]) -> std::borrow::Cow<'a,
         }
     });
     replace(&mut out, &URL_USERINFO, &|c| {
-        format!("{}:{REDACTED}@", &c[1])
+        format!("{}{REDACTED}@", &c[1])
     });
     replace(&mut out, &KNOWN_TOKENS, &|_| REDACTED.to_owned());
     if let Some(clean) = redact_key_values(&out, extra) {
@@ -359,16 +359,9 @@ fn redact_one_url(url: &str) -> String {
     out.push_str(scheme);
     out.push_str("://");
     match authority.rsplit_once('@') {
-        // `user:password@`: the user stays readable, the password goes.
-        Some((userinfo, host)) => {
-            match userinfo.split_once(':') {
-                Some((user, _)) if !user.is_empty() => {
-                    out.push_str(user);
-                    out.push(':');
-                }
-                // A user alone is often a token (`https://TOKEN@host`).
-                _ => {}
-            }
+        // `user:password@` or `token@`: the whole userinfo goes (a user name alone is often
+        // a token, and a user name is no business of a log reader's either).
+        Some((_userinfo, host)) => {
             out.push_str(REDACTED);
             out.push('@');
             out.push_str(host);
@@ -409,8 +402,9 @@ fn redact_one_url(url: &str) -> String {
     out
 }
 
-/// Redacts the credentials of every URL in `text`, for display: the password of
-/// `scheme://user:password@host` (a user name alone, often a token, goes too) and the values of
+/// Redacts the credentials of every URL in `text`, for display: the whole userinfo of
+/// `scheme://user:password@host` (`scheme://[REDACTED]@host`: the user name goes with the
+/// password, and a user name alone, often a token, goes too) and the values of
 /// query parameters that carry keys (`?key=…`, `api_key=…`, `access_token=…`, signed-URL
 /// signatures). Everything else, the text around the URLs included, is kept as it is.
 ///
@@ -422,7 +416,7 @@ fn redact_one_url(url: &str) -> String {
 ///
 /// assert_eq!(
 ///     redact::url("could not connect to http://ann:hunter2@127.0.0.1:1/v1"),
-///     "could not connect to http://ann:[REDACTED]@127.0.0.1:1/v1"
+///     "could not connect to http://[REDACTED]@127.0.0.1:1/v1"
 /// );
 /// assert_eq!(
 ///     redact::url("https://g.example/v1beta/models?key=AIzaK3Y&alt=sse"),

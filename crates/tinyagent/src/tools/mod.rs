@@ -17,6 +17,7 @@
 
 mod adapter;
 pub(crate) mod arguments;
+mod definition;
 mod dialect;
 mod func;
 pub(crate) mod handler;
@@ -29,6 +30,7 @@ mod panic;
 mod resolver;
 pub(crate) mod schema_gen;
 mod search;
+mod search_index;
 mod validate;
 
 pub use adapter::{

@@ -1,12 +1,13 @@
 //! [`ToolSearch`]: a large set of tools behind a search, so that a request carries the few
 //! tools the conversation needs instead of hundreds of definitions.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::{ToolInput, ToolOutput, ToolResolver};
+use super::middleware::ToolMiddleware;
+use super::search_index::Index;
+use super::{ToolInput, ToolOutput, ToolResolver, wrap_tool};
 use crate::context::{Invocation, ToolContext};
 use crate::error::ToolError;
 use crate::message::Role;
@@ -65,15 +66,38 @@ pub const CALL_TOOL: &str = "call_tool";
 /// ```
 #[derive(Clone)]
 pub struct ToolSearch {
-    index: Arc<Index>,
+    source: Source,
+    middleware: Arc<[ToolMiddleware]>,
     max_tools: usize,
     offer_all_up_to: usize,
 }
 
+/// Where a search's tools come from.
+#[derive(Clone)]
+enum Source {
+    /// Tools given once, indexed once.
+    Fixed(Arc<Index>),
+    /// Tools resolvers give each invocation; the index of the last set, kept while the set
+    /// stays the same tools.
+    Resolved {
+        resolvers: Arc<[Arc<dyn ToolResolver>]>,
+        last: Arc<Mutex<Option<Indexed>>>,
+    },
+}
+
+/// An index and the tools it was built from, by address (the index holds them, so no other
+/// tool can take an address while it is kept).
+struct Indexed {
+    tools: Vec<usize>,
+    index: Arc<Index>,
+}
+
 impl std::fmt::Debug for ToolSearch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools = self.last_index().map_or(0, |index| index.tools.len());
         f.debug_struct("ToolSearch")
-            .field("tools", &self.index.tools.len())
+            .field("tools", &tools)
+            .field("resolved", &matches!(self.source, Source::Resolved { .. }))
             .field("max_tools", &self.max_tools)
             .field("offer_all_up_to", &self.offer_all_up_to)
             .finish()
@@ -83,11 +107,133 @@ impl std::fmt::Debug for ToolSearch {
 impl ToolSearch {
     /// A search over `tools` (indexed once, here).
     pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        let tools: Vec<Arc<dyn Tool>> = tools.into_iter().collect();
+        Self::from_source(Source::Fixed(Arc::new(Index::new(tools.clone(), tools))))
+    }
+
+    /// A search over the tools `resolvers` give each invocation, in order (MCP toolsets,
+    /// whose tools change when a server says so, or [`resolver_fn`](super::resolver_fn)
+    /// returning fixed tools). The tools are indexed again only when the set changes: the
+    /// same tools (the same `Arc`s) keep the index. A resolver that fails fails the
+    /// invocation, as it would without the search.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{Invocation, Session, Tool, ToolError, tools};
+    /// use tinyagent::tools::{ToolResolver, ToolSearch, resolver_fn};
+    ///
+    /// let many: Arc<[Arc<dyn Tool>]> = (0..100)
+    ///     .map(|i| tools::new_tool(format!("report_{i}"), format!("Builds sales report {i}"),
+    ///         serde_json::json!({"type": "object"}),
+    ///         |_ctx, _input: String| async move { Ok::<_, ToolError>("done".to_owned()) }))
+    ///     .collect();
+    /// let registry = resolver_fn(move |_inv: &Invocation| {
+    ///     let tools = many.to_vec();
+    ///     async move { Ok::<_, ToolError>(tools) }
+    /// });
+    /// let search = ToolSearch::from_resolvers([Arc::new(registry) as Arc<dyn ToolResolver>]);
+    /// # tokio_test::block_on(async {
+    /// let inv = Invocation::new(Session::new(), "the sales report 42");
+    /// let offered = search.resolve_tools(&inv).await?;
+    /// assert_eq!(offered[0].name(), "report_42");
+    /// # Ok::<(), ToolError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn from_resolvers(resolvers: impl IntoIterator<Item = Arc<dyn ToolResolver>>) -> Self {
+        Self::from_source(Source::Resolved {
+            resolvers: resolvers.into_iter().collect(),
+            last: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    fn from_source(source: Source) -> Self {
         Self {
-            index: Arc::new(Index::new(tools.into_iter().collect())),
+            source,
+            middleware: Arc::from([]),
             max_tools: DEFAULT_SEARCH_RESULTS,
             offer_all_up_to: DEFAULT_OFFER_ALL_UP_TO,
         }
+    }
+
+    /// Wraps every tool searched in `middleware` (the first listed outermost), so that rules
+    /// keyed on a tool's name (an approval policy, a limit) see the calls `call_tool` makes
+    /// too: the agent's own middleware sees only `call_tool`. Replaces middleware set before.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagent::{Tool, ToolError, tools};
+    /// use tinyagent::tools::ToolSearch;
+    /// use tinyagent::tools::middleware::{Approval, ApprovalLayer, ApprovalRequest, approval_fn};
+    ///
+    /// let tools: Vec<Arc<dyn Tool>> = vec![tools::new_tool("send_email", "Sends an email",
+    ///     serde_json::json!({"type": "object"}),
+    ///     |_ctx, _input: String| async move { Ok::<_, ToolError>("sent".to_owned()) })];
+    /// let ask = ApprovalLayer::new(approval_fn(|req: ApprovalRequest| async move {
+    ///     Approval::defer(format!("{} waits for a person", req.tool))
+    /// }));
+    /// let search = ToolSearch::new(tools).middleware([ask.into()]);
+    /// # let _ = search;
+    /// ```
+    #[must_use]
+    pub fn middleware(mut self, middleware: impl IntoIterator<Item = ToolMiddleware>) -> Self {
+        self.middleware = middleware.into_iter().collect();
+        self.source = match &self.source {
+            Source::Fixed(index) => Source::Fixed(Arc::new(Index::new(
+                index
+                    .unwrapped
+                    .iter()
+                    .map(|tool| self.wrap(tool.clone()))
+                    .collect(),
+                index.unwrapped.clone(),
+            ))),
+            Source::Resolved { resolvers, .. } => Source::Resolved {
+                resolvers: resolvers.clone(),
+                last: Arc::new(Mutex::new(None)),
+            },
+        };
+        self
+    }
+
+    /// `tool` in the search's middleware.
+    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        wrap_tool(tool, self.middleware.iter().cloned())
+    }
+
+    /// The index searched: the fixed tools', or the one of the tools resolved last.
+    fn last_index(&self) -> Option<Arc<Index>> {
+        match &self.source {
+            Source::Fixed(index) => Some(index.clone()),
+            Source::Resolved { last, .. } => lock(last).as_ref().map(|l| l.index.clone()),
+        }
+    }
+
+    /// The index of the tools for `inv`: for resolved tools, theirs, built again only when
+    /// they changed.
+    async fn index_for(&self, inv: &Invocation) -> Result<Arc<Index>, ToolError> {
+        let (resolvers, last) = match &self.source {
+            Source::Fixed(index) => return Ok(index.clone()),
+            Source::Resolved { resolvers, last } => (resolvers, last),
+        };
+        let mut tools = Vec::new();
+        for resolver in resolvers.iter() {
+            tools.extend(resolver.resolve_tools(inv).await?);
+        }
+        let addresses: Vec<usize> = tools
+            .iter()
+            .map(|t| Arc::as_ptr(t).cast::<()>().addr())
+            .collect();
+        if let Some(indexed) = lock(last).as_ref() {
+            if indexed.tools == addresses {
+                return Ok(indexed.index.clone());
+            }
+        }
+        let wrapped = tools.iter().map(|tool| self.wrap(tool.clone())).collect();
+        let index = Arc::new(Index::new(wrapped, tools));
+        *lock(last) = Some(Indexed {
+            tools: addresses,
+            index: index.clone(),
+        });
+        Ok(index)
     }
 
     /// Sets how many found tools are offered per invocation, and returned per search
@@ -106,14 +252,23 @@ impl ToolSearch {
     }
 
     /// The names of the tools most relevant to `query`, best first (at most
-    /// [`max_tools`](Self::max_tools); only tools that match at all).
-    pub fn search(&self, query: &str) -> Vec<&str> {
-        self.index
+    /// [`max_tools`](Self::max_tools); only tools that match at all). A search
+    /// [`from_resolvers`](Self::from_resolvers) searches the tools they gave last (none before
+    /// its first invocation).
+    pub fn search(&self, query: &str) -> Vec<String> {
+        let Some(index) = self.last_index() else {
+            return Vec::new();
+        };
+        index
             .search(query, self.max_tools)
             .into_iter()
-            .map(|i| self.index.tools[i].name())
+            .map(|i| index.tools[i].name().to_owned())
             .collect()
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ToolResolver for ToolSearch {
@@ -122,8 +277,9 @@ impl ToolResolver for ToolSearch {
         inv: &'a Invocation,
     ) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolError>> {
         Box::pin(async move {
-            if self.index.tools.len() <= self.offer_all_up_to {
-                return Ok(self.index.tools.clone());
+            let index = self.index_for(inv).await?;
+            if index.tools.len() <= self.offer_all_up_to {
+                return Ok(index.tools.clone());
             }
             let mut query = inv.message().text();
             let earlier = inv.session().messages();
@@ -136,14 +292,13 @@ impl ToolResolver for ToolSearch {
                 query.push(' ');
                 query.push_str(&message.text());
             }
-            let mut offered: Vec<Arc<dyn Tool>> = self
-                .index
+            let mut offered: Vec<Arc<dyn Tool>> = index
                 .search(&query, self.max_tools)
                 .into_iter()
-                .map(|i| self.index.tools[i].clone())
+                .map(|i| index.tools[i].clone())
                 .collect();
             offered.push(Arc::new(SearchTool {
-                index: self.index.clone(),
+                index: index.clone(),
                 max_tools: self.max_tools,
                 schema: json!({
                     "type": "object",
@@ -152,7 +307,7 @@ impl ToolResolver for ToolSearch {
                 }),
             }));
             offered.push(Arc::new(CallTool {
-                index: self.index.clone(),
+                index,
                 schema: json!({
                     "type": "object",
                     "properties": {
@@ -165,162 +320,6 @@ impl ToolResolver for ToolSearch {
             Ok(offered)
         })
     }
-}
-
-/// The tools and their BM25 index.
-struct Index {
-    tools: Vec<Arc<dyn Tool>>,
-    by_name: HashMap<String, usize>,
-    /// Per tool, each term's count.
-    docs: Vec<HashMap<String, u32>>,
-    lengths: Vec<f64>,
-    average_length: f64,
-    /// How many tools each term occurs in.
-    document_frequency: HashMap<String, u32>,
-}
-
-impl Index {
-    fn new(mut tools: Vec<Arc<dyn Tool>>) -> Self {
-        // One tool per name: a name offered twice would fail the run that finds both.
-        let mut seen = std::collections::HashSet::new();
-        tools.retain(|tool| {
-            let first = seen.insert(tool.name().to_owned());
-            if !first {
-                tracing::warn!(
-                    tool = tool.name(),
-                    "ToolSearch: a second tool of this name is left out"
-                );
-            }
-            first
-        });
-        let mut docs = Vec::with_capacity(tools.len());
-        let mut document_frequency: HashMap<String, u32> = HashMap::new();
-        for tool in &tools {
-            let mut text = format!("{} {} {}", tool.name(), tool.name(), tool.description());
-            schema_text(tool.input_schema(), &mut text);
-            let mut counts: HashMap<String, u32> = HashMap::new();
-            for term in terms(&text) {
-                *counts.entry(term).or_default() += 1;
-            }
-            for term in counts.keys() {
-                *document_frequency.entry(term.clone()).or_default() += 1;
-            }
-            docs.push(counts);
-        }
-        let lengths: Vec<f64> = docs
-            .iter()
-            .map(|d| f64::from(d.values().sum::<u32>()))
-            .collect();
-        let average_length = lengths.iter().sum::<f64>() / (lengths.len().max(1) as f64);
-        let by_name = tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name().to_owned(), i))
-            .collect();
-        Self {
-            tools,
-            by_name,
-            docs,
-            lengths,
-            average_length,
-            document_frequency,
-        }
-    }
-
-    /// The best `n` tools for `query` with a positive score, best first.
-    fn search(&self, query: &str, n: usize) -> Vec<usize> {
-        const K1: f64 = 1.2;
-        const B: f64 = 0.75;
-        let mut query_terms = terms(query);
-        query_terms.sort();
-        query_terms.dedup();
-        let total = self.tools.len() as f64;
-        let mut scores: Vec<(usize, f64)> = Vec::new();
-        for (i, doc) in self.docs.iter().enumerate() {
-            let mut score = 0.0;
-            for term in &query_terms {
-                let Some(&count) = doc.get(term) else {
-                    continue;
-                };
-                let df = f64::from(self.document_frequency[term]);
-                let idf = ((total - df + 0.5) / (df + 0.5) + 1.0).ln();
-                let tf = f64::from(count);
-                let norm = 1.0 - B + B * self.lengths[i] / self.average_length.max(1.0);
-                score += idf * tf * (K1 + 1.0) / (tf + K1 * norm);
-            }
-            if score > 0.0 {
-                scores.push((i, score));
-            }
-        }
-        scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scores.into_iter().take(n).map(|(i, _)| i).collect()
-    }
-}
-
-/// The parameter names and descriptions of a schema, appended to `out`.
-fn schema_text(schema: &Value, out: &mut String) {
-    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-        for (name, property) in properties {
-            out.push(' ');
-            out.push_str(name);
-            if let Some(description) = property.get("description").and_then(Value::as_str) {
-                out.push(' ');
-                out.push_str(description);
-            }
-            schema_text(property, out);
-        }
-    }
-}
-
-/// Whether `c` is written without spaces between words (CJK scripts).
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
-}
-
-/// The search terms of a text: lower-case words (split on case changes, digits and anything
-/// else), and for CJK text each character and each pair of characters.
-fn terms(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut previous: Option<char> = None;
-    let mut cjk_run: Vec<char> = Vec::new();
-    let flush_word = |word: &mut String, out: &mut Vec<String>| {
-        if word.len() > 1 {
-            out.push(std::mem::take(word));
-        } else {
-            word.clear();
-        }
-    };
-    let flush_cjk = |run: &mut Vec<char>, out: &mut Vec<String>| {
-        for (i, c) in run.iter().enumerate() {
-            out.push(c.to_string());
-            if let Some(next) = run.get(i + 1) {
-                out.push(format!("{c}{next}"));
-            }
-        }
-        run.clear();
-    };
-    for c in text.chars() {
-        if is_cjk(c) {
-            flush_word(&mut word, &mut out);
-            cjk_run.push(c);
-        } else if c.is_alphabetic() {
-            flush_cjk(&mut cjk_run, &mut out);
-            let boundary = c.is_uppercase() && previous.is_some_and(char::is_lowercase);
-            if boundary {
-                flush_word(&mut word, &mut out);
-            }
-            word.extend(c.to_lowercase());
-        } else {
-            flush_cjk(&mut cjk_run, &mut out);
-            flush_word(&mut word, &mut out);
-        }
-        previous = Some(c);
-    }
-    flush_word(&mut word, &mut out);
-    flush_cjk(&mut cjk_run, &mut out);
-    out
 }
 
 /// `search_tools`: the tools matching a query, with their schemas.
@@ -416,23 +415,5 @@ impl Tool for CallTool {
             let tool = &self.index.tools[i];
             super::call_catching_panics(tool.as_ref(), ctx, ToolInput::from_value(arguments)).await
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn words_split_on_case_and_punctuation_and_cjk_by_characters() {
-        assert_eq!(
-            terms("getWeather city_name"),
-            ["get", "weather", "city", "name"]
-        );
-        assert_eq!(
-            terms("北京天气"),
-            ["北", "北京", "京", "京天", "天", "天气", "气"]
-        );
-        assert_eq!(terms("a GPU-2 test"), ["gpu", "test"]);
     }
 }

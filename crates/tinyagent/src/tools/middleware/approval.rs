@@ -5,69 +5,13 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::ToolLayer;
-use crate::context::ToolContext;
+use crate::context::{Approval, ToolContext};
 use crate::error::ToolError;
 use crate::util::BoxFuture;
 use crate::{
     Handler, Tool, ToolHints,
     tools::{ToolInput, ToolOutput},
 };
-
-/// What an [`ApprovalHook`] decides about one call, and what a person decides about a paused
-/// one ([`Decisions`](crate::agent::Decisions)).
-///
-/// In JSON (the server's resume API): `"approve"`, `{"deny": "reason"}`,
-/// `{"rewrite": "{\"city\":\"Beijing\"}"}`, `{"defer": "reason"}`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Approval {
-    /// Run the call as the model asked.
-    Approve,
-    /// Refuse the call. The model gets a [`Denied`](crate::ToolErrorKind::Denied) error that
-    /// reads `the call to {tool} was denied: {reason}`, so it can explain or try another way.
-    Deny(String),
-    /// Run the call with these arguments instead (a JSON text), e.g. with a path confined to a
-    /// sandbox or a limit lowered.
-    Rewrite(String),
-    /// Decide later: the call fails with a [`Deferred`](crate::ToolErrorKind::Deferred) error
-    /// carrying the reason, so an agent's run [pauses](crate::agent::PausedRun) with the call
-    /// pending, to be resumed with a decision in this process or another (see
-    /// [`SessionRunner::resume`](crate::agent::SessionRunner::resume)). When the run resumes,
-    /// the hook is asked again (about the rewritten arguments, if the decision rewrote them);
-    /// where it defers again, the decision given applies, so other hooks' rules still hold.
-    Defer(String),
-}
-
-impl Approval {
-    /// Refuses the call for the given reason, written for the model.
-    pub fn deny(reason: impl Into<String>) -> Self {
-        Self::Deny(reason.into())
-    }
-
-    /// Runs the call with other arguments.
-    pub fn rewrite(arguments: impl Into<String>) -> Self {
-        Self::Rewrite(arguments.into())
-    }
-
-    /// Leaves the decision to someone outside the run, saying what is to be decided.
-    pub fn defer(reason: impl Into<String>) -> Self {
-        Self::Defer(reason.into())
-    }
-}
-
-/// The decision a resumed run carries for the call it runs again, in the call's context (see
-/// [`ToolContext::decision`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Decided(pub(crate) Approval);
-
-impl ToolContext {
-    /// The decision taken outside the run about this call, when it is the resumption of a
-    /// call that was [deferred](crate::ToolErrorKind::Deferred): a tool that deferred itself
-    /// reads it here; an [`ApprovalLayer`] whose hook defers again applies it.
-    pub fn decision(&self) -> Option<&Approval> {
-        self.extension::<Decided>().map(|d| &d.0)
-    }
-}
 
 /// One call awaiting approval: the tool, the arguments the model gave, the call id.
 #[derive(Debug, Clone)]

@@ -64,10 +64,8 @@ mod tower;
 pub(crate) mod validation;
 pub(crate) mod wrap;
 
-pub(crate) use approval::Decided;
-pub use approval::{
-    Approval, ApprovalFn, ApprovalHook, ApprovalLayer, ApprovalRequest, approval_fn,
-};
+pub use crate::context::decision::Approval;
+pub use approval::{ApprovalFn, ApprovalHook, ApprovalLayer, ApprovalRequest, approval_fn};
 pub use blocking::SpawnBlockingLayer;
 pub use breaker::CircuitBreakerLayer;
 pub use cache::CacheLayer;
