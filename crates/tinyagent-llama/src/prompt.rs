@@ -61,9 +61,8 @@ const DEFAULT_INSTRUCTION: &str = "You are a helpful assistant.";
 /// What the option of answering directly says, listed with the tools in [`Format::Json`]:
 /// an answer is chosen the way a tool is, by the model's own reading of the list.
 const ANSWER_DESCRIPTION: &str = "reply to the user yourself, when none of the tools above is \
-     needed: greetings, thanks, small talk, questions about you or what you can do, and \
-     requests the tools cannot serve (to book, order, buy, send, remind, play or recommend \
-     something, to write a text, news, prices and anything else none of the tools gives)";
+     needed: greetings, thanks, small talk, questions about you, and requests the tools cannot \
+     serve";
 
 /// The name the option of answering directly goes by in the tool list: `answer`, or, when a
 /// tool has that name, the first of a few others that none has.
