@@ -73,6 +73,12 @@ pub struct LlamaConfig {
     /// takes the highest score, answering included. Default
     /// [`DEFAULT_CALL_THRESHOLD`], chosen on the tuning part of `eval/tools.jsonl`.
     pub call_threshold: Option<f32>,
+    /// Whether a call is given up for an answer when a value the tool takes as given (a
+    /// required string not drawn from a set or a pattern, a number) appears nowhere in the
+    /// conversation: a request no offered tool serves tends to get such a call, with values
+    /// the model made up ("Suggest a movie." → the weather of Los Angeles), where a request the
+    /// tool serves gives the tool its values. Only when an answer is allowed. Default on.
+    pub check_arguments: bool,
     /// How many MiB of prompts already read the model keeps (default 64; 0 keeps none), as
     /// llama.cpp sequence states: a prompt that begins like one of them (the same instruction
     /// and tools, the conversation so far) reads only the rest, which is most of a step's time
@@ -171,6 +177,7 @@ impl Default for LlamaConfig {
             repetition_guard: true,
             calibrate_tool_choice: true,
             call_threshold: Some(DEFAULT_CALL_THRESHOLD),
+            check_arguments: true,
             prompt_cache_mib: 64,
         }
     }
@@ -269,6 +276,14 @@ impl LlamaConfig {
     #[must_use]
     pub fn call_threshold(mut self, nats: impl Into<Option<f32>>) -> Self {
         self.call_threshold = nats.into().filter(|n| n.is_finite());
+        self
+    }
+
+    /// Sets whether a call with values the conversation never gave is answered instead (see
+    /// [`check_arguments`](Self::check_arguments)).
+    #[must_use]
+    pub fn check_arguments(mut self, on: bool) -> Self {
+        self.check_arguments = on;
         self
     }
 

@@ -87,7 +87,7 @@ struct Weights {
     /// The speed of everything generated so far.
     totals: Mutex<Speed>,
     /// Per tool text, its channel score's bias (see `channel_bias`).
-    channel_bias: Mutex<HashMap<String, f64>>,
+    biases: Mutex<HashMap<String, f64>>,
     /// Prompts read before, so that the next one reads only what is new.
     prefixes: PrefixCache,
 }
@@ -170,7 +170,7 @@ impl LlamaModel {
                 grammars: Mutex::new(HashMap::new()),
                 native_format,
                 totals: Mutex::new(Speed::default()),
-                channel_bias: Mutex::new(HashMap::new()),
+                biases: Mutex::new(HashMap::new()),
                 prefixes: PrefixCache::new(),
             }),
             config,

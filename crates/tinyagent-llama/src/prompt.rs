@@ -12,9 +12,13 @@ use tinyagent::{
 use crate::LlamaConfig;
 
 mod answer;
+mod direct;
+mod grounding;
 mod schema;
 
 pub(crate) use answer::*;
+use direct::capabilities_note;
+pub(crate) use grounding::invented_arguments;
 pub(crate) use schema::*;
 
 /// One message for the chat template: a role name and its text.
@@ -180,14 +184,23 @@ pub(crate) fn plan(
     style: Style,
 ) -> Result<Plan, ModelError> {
     let output = output_for(req, config)?;
-    let chat = chat_for(req, &output, style);
+    let chat = chat_for(req, &output, style, false);
     Ok(Plan { chat, output })
 }
 
 /// The chat for a plain-text answer to `req` (no tool may be called).
 pub(crate) fn answer_plan(req: &ModelRequest, style: Style) -> Plan {
     let output = Output::Text;
-    let chat = chat_for(req, &output, style);
+    let chat = chat_for(req, &output, style, false);
+    Plan { chat, output }
+}
+
+/// The chat for an answer given instead of a tool call: as [`answer_plan`], told what the
+/// offered tools can do (so that a request none of them serves is answered with that, not as
+/// if it were done).
+pub(crate) fn direct_answer_plan(req: &ModelRequest, style: Style) -> Plan {
+    let output = Output::Text;
+    let chat = chat_for(req, &output, style, true);
     Plan { chat, output }
 }
 
@@ -250,7 +263,9 @@ fn invalid(message: impl Into<String>) -> ModelError {
     ModelError::new(ModelErrorKind::InvalidRequest, message.into())
 }
 
-fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
+/// The system message: the instruction, then the tools and the call syntax, or what the
+/// answer must be (`direct`: an answer given instead of a tool call).
+fn system_prompt(req: &ModelRequest, output: &Output, style: Style, direct: bool) -> String {
     let mut text = if req.instruction.trim().is_empty() {
         DEFAULT_INSTRUCTION.to_owned()
     } else {
@@ -364,6 +379,8 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style) -> String {
                     "\n\nAnswer with one JSON object and nothing else, with these fields:\n",
                 );
                 describe_arguments(&mut text, &format.schema, style.terse);
+            } else if direct {
+                text.push_str(&capabilities_note(&req.tools));
             } else if req.messages.iter().any(|m| m.role == Role::Tool) {
                 let only_failures =
                     recent_results(req).is_empty() && !recent_errors(req).is_empty();
@@ -397,10 +414,10 @@ pub(crate) fn call_json(call: &ToolCall) -> String {
     Value::Object(object).to_string()
 }
 
-fn chat_for(req: &ModelRequest, output: &Output, style: Style) -> Vec<ChatTurn> {
+fn chat_for(req: &ModelRequest, output: &Output, style: Style, direct: bool) -> Vec<ChatTurn> {
     let mut chat = vec![ChatTurn {
         role: "system",
-        content: system_prompt(req, output, style),
+        content: system_prompt(req, output, style, direct),
     }];
     // Each call's arguments by its id: a plain-text answer reads a result beside the call
     // that asked for it ("再乘以 2 呢？" is answered from `{"a":56,"b":2}` and 112, not from 112

@@ -189,6 +189,25 @@ async fn a_chinese_greeting_and_a_thanks_get_no_tool_call() {
     }
 }
 
+/// Requests none of the demo's tools serves (all from the held-out part of
+/// `eval/tools.jsonl`, none tuned on): an answer, not a call with made-up values.
+#[tokio::test]
+async fn a_request_no_tool_serves_gets_an_answer_and_no_tool_call() {
+    for question in [
+        "Suggest a movie for a family night.",
+        "推荐几本适合初学者的编程书。",
+        "Book a flight from London to New York for next Monday.",
+    ] {
+        let run = ask(&smart_assistant(), question).await;
+        assert!(run.calls.is_empty(), "{question}: {:#?}", run.history);
+        assert!(
+            !run.answer.trim().is_empty(),
+            "{question}: {:#?}",
+            run.history
+        );
+    }
+}
+
 #[tokio::test]
 async fn after_a_failed_call_the_answer_invents_no_value() {
     // The weather tool knows no Tokyo: the answer must say so rather than give a

@@ -219,7 +219,7 @@ impl LlamaModel {
             self.log(&decoder.stats, Stop::Done);
             drop(decoder);
             drop(guard);
-            let plan = prompt::answer_plan(req, style);
+            let plan = prompt::direct_answer_plan(req, style);
             let text = self.render(&plan.chat)?;
             return self.answer(req, text, max_tokens, temperature, before, tx);
         };
@@ -285,6 +285,22 @@ impl LlamaModel {
         );
         let validators = self.validators(out);
         let part = prompt::parse_json_output(&call_text, out, &validators)?;
+        if let Part::ToolCall(call) = &part {
+            // A call whose values the conversation never gave serves nothing the user asked:
+            // answer instead (see `prompt::invented_arguments`).
+            let invented = if out.allow_answer && self.config.check_arguments {
+                let arguments = serde_json::from_str(&call.arguments).unwrap_or_default();
+                prompt::invented_arguments(tool, &arguments, req)
+            } else {
+                Vec::new()
+            };
+            if !invented.is_empty() {
+                tracing::debug!(tool = %tool.name, ?invented, "a call with made-up arguments, answered instead");
+                let plan = prompt::direct_answer_plan(req, style);
+                let text = self.render(&plan.chat)?;
+                return self.answer(req, text, max_tokens, job.temperature, done.usage(), tx);
+            }
+        }
         self.send_part(&part, tx);
         Ok(ModelResponse::new(
             Message::new(Role::Assistant, vec![part]),
@@ -358,7 +374,7 @@ impl LlamaModel {
             );
         if out.allow_answer && gain < CHANNEL_MIN_GAIN {
             self.log(&spent, Stop::Done);
-            let plan = prompt::answer_plan(req, style);
+            let plan = prompt::direct_answer_plan(req, style);
             let text = self.render(&plan.chat)?;
             return self.answer(req, text, max_tokens, temperature, spent.usage(), tx);
         }
@@ -375,7 +391,7 @@ impl LlamaModel {
     fn channel_bias(&self, tool_text: &str, spent: &mut Speed) -> Result<f64, ModelError> {
         if let Some(bias) = self
             .weights
-            .channel_bias
+            .biases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(tool_text)
@@ -392,7 +408,7 @@ impl LlamaModel {
         };
         let bias = score(tool_text)? - score(CHANNEL_BASE)?;
         self.weights
-            .channel_bias
+            .biases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(tool_text.to_owned(), bias);

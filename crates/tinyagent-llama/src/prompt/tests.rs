@@ -429,3 +429,238 @@ fn the_hermes_format_is_the_chat_templates_own() {
     assert_eq!(Format::Hermes.no_call(), None);
     assert_eq!(Format::Hermes.call_opening(), "<tool_call>");
 }
+
+#[test]
+fn an_answer_instead_of_a_call_is_told_what_the_tools_can_do() {
+    let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
+        .iter()
+        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .collect();
+    let req = ModelRequest::new(vec![Message::user("帮我订一张去上海的机票。")]).tools(tools);
+    let direct = direct_answer_plan(&req, JSON);
+    assert!(matches!(direct.output, Output::Text));
+    let system = &direct.chat[0].content;
+    for tool in req.tools.iter() {
+        assert!(system.contains(&format!("- {}: ", tool.name)), "{system}");
+    }
+    assert!(system.contains("say that you cannot do that"), "{system}");
+    assert!(system.ends_with("Answer in Chinese (中文)."), "{system}");
+    // A description is shown up to its first sentence.
+    let long = ToolDefinition::new(
+        "search",
+        "Searches the web. Returns titles, links and snippets.",
+        json!({"type": "object"}),
+    );
+    let req = ModelRequest::new(vec![Message::user("hi")]).tools(vec![long]);
+    let system = direct_answer_plan(&req, JSON).chat[0].content.clone();
+    assert!(system.contains("- search: Searches the web.\n"), "{system}");
+    // An answer after a tool round, or without tools, is not told this.
+    assert!(
+        !answer_plan(&req, JSON).chat[0]
+            .content
+            .contains("only with these tools")
+    );
+    let bare = ModelRequest::new(vec![Message::user("hi")]);
+    assert!(
+        !direct_answer_plan(&bare, JSON).chat[0]
+            .content
+            .contains("only with these tools")
+    );
+}
+
+#[test]
+fn values_the_conversation_never_gave_are_found() {
+    let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
+        .iter()
+        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .collect();
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap().clone();
+    let asked = |question: &str| ModelRequest::new(vec![Message::user(question)]);
+    let invented = |name: &str, arguments: Value, question: &str| {
+        invented_arguments(&tool(name), &arguments, &asked(question))
+    };
+    // Made up: a city, numbers, a text the model wrote itself.
+    assert_eq!(
+        invented(
+            "get_weather",
+            json!({"city": "Los Angeles, CA"}),
+            "Suggest a movie for a family night."
+        ),
+        ["city"]
+    );
+    assert_eq!(
+        invented(
+            "get_weather",
+            json!({"city": "深圳"}),
+            "腾讯的股价现在是多少？"
+        ),
+        ["city"]
+    );
+    let sum = invented(
+        "calculator",
+        json!({"operation": "multiply", "a": 100, "b": 45}),
+        "帮我订一张去北京的火车票。",
+    );
+    assert_eq!(sum, ["a"]);
+    // An optional value is not checked (a page size filled in unasked).
+    let paged = ToolDefinition::new(
+        "search",
+        "Searches.",
+        json!({"type": "object", "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "default": 10}
+        }, "required": ["query"]}),
+    );
+    let search = json!({"query": "rust books", "limit": 5});
+    assert!(invented_arguments(&paged, &search, &asked("Find rust books.")).is_empty());
+    assert_eq!(
+        invented(
+            "translator",
+            json!({"message": "The moon is a silent orb, a beacon of light."}),
+            "Write a short poem about the moon."
+        ),
+        ["message"]
+    );
+    assert_eq!(
+        invented(
+            "translator",
+            json!({"message": "大海啊，你是我的诗魂，你的波涛是我的心跳"}),
+            "写一首关于大海的诗。"
+        ),
+        ["message"]
+    );
+    // "一个" in the instruction is an article, not a 1 to calculate with.
+    let req = asked("Book a flight from London to New York for next Monday.")
+        .instruction("你是一个全能助手。");
+    let one = json!({"operation": "multiply", "a": 1, "b": 7});
+    assert_eq!(invented_arguments(&tool("calculator"), &one, &req), ["a"]);
+    // Given: copied, spelled out, in the other script, or derived from a set or a pattern.
+    assert!(invented("get_weather", json!({"city": "北京"}), "北京天气怎么样？").is_empty());
+    assert!(
+        invented(
+            "get_weather",
+            json!({"city": "Beijing"}),
+            "北京天气怎么样？"
+        )
+        .is_empty()
+    );
+    assert!(
+        invented(
+            "get_weather",
+            json!({"city": "New York"}),
+            "Is it cold in New York?"
+        )
+        .is_empty()
+    );
+    assert!(
+        invented(
+            "calculator",
+            json!({"operation": "multiply", "a": 7, "b": 8}),
+            "七乘以八等于多少？"
+        )
+        .is_empty()
+    );
+    assert!(
+        invented(
+            "calculator",
+            json!({"operation": "add", "a": 21, "b": 4}),
+            "What is twenty one plus four?"
+        )
+        .is_empty()
+    );
+    assert!(
+        invented(
+            "translator",
+            json!({"message": "Thank you very much for your help today"}),
+            "How do you say \"thank you very much for your help today\" in Chinese?"
+        )
+        .is_empty()
+    );
+    assert!(
+        invented(
+            "get_current_time",
+            json!({"timezone": "Asia/Tokyo"}),
+            "东京现在几点？"
+        )
+        .is_empty()
+    );
+    // An earlier tool result gives values too.
+    let req = ModelRequest::new(vec![
+        Message::user("帮我算一下 7 乘以 8 等于多少。"),
+        Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCall::new(
+                "c1",
+                "calculator",
+                r#"{"operation":"multiply","a":7,"b":8}"#,
+            ))],
+        ),
+        Message::from_tool_results([ToolResult::ok("c1", "calculator", r#"{"result":56.0}"#)]),
+        Message::assistant("7乘以8等于56。"),
+        Message::user("再乘以 2 呢？"),
+    ]);
+    let again = json!({"operation": "multiply", "a": 56, "b": 2});
+    assert!(invented_arguments(&tool("calculator"), &again, &req).is_empty());
+}
+
+/// The expected value of an argument in `eval/tools.jsonl`: the value, the first of its
+/// alternatives that is not "absent", or the text it must contain.
+fn expected_value(value: &Value) -> Option<Value> {
+    match value {
+        Value::Null => None,
+        Value::Array(alternatives) => alternatives.iter().find_map(expected_value),
+        Value::Object(o) => o.get("contains").cloned(),
+        other => Some(other.clone()),
+    }
+}
+
+/// The conversation before an eval question: its `history` entries, then the question.
+fn eval_request(case: &Value) -> ModelRequest {
+    let mut messages = Vec::new();
+    for (i, entry) in case["history"].as_array().into_iter().flatten().enumerate() {
+        if let Some(user) = entry["user"].as_str() {
+            messages.push(Message::user(user));
+        } else if let Some(said) = entry["assistant"].as_str() {
+            messages.push(Message::assistant(said));
+        } else if let Some(call) = entry.get("call") {
+            let id = format!("c{i}");
+            let name = call["name"].as_str().unwrap();
+            let call = ToolCall::new(&id, name, call["arguments"].to_string());
+            messages.push(Message::new(Role::Assistant, vec![Part::ToolCall(call)]));
+            let result = entry["result"].as_str().unwrap_or_default();
+            messages.push(Message::from_tool_results([ToolResult::ok(
+                &id, name, result,
+            )]));
+        }
+    }
+    messages.push(Message::user(case["question"].as_str().unwrap()));
+    ModelRequest::new(messages)
+}
+
+#[test]
+fn no_expected_call_of_the_eval_file_is_taken_for_made_up() {
+    let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
+        .iter()
+        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .collect();
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../eval/tools.jsonl");
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut checked = 0;
+    for line in text.lines().filter(|l| l.trim_start().starts_with('{')) {
+        let case: Value = serde_json::from_str(line).unwrap();
+        let Some(name) = case["tool"].as_str() else {
+            continue;
+        };
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let arguments: serde_json::Map<String, Value> = case["arguments"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), expected_value(v)?)))
+            .collect();
+        let invented = invented_arguments(tool, &Value::Object(arguments), &eval_request(&case));
+        assert!(invented.is_empty(), "{line}: {invented:?}");
+        checked += 1;
+    }
+    assert!(checked > 150, "{checked} expected calls checked");
+}
