@@ -144,7 +144,7 @@ fn is_cjk(c: char) -> bool {
 
 /// The words of three or more Latin letters or digits in `text` (lowercase text expected).
 fn latin_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() && !is_cjk(c)))
+    text.split(|c: char| !c.is_alphanumeric() || is_cjk(c))
         .filter(|w| w.chars().count() >= 3)
         .map(str::to_owned)
         .collect()
