@@ -23,6 +23,7 @@ use crate::prefix::PrefixCache;
 use crate::prompt::{self, ChatTurn, Format, JsonOutput, Style};
 use crate::{LlamaConfig, ToolFormat, ToolPrompt, ToolSelection, backend};
 
+mod confirm;
 mod fields;
 mod respond;
 

@@ -12,11 +12,13 @@ use tinyagent::{
 use crate::LlamaConfig;
 
 mod answer;
+mod confirm;
 mod direct;
 mod grounding;
 mod schema;
 
 pub(crate) use answer::*;
+pub(crate) use confirm::{CONFIRM_NO, CONFIRM_YES, confirm_chat};
 use direct::capabilities_note;
 pub(crate) use grounding::invented_arguments;
 pub(crate) use schema::*;

@@ -209,6 +209,27 @@ async fn a_request_no_tool_serves_gets_an_answer_and_no_tool_call() {
 }
 
 #[tokio::test]
+async fn with_the_call_check_a_request_near_a_tool_is_answered_and_a_served_one_called() {
+    // The default choice sends this request to the weather of 上海 (the city is in it, so the
+    // argument check passes it); asked whether that call does what the user wants, the model
+    // says no.
+    let agent = LlmAgent::builder("smart-assistant")
+        .model(model().with_config(LlamaConfig::default().threads(1).confirm_calls(true)))
+        .instruction("你是一个全能助手。")
+        .tools(tinyagent_demo::all_tools())
+        .build()
+        .unwrap();
+    let run = ask(&agent, "帮我在上海订一家酒店。").await;
+    assert!(run.calls.is_empty(), "{:#?}", run.history);
+    assert!(!run.answer.trim().is_empty(), "{:#?}", run.history);
+    let run = ask(&agent, "北京天气怎么样？").await;
+    assert_eq!(run.calls.len(), 1, "{:#?}", run.history);
+    assert_eq!(run.calls[0].name, "get_weather", "{:#?}", run.history);
+    assert_eq!(args_of(&run.calls[0])["city"], "北京", "{:#?}", run.history);
+    assert_ends_in_text_after_the_tool(&run);
+}
+
+#[tokio::test]
 async fn after_a_failed_call_the_answer_invents_no_value() {
     // The weather tool knows no Tokyo: the answer must say so rather than give a
     // temperature (the question, the call and the error hold no number at all).

@@ -262,7 +262,7 @@ impl LlamaModel {
                 decoder.generate(job, Some(&grammar), |_| !tx.is_closed())?
             }
         };
-        let done = decoder.stats;
+        let mut done = decoder.stats;
         drop(decoder);
         drop(guard);
         self.log(&done, stop);
@@ -296,6 +296,18 @@ impl LlamaModel {
             };
             if !invented.is_empty() {
                 tracing::debug!(tool = %tool.name, ?invented, "a call with made-up arguments, answered instead");
+            }
+            // A call that serves something else than what was asked: answer instead (see
+            // `LlamaConfig::confirm_calls`).
+            let unconfirmed = invented.is_empty()
+                && out.allow_answer
+                && self.config.confirm_calls
+                && !{
+                    let (yes, asked) = self.confirms(req, &out.tools, tool, &call.arguments)?;
+                    done += asked;
+                    yes
+                };
+            if !invented.is_empty() || unconfirmed {
                 let plan = prompt::direct_answer_plan(req, style);
                 let text = self.render(&plan.chat)?;
                 return self.answer(req, text, max_tokens, job.temperature, done.usage(), tx);

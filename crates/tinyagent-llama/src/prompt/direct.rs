@@ -40,7 +40,7 @@ pub(crate) fn capabilities_note(tools: &[ToolDefinition]) -> String {
 }
 
 /// The first sentence or line of `description`, at most [`DESCRIPTION_CHARS`] characters.
-fn summary(description: &str) -> String {
+pub(super) fn summary(description: &str) -> String {
     let description = description.trim();
     let first = description
         .split_inclusive(['\n', '。'])
