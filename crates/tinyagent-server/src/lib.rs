@@ -6,11 +6,15 @@
 //! | route | what |
 //! |---|---|
 //! | `POST /v1/chat/completions` | OpenAI's Chat Completions API, streamed or not; `model` names the agent, whose tools run on the server |
+//! | `POST /v1/responses` | OpenAI's Responses API, streamed or not; `model` names the agent |
 //! | `GET /v1/models` | the agents, as OpenAI models |
 //! | `POST /v1/sessions/{id}/messages` | a message to a stored session, answered as server-sent events of the run's [`Event`](tinyagent::Event)s |
 //! | `GET /v1/sessions/{id}`, `DELETE …` | a session's history and state; removing it |
+//! | `POST /v1/sessions/{id}/resume` | the decisions on a run paused for a person (its calls approved or denied); the run goes on, answered as the messages route answers |
 //! | `GET /v1/sessions` | the sessions, most recently written first, paged (`limit`, `cursor`) |
 //! | `GET /v1/agents` | the agents' names and descriptions |
+//! | `POST /a2a/{agent}` | the agent as an A2A agent (JSON-RPC, streamed or not); its card at `GET /a2a/{agent}/.well-known/agent-card.json`, the first agent's at `GET /.well-known/agent-card.json` |
+//! | `GET /metrics` | the metrics in the Prometheus text format, for an admin key |
 //! | `GET /healthz`, `GET /readyz` | alive; ready (the store answers) |
 //! | `GET /` | a page to chat with the agents in a browser |
 //!
