@@ -294,20 +294,19 @@ impl LlamaModel {
             } else {
                 Vec::new()
             };
-            if !invented.is_empty() {
+            let answer_instead = if !invented.is_empty() {
                 tracing::debug!(tool = %tool.name, ?invented, "a call with made-up arguments, answered instead");
-            }
-            // A call that serves something else than what was asked: answer instead (see
-            // `LlamaConfig::confirm_calls`).
-            let unconfirmed = invented.is_empty()
-                && out.allow_answer
-                && self.config.confirm_calls
-                && !{
-                    let (yes, asked) = self.confirms(req, &out.tools, tool, &call.arguments)?;
-                    done += asked;
-                    yes
-                };
-            if !invented.is_empty() || unconfirmed {
+                true
+            } else if out.allow_answer && self.config.confirm_calls {
+                // A call that serves something else than what was asked: answer instead (see
+                // `LlamaConfig::confirm_calls`).
+                let (yes, asked) = self.confirms(req, &out.tools, tool, &call.arguments)?;
+                done += asked;
+                !yes
+            } else {
+                false
+            };
+            if answer_instead {
                 let plan = prompt::direct_answer_plan(req, style);
                 let text = self.render(&plan.chat)?;
                 return self.answer(req, text, max_tokens, job.temperature, done.usage(), tx);

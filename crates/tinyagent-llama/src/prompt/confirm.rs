@@ -8,7 +8,7 @@
 use tinyagent::{ModelRequest, Role, model::ToolDefinition};
 
 use super::ChatTurn;
-use super::direct::summary;
+use super::direct::{shorten, summary};
 
 /// The most characters of one message the transcript shows.
 const MESSAGE_CHARS: usize = 300;
@@ -115,11 +115,10 @@ fn transcript(req: &ModelRequest) -> String {
 
 /// `text` on one line, at most [`MESSAGE_CHARS`] characters.
 fn cut(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(MESSAGE_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
-    }
+    shorten(
+        &text.split_whitespace().collect::<Vec<_>>().join(" "),
+        MESSAGE_CHARS,
+    )
 }
 
 #[cfg(test)]

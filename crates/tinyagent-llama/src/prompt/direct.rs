@@ -50,9 +50,13 @@ pub(super) fn summary(description: &str) -> String {
         Some(at) => &first[..=at],
         None => first,
     };
-    let first = first.trim();
-    match first.char_indices().nth(DESCRIPTION_CHARS) {
-        Some((at, _)) => format!("{}…", &first[..at]),
-        None => first.to_owned(),
+    shorten(first.trim(), DESCRIPTION_CHARS)
+}
+
+/// `text` cut to at most `max` characters, with `…` where it was cut.
+pub(super) fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
