@@ -122,6 +122,24 @@ struct Gemini {
     dropped: Vec<String>,
 }
 
+/// One schema object while it is converted: what is written so far and what the keywords
+/// read earlier decided for the ones read later.
+struct Node {
+    out: Map<String, Value>,
+    nullable: bool,
+    /// The upper-case type, when the schema has one.
+    kind: Option<String>,
+    /// An enum of strings found on an array, for its items.
+    items_enum: Option<Vec<Value>>,
+    /// Enum values Gemini cannot take as an enum, for the description.
+    enum_note: Option<Vec<Value>>,
+}
+
+/// The types Gemini knows, upper-case.
+const GEMINI_TYPES: [&str; 7] = [
+    "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL",
+];
+
 impl Gemini {
     fn drop(&mut self, at: &str, what: impl std::fmt::Display) {
         self.dropped
@@ -141,32 +159,84 @@ impl Gemini {
             return json!({});
         };
         if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-            let target = lookup(&self.root, reference).cloned();
-            let Some(mut target) = target else {
+            return self.follow_ref(map, reference, at, depth);
+        }
+        let mut map = self.merge_branches(map.clone(), at, depth);
+        let (kinds, nullable) = kinds_of(&map);
+        if kinds.len() > 1 {
+            return self.convert(&one_branch_per_kind(&map, &kinds, nullable), at, depth);
+        }
+        let mut node = Node {
+            out: Map::new(),
+            nullable,
+            kind: kinds.first().map(|k| k.to_ascii_uppercase()),
+            items_enum: None,
+            enum_note: None,
+        };
+        if let Some(kind) = &node.kind {
+            if GEMINI_TYPES.contains(&kind.as_str()) {
+                node.out.insert("type".into(), Value::String(kind.clone()));
+            } else {
                 self.drop(
-                    at,
-                    format!("$ref {reference:?} names nothing; any value accepted"),
+                    &format!("{at}/type"),
+                    format!("{kind:?} is no type; left untyped"),
                 );
-                return json!({});
-            };
-            if depth >= MAX_REF_DEPTH {
-                self.drop(
-                    at,
-                    format!("$ref {reference:?} recursive beyond {MAX_REF_DEPTH} levels; cut to an object"),
-                );
-                return json!({"type": "OBJECT"});
             }
-            // Siblings of `$ref` (a description, say) apply too.
-            if let Value::Object(target_map) = &mut target {
-                for (k, v) in map {
-                    if k != "$ref" {
-                        target_map.insert(k.clone(), v.clone());
-                    }
+        }
+        if let Some(Value::Array(branches)) = map.remove("anyOf") {
+            if let Some(only) = self.any_of(&mut node, &map, branches, at, depth) {
+                return only;
+            }
+        }
+        self.plain_bounds(&mut map, at);
+        for (key, value) in map {
+            let here = format!("{at}/{}", pointer_segment(&key));
+            self.keyword(&mut node, key, value, &here, depth);
+        }
+        self.finish(node, at)
+    }
+
+    /// A `$ref`, inlined with its siblings (a description, say), which apply too.
+    fn follow_ref(
+        &mut self,
+        map: &Map<String, Value>,
+        reference: &str,
+        at: &str,
+        depth: usize,
+    ) -> Value {
+        let Some(mut target) = lookup(&self.root, reference).cloned() else {
+            self.drop(
+                at,
+                format!("$ref {reference:?} names nothing; any value accepted"),
+            );
+            return json!({});
+        };
+        if depth >= MAX_REF_DEPTH {
+            self.drop(
+                at,
+                format!(
+                    "$ref {reference:?} recursive beyond {MAX_REF_DEPTH} levels; cut to an object"
+                ),
+            );
+            return json!({"type": "OBJECT"});
+        }
+        if let Value::Object(target_map) = &mut target {
+            for (k, v) in map {
+                if k != "$ref" {
+                    target_map.insert(k.clone(), v.clone());
                 }
             }
-            return self.convert(&target, at, depth + 1);
         }
-        let mut map = map.clone();
+        self.convert(&target, at, depth + 1)
+    }
+
+    /// `allOf` merged into the schema, `oneOf` said as `anyOf`.
+    fn merge_branches(
+        &mut self,
+        mut map: Map<String, Value>,
+        at: &str,
+        depth: usize,
+    ) -> Map<String, Value> {
         if let Some(Value::Array(branches)) = map.remove("allOf") {
             let merged = flatten_all_of(&self.root, branches, depth);
             merge_into(&mut map, Value::Object(merged), true);
@@ -178,110 +248,56 @@ impl Gemini {
                 map.insert("anyOf".into(), branches);
             }
         }
-        let mut out = Map::new();
-        let mut nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
-        // The type: a name, or a list whose `null` becomes `nullable`.
-        let mut kinds: Vec<String> = match map.get("type") {
-            Some(Value::String(t)) => vec![t.clone()],
-            Some(Value::Array(ts)) => ts
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => Vec::new(),
-        };
-        if kinds.len() > 1 && kinds.iter().any(|k| k == "null") {
-            nullable = true;
-            kinds.retain(|k| k != "null");
+        map
+    }
+
+    /// `anyOf`: a `null` branch becomes `nullable`; one branch left, on an untyped schema, is
+    /// the schema itself (returned whole); other branches are converted into `node`.
+    fn any_of(
+        &mut self,
+        node: &mut Node,
+        map: &Map<String, Value>,
+        branches: Vec<Value>,
+        at: &str,
+        depth: usize,
+    ) -> Option<Value> {
+        let (nulls, rest): (Vec<Value>, Vec<Value>) = branches.into_iter().partition(|b| {
+            b.get("type").and_then(Value::as_str) == Some("null")
+                && b.as_object().is_some_and(|m| m.len() == 1)
+        });
+        if !nulls.is_empty() {
+            node.nullable = true;
         }
-        if kinds.is_empty() {
-            // Untyped: inferred from what it describes.
-            if map.contains_key("properties") {
-                kinds.push("object".into());
-            } else if map.contains_key("items") {
-                kinds.push("array".into());
-            } else if map
-                .get("enum")
-                .and_then(Value::as_array)
-                .is_some_and(|values| values.iter().all(Value::is_string))
-                || map.get("const").is_some_and(Value::is_string)
-            {
-                kinds.push("string".into());
-            }
-        }
-        if kinds.len() > 1 {
-            // Several types: one branch each.
-            let branches: Vec<Value> = kinds
-                .iter()
-                .map(|k| {
-                    let mut branch = map.clone();
-                    branch.insert("type".into(), Value::String(k.clone()));
-                    branch.remove("description");
-                    branch.remove("title");
-                    Value::Object(branch)
-                })
-                .collect();
-            let mut any = Map::new();
-            for key in ["description", "title"] {
-                if let Some(v) = map.get(key) {
-                    any.insert(key.into(), v.clone());
-                }
-            }
-            any.insert("anyOf".into(), Value::Array(branches));
-            if nullable {
-                any.insert("nullable".into(), true.into());
-            }
-            return self.convert(&Value::Object(any), at, depth);
-        }
-        let kind = kinds.first().map(|k| k.to_ascii_uppercase());
-        if let Some(kind) = &kind {
-            let known = [
-                "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL",
-            ];
-            if known.contains(&kind.as_str()) {
-                out.insert("type".into(), Value::String(kind.clone()));
-            } else {
-                self.drop(
-                    &format!("{at}/type"),
-                    format!("{kind:?} is no type; left untyped"),
-                );
-            }
-        }
-        // `anyOf`: a `null` branch becomes `nullable`; one branch left is the schema itself.
-        if let Some(Value::Array(branches)) = map.remove("anyOf") {
-            let (nulls, rest): (Vec<Value>, Vec<Value>) = branches.into_iter().partition(|b| {
-                b.get("type").and_then(Value::as_str) == Some("null")
-                    && b.as_object().is_some_and(|m| m.len() == 1)
-            });
-            if !nulls.is_empty() {
-                nullable = true;
-            }
-            if rest.len() == 1 && kind.is_none() {
-                let mut only = rest.into_iter().next().unwrap_or_default();
-                if let Value::Object(only_map) = &mut only {
-                    for key in ["description", "title", "default", "example"] {
-                        if let Some(v) = map.get(key) {
-                            only_map.insert(key.into(), v.clone());
-                        }
+        if rest.len() == 1 && node.kind.is_none() {
+            let mut only = rest.into_iter().next().unwrap_or_default();
+            if let Value::Object(only_map) = &mut only {
+                for key in ["description", "title", "default", "example"] {
+                    if let Some(v) = map.get(key) {
+                        only_map.insert(key.into(), v.clone());
                     }
                 }
-                let mut converted = self.convert(&only, at, depth);
-                if nullable {
-                    if let Value::Object(c) = &mut converted {
-                        c.insert("nullable".into(), true.into());
-                    }
+            }
+            let mut converted = self.convert(&only, at, depth);
+            if node.nullable {
+                if let Value::Object(c) = &mut converted {
+                    c.insert("nullable".into(), true.into());
                 }
-                return converted;
             }
-            let converted: Vec<Value> = rest
-                .iter()
-                .enumerate()
-                .map(|(i, b)| self.convert(b, &format!("{at}/anyOf/{i}"), depth))
-                .collect();
-            if !converted.is_empty() {
-                out.insert("anyOf".into(), Value::Array(converted));
-            }
+            return Some(converted);
         }
+        let converted: Vec<Value> = rest
+            .iter()
+            .enumerate()
+            .map(|(i, b)| self.convert(b, &format!("{at}/anyOf/{i}"), depth))
+            .collect();
+        if !converted.is_empty() {
+            node.out.insert("anyOf".into(), Value::Array(converted));
+        }
+        None
+    }
+
+    /// `const` as a one-value `enum`; exclusive bounds as inclusive ones.
+    fn plain_bounds(&mut self, map: &mut Map<String, Value>, at: &str) {
         if let Some(value) = map.remove("const") {
             if map.contains_key("enum") {
                 self.drop(&format!("{at}/const"), "beside enum; dropped");
@@ -307,142 +323,147 @@ impl Gemini {
                 }
             }
         }
-        let kind_str = kind.clone().unwrap_or_default();
-        let mut items_enum: Option<Vec<Value>> = None;
-        let mut enum_note: Option<Vec<Value>> = None;
-        for (key, value) in map {
-            let here = format!("{at}/{}", pointer_segment(&key));
-            match key.as_str() {
-                "type" | "nullable" => {}
-                "properties" => {
-                    let mut props = Map::new();
-                    if let Value::Object(given) = value {
-                        for (name, prop) in given {
-                            let sub = format!("{here}/{}", pointer_segment(&name));
-                            props.insert(name, self.convert(&prop, &sub, depth));
-                        }
+    }
+
+    /// One keyword of the schema at `here`: the ones holding schemas and `enum` here, the
+    /// rest in [`plain_keyword`](Self::plain_keyword).
+    fn keyword(&mut self, node: &mut Node, key: String, value: Value, here: &str, depth: usize) {
+        match key.as_str() {
+            "type" | "nullable" => {}
+            "properties" => {
+                let mut props = Map::new();
+                if let Value::Object(given) = value {
+                    for (name, prop) in given {
+                        let sub = format!("{here}/{}", pointer_segment(&name));
+                        props.insert(name, self.convert(&prop, &sub, depth));
                     }
-                    out.insert(key, Value::Object(props));
                 }
-                "items" => {
-                    let items = match value {
-                        Value::Array(tuple) => {
-                            self.drop(
-                                &here,
-                                "a tuple of item schemas; items of any of them accepted",
-                            );
-                            let branches: Vec<Value> = tuple;
-                            json!({"anyOf": branches})
-                        }
-                        other => other,
-                    };
-                    out.insert(key, self.convert(&items, &here, depth));
-                }
-                "prefixItems" => {
-                    if !out.contains_key("items") {
-                        let branches = value.as_array().cloned().unwrap_or_default();
+                node.out.insert(key, Value::Object(props));
+            }
+            "items" => {
+                let items = match value {
+                    Value::Array(tuple) => {
                         self.drop(
-                            &here,
+                            here,
                             "a tuple of item schemas; items of any of them accepted",
                         );
-                        out.insert(
-                            "items".into(),
-                            self.convert(&json!({"anyOf": branches}), &here, depth),
-                        );
+                        json!({"anyOf": tuple})
                     }
+                    other => other,
+                };
+                node.out.insert(key, self.convert(&items, here, depth));
+            }
+            "prefixItems" => {
+                if !node.out.contains_key("items") {
+                    let branches = value.as_array().cloned().unwrap_or_default();
+                    self.drop(
+                        here,
+                        "a tuple of item schemas; items of any of them accepted",
+                    );
+                    let items = self.convert(&json!({"anyOf": branches}), here, depth);
+                    node.out.insert("items".into(), items);
                 }
-                "enum" => {
-                    let values = value.as_array().cloned().unwrap_or_default();
-                    if values.iter().any(Value::is_null) {
-                        nullable = true;
-                    }
-                    let strings: Vec<Value> =
-                        values.iter().filter(|v| !v.is_null()).cloned().collect();
-                    let all_strings = !strings.is_empty() && strings.iter().all(Value::is_string);
-                    match kind_str.as_str() {
-                        "" | "STRING" if all_strings => {
-                            out.insert(key, Value::Array(strings));
-                            out.insert("type".into(), "STRING".into());
-                        }
-                        "ARRAY" if all_strings => {
-                            // An enum on an array of strings means its items.
-                            items_enum = Some(strings);
-                            self.drop(&here, "on an array; moved to its items");
-                        }
-                        _ if !strings.is_empty() => {
-                            enum_note = Some(strings);
-                            self.drop(
-                                &here,
-                                "an enum of values other than strings; listed in the description",
-                            );
-                        }
-                        _ => {}
-                    }
+            }
+            "enum" => self.enum_keyword(node, value, here),
+            _ => {
+                let kind = node.kind.as_deref().unwrap_or_default();
+                if let Some(value) = self.plain_keyword(kind, &key, value, here) {
+                    node.out.insert(key, value);
                 }
-                "format" => {
-                    let format = value.as_str().unwrap_or_default();
-                    if gemini_format(&kind_str, format) {
-                        out.insert(key, value);
-                    } else {
-                        self.drop(
-                            &here,
-                            format!(
-                                "{format:?} is not a format Gemini accepts for this type; dropped"
-                            ),
-                        );
-                    }
-                }
-                "required" => {
-                    out.insert(key, value);
-                }
-                "description" => {
-                    out.insert(key, value);
-                }
-                "maxItems" | "minItems" | "minProperties" | "maxProperties" | "minLength"
-                | "maxLength" => {
-                    if value.is_u64() {
-                        out.insert(key, value);
-                    } else {
-                        self.drop(&here, format!("{value} is not a count; dropped"));
-                    }
-                }
-                "minimum" | "maximum" => {
-                    if value.is_number() {
-                        out.insert(key, value);
-                    } else {
-                        self.drop(&here, format!("{value} is not a number; dropped"));
-                    }
-                }
-                "title" | "pattern" | "propertyOrdering" => {
-                    if (key == "propertyOrdering" && value.is_array()) || value.is_string() {
-                        out.insert(key, value);
-                    } else {
-                        self.drop(&here, "not a string; dropped");
-                    }
-                }
-                "example" | "default" => {
-                    out.insert(key, value);
-                }
-                "additionalProperties" => {
-                    if value != Value::Bool(true) {
-                        let what = if value == Value::Bool(false) {
-                            "false".to_owned()
-                        } else {
-                            "a schema for other keys".to_owned()
-                        };
-                        self.drop(
-                            &here,
-                            format!("{what} dropped (Gemini has no such keyword)"),
-                        );
-                    }
-                }
-                k if SILENT_DROPS.contains(&k) || k.starts_with("x-") => {}
-                k if GEMINI_KEYWORDS.contains(&k) => {
-                    out.insert(key, value);
-                }
-                _ => self.drop(&here, "not a keyword Gemini accepts; dropped"),
             }
         }
+    }
+
+    /// `enum`: strings stay an enum (on an array, of its items); other values go to the
+    /// description; a `null` among them makes the schema nullable.
+    fn enum_keyword(&mut self, node: &mut Node, value: Value, here: &str) {
+        let values = value.as_array().cloned().unwrap_or_default();
+        if values.iter().any(Value::is_null) {
+            node.nullable = true;
+        }
+        let strings: Vec<Value> = values.iter().filter(|v| !v.is_null()).cloned().collect();
+        let all_strings = !strings.is_empty() && strings.iter().all(Value::is_string);
+        match node.kind.as_deref().unwrap_or_default() {
+            "" | "STRING" if all_strings => {
+                node.out.insert("enum".into(), Value::Array(strings));
+                node.out.insert("type".into(), "STRING".into());
+            }
+            "ARRAY" if all_strings => {
+                // An enum on an array of strings means its items.
+                node.items_enum = Some(strings);
+                self.drop(here, "on an array; moved to its items");
+            }
+            _ if !strings.is_empty() => {
+                node.enum_note = Some(strings);
+                self.drop(
+                    here,
+                    "an enum of values other than strings; listed in the description",
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// A keyword that holds no schema: the value to keep, or `None` when Gemini cannot take it
+    /// (said in [`dropped`](DialectSchema::dropped) unless nothing a model needs is lost).
+    fn plain_keyword(&mut self, kind: &str, key: &str, value: Value, here: &str) -> Option<Value> {
+        let fault = match key {
+            "format" => {
+                let format = value.as_str().unwrap_or_default();
+                if gemini_format(kind, format) {
+                    return Some(value);
+                }
+                format!("{format:?} is not a format Gemini accepts for this type; dropped")
+            }
+            "required" | "description" | "example" | "default" => return Some(value),
+            "maxItems" | "minItems" | "minProperties" | "maxProperties" | "minLength"
+            | "maxLength" => {
+                if value.is_u64() {
+                    return Some(value);
+                }
+                format!("{value} is not a count; dropped")
+            }
+            "minimum" | "maximum" => {
+                if value.is_number() {
+                    return Some(value);
+                }
+                format!("{value} is not a number; dropped")
+            }
+            "title" | "pattern" | "propertyOrdering" => {
+                if (key == "propertyOrdering" && value.is_array()) || value.is_string() {
+                    return Some(value);
+                }
+                "not a string; dropped".to_owned()
+            }
+            "additionalProperties" => {
+                if value == Value::Bool(true) {
+                    return None;
+                }
+                let what = if value == Value::Bool(false) {
+                    "false"
+                } else {
+                    "a schema for other keys"
+                };
+                format!("{what} dropped (Gemini has no such keyword)")
+            }
+            k if SILENT_DROPS.contains(&k) || k.starts_with("x-") => return None,
+            k if GEMINI_KEYWORDS.contains(&k) => return Some(value),
+            _ => "not a keyword Gemini accepts; dropped".to_owned(),
+        };
+        self.drop(here, fault);
+        None
+    }
+
+    /// The converted schema: an enum moved to the items or the description, `required`
+    /// naming only properties there are, `nullable`, and `type` first, as people write it.
+    fn finish(&mut self, node: Node, at: &str) -> Value {
+        let Node {
+            mut out,
+            nullable,
+            items_enum,
+            mut enum_note,
+            ..
+        } = node;
         if let Some(values) = items_enum {
             match out.get_mut("items") {
                 Some(Value::Object(items))
@@ -464,32 +485,10 @@ impl Gemini {
             };
             out.insert("description".into(), Value::String(description));
         }
-        // `required` names the properties it lists, and no others.
-        if let Some(Value::Array(required)) = out.get("required").cloned() {
-            let props = out.get("properties").and_then(Value::as_object);
-            let (kept, gone): (Vec<Value>, Vec<Value>) = required.into_iter().partition(|name| {
-                name.as_str()
-                    .is_some_and(|n| props.is_some_and(|p| p.contains_key(n)))
-            });
-            if !gone.is_empty() {
-                self.drop(
-                    &format!("{at}/required"),
-                    format!(
-                        "{} names no property; dropped from required",
-                        Value::Array(gone)
-                    ),
-                );
-            }
-            if kept.is_empty() {
-                out.remove("required");
-            } else {
-                out.insert("required".into(), Value::Array(kept));
-            }
-        }
+        self.known_required(&mut out, at);
         if nullable {
             out.insert("nullable".into(), true.into());
         }
-        // `type` first, as people write it.
         let mut ordered = Map::new();
         if let Some(t) = out.remove("type") {
             ordered.insert("type".into(), t);
@@ -497,4 +496,90 @@ impl Gemini {
         ordered.extend(out);
         Value::Object(ordered)
     }
+
+    /// `required` names the properties it lists, and no others.
+    fn known_required(&mut self, out: &mut Map<String, Value>, at: &str) {
+        let Some(Value::Array(required)) = out.get("required").cloned() else {
+            return;
+        };
+        let props = out.get("properties").and_then(Value::as_object);
+        let (kept, gone): (Vec<Value>, Vec<Value>) = required.into_iter().partition(|name| {
+            name.as_str()
+                .is_some_and(|n| props.is_some_and(|p| p.contains_key(n)))
+        });
+        if !gone.is_empty() {
+            self.drop(
+                &format!("{at}/required"),
+                format!(
+                    "{} names no property; dropped from required",
+                    Value::Array(gone)
+                ),
+            );
+        }
+        if kept.is_empty() {
+            out.remove("required");
+        } else {
+            out.insert("required".into(), Value::Array(kept));
+        }
+    }
+}
+
+/// A schema's types, lower-case (a list's `null` taken out as `nullable`; an untyped schema's
+/// inferred from what it describes), and whether it is nullable.
+fn kinds_of(map: &Map<String, Value>) -> (Vec<String>, bool) {
+    let mut nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
+    let mut kinds: Vec<String> = match map.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if kinds.len() > 1 && kinds.iter().any(|k| k == "null") {
+        nullable = true;
+        kinds.retain(|k| k != "null");
+    }
+    if kinds.is_empty() {
+        if map.contains_key("properties") {
+            kinds.push("object".into());
+        } else if map.contains_key("items") {
+            kinds.push("array".into());
+        } else if map
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|values| values.iter().all(Value::is_string))
+            || map.get("const").is_some_and(Value::is_string)
+        {
+            kinds.push("string".into());
+        }
+    }
+    (kinds, nullable)
+}
+
+/// A schema of several types as an `anyOf` of one branch per type, the description and title
+/// kept on the whole.
+fn one_branch_per_kind(map: &Map<String, Value>, kinds: &[String], nullable: bool) -> Value {
+    let branches: Vec<Value> = kinds
+        .iter()
+        .map(|k| {
+            let mut branch = map.clone();
+            branch.insert("type".into(), Value::String(k.clone()));
+            branch.remove("description");
+            branch.remove("title");
+            Value::Object(branch)
+        })
+        .collect();
+    let mut any = Map::new();
+    for key in ["description", "title"] {
+        if let Some(v) = map.get(key) {
+            any.insert(key.into(), v.clone());
+        }
+    }
+    any.insert("anyOf".into(), Value::Array(branches));
+    if nullable {
+        any.insert("nullable".into(), true.into());
+    }
+    Value::Object(any)
 }

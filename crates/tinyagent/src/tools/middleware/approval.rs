@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use super::ToolLayer;
+use super::layer::ToolLayer;
 use crate::context::{Approval, ToolContext};
 use crate::error::ToolError;
 use crate::util::BoxFuture;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::ToolLayer;
+use super::layer::ToolLayer;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ToolLayer;
+use super::layer::ToolLayer;
 use crate::breaker::{Breaker, DEFAULT_COOL_DOWN, DEFAULT_FAILURES};
 use crate::context::ToolContext;
 use crate::error::ToolError;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::ToolLayer;
 use super::canonical::canonical_json;
+use super::layer::ToolLayer;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;

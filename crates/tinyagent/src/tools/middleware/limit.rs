@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::{ToolLayer, require_runtime};
+use super::layer::{ToolLayer, require_runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use super::{ToolLayer, ToolMiddleware};
+use super::layer::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::redact::{normalize_key, redact_with};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{ToolLayer, ToolMiddleware, require_runtime};
+use super::layer::{ToolLayer, ToolMiddleware, require_runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;

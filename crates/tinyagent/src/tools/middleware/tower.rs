@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{ToolLayer, ToolMiddleware};
+use super::layer::{ToolLayer, ToolMiddleware};
 use crate::context::ToolContext;
 use crate::error::{BoxError, ToolError};
 use crate::util::BoxFuture;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::ToolMiddleware;
+use super::layer::ToolMiddleware;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::tools::{ToolInput, ToolOutput};
