@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tinyagent::Message;
-use tinyagent::store::StoreError;
+use tinyagent::store::{Changes, SessionInfo, State, StoreError, StoredSession};
 
 /// How much of a bad stored text an error quotes.
 const QUOTE: usize = 80;
@@ -50,6 +50,55 @@ pub(crate) fn decode_value(session: &str, key: &str, text: &str) -> Result<Value
 }
 
 /// A TTL as whole microseconds (what the SQL stores keep), saturating.
+/// A commit's changes as the texts a store writes: encoded before anything is written, so
+/// that nothing is when one of them cannot be.
+pub(crate) struct EncodedChanges<'a> {
+    /// The new messages, in order.
+    pub(crate) messages: Vec<String>,
+    /// Each state key with its value, `None` to delete the key.
+    pub(crate) state: Vec<(&'a str, Option<String>)>,
+}
+
+impl<'a> EncodedChanges<'a> {
+    /// `changes` encoded for `store` (its name, for errors).
+    pub(crate) fn new(store: &'static str, changes: &'a Changes) -> Result<Self, StoreError> {
+        let messages = changes
+            .messages
+            .iter()
+            .map(|m| encode_message(store, m))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut state = Vec::with_capacity(changes.state.len());
+        for (key, value) in &changes.state {
+            let value = value.as_ref().map(|v| encode_value(store, v)).transpose()?;
+            state.push((key.as_str(), value));
+        }
+        Ok(Self { messages, state })
+    }
+}
+
+/// A summary's session as a [`StoredSession`] with no messages nor state yet.
+pub(crate) fn session_of(info: SessionInfo) -> StoredSession {
+    let mut stored = StoredSession::empty(&info.id);
+    stored.version = info.version;
+    stored.created_at = info.created_at;
+    stored.updated_at = info.updated_at;
+    stored.expires_at = info.expires_at;
+    stored.owner = info.owner;
+    stored
+}
+
+/// A loaded session's state from its keys and texts.
+pub(crate) fn decode_state<'t>(
+    id: &str,
+    pairs: impl IntoIterator<Item = (&'t str, &'t str)>,
+) -> Result<State, StoreError> {
+    let mut state = State::new();
+    for (key, value) in pairs {
+        state.insert(key.to_owned(), decode_value(id, key, value)?);
+    }
+    Ok(state)
+}
+
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn ttl_micros(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX)

@@ -36,6 +36,8 @@
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod codec;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod keeping;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod lease;
 #[cfg(feature = "postgres")]
 mod postgres;

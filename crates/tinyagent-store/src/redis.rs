@@ -6,12 +6,15 @@ use std::time::{Duration, SystemTime};
 use redis::aio::ConnectionManager;
 use tinyagent::BoxFuture;
 use tinyagent::store::{
-    Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionLocks, SessionPage,
-    SessionStore, StoreError, StoredSession, check_session_id, from_micros, micros,
+    Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError,
+    StoredSession, check_session_id, from_micros, micros,
 };
 
-use crate::codec::{decode_message, decode_value, encode_message, encode_value, ttl_millis};
-use crate::lease::{DEFAULT_LEASE, LeaseBackend};
+use crate::codec::{
+    EncodedChanges, decode_message, decode_state, decode_value, session_of, ttl_millis,
+};
+use crate::keeping::Keeping;
+use crate::lease::LeaseBackend;
 use crate::redis_scripts::scripts;
 
 /// Sessions in Redis: for several processes serving the same conversations, with expiry by
@@ -31,13 +34,13 @@ use crate::redis_scripts::scripts;
 /// (`SET PREFIX:lock:ID TOKEN NX PX …`), renewed while the run goes on, released by a script
 /// that deletes it only if it still holds the token; it lasts [`DEFAULT_LEASE`] without
 /// renewal, so a killed process frees its sessions after at most that long.
+///
+/// [`DEFAULT_LEASE`]: crate::DEFAULT_LEASE
 #[derive(Clone)]
 pub struct RedisStore {
     conn: ConnectionManager,
     prefix: Arc<str>,
-    ttl: Option<Duration>,
-    lease: Duration,
-    locks: SessionLocks,
+    keeping: Keeping,
     leases: Arc<RedisLeases>,
 }
 
@@ -51,8 +54,8 @@ impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("prefix", &self.prefix)
-            .field("ttl", &self.ttl)
-            .field("lease", &self.lease)
+            .field("ttl", &self.keeping.ttl)
+            .field("lease", &self.keeping.lease)
             .finish_non_exhaustive()
     }
 }
@@ -127,9 +130,7 @@ impl RedisStore {
             }),
             conn,
             prefix,
-            ttl: None,
-            lease: DEFAULT_LEASE,
-            locks: SessionLocks::new(),
+            keeping: Keeping::default(),
         }
     }
 
@@ -149,14 +150,14 @@ impl RedisStore {
     /// for this long vanishes (Redis deletes its keys).
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.keeping.ttl = Some(ttl);
         self
     }
 
     /// Sets how long a [`lock`](tinyagent::store::SessionStore::lock)'s lease lasts without renewal.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_millis(30));
+        self.keeping.set_lease(lease);
         self
     }
 
@@ -180,7 +181,8 @@ impl RedisStore {
     }
 
     fn store_ttl(&self) -> String {
-        self.ttl
+        self.keeping
+            .ttl
             .map(|t| ttl_millis(t).to_string())
             .unwrap_or_default()
     }
@@ -200,12 +202,6 @@ impl RedisStore {
             return Ok(None);
         }
         let info = info(id, &out[..6])?;
-        let mut stored = StoredSession::empty(id);
-        stored.version = info.version;
-        stored.created_at = info.created_at;
-        stored.updated_at = info.updated_at;
-        stored.expires_at = info.expires_at;
-        stored.owner = info.owner;
         // The script returns the list's length, then the list: both from one atomic read.
         let n: usize = out[6].parse().map_err(|_| {
             StoreError::corrupt(id, "the length of its message list is not a number")
@@ -222,20 +218,16 @@ impl RedisStore {
         let bodies = out
             .get(7..7 + n)
             .ok_or_else(|| StoreError::corrupt(id, "its message list is cut short"))?;
+        let mut stored = session_of(info);
         for (k, body) in bodies.iter().enumerate() {
             stored.messages.push(decode_message(id, k as u64, body)?);
         }
-        for pair in out[7 + n..].chunks(2) {
-            if let [key, value] = pair {
-                stored
-                    .state
-                    .insert(key.clone(), decode_value(id, key, value)?);
-            }
-        }
+        let pairs = out[7 + n..].chunks_exact(2);
+        stored.state = decode_state(id, pairs.map(|p| (p[0].as_str(), p[1].as_str())))?;
         Ok(Some(stored))
     }
 
-    /// Commits; with `create = false`, a session that does not exist is
+    /// Commits; with [`Changes::must_exist`], a session that does not exist is
     /// [`StoreError::NotFound`] instead of being created.
     async fn commit_now(
         &self,
@@ -244,6 +236,7 @@ impl RedisStore {
         changes: &Changes,
     ) -> Result<u64, StoreError> {
         check_session_id(id)?;
+        let encoded = EncodedChanges::new("redis", changes)?;
         let mut invocation = scripts().commit.prepare_invoke();
         for key in self.session_keys(id) {
             invocation.key(key);
@@ -262,16 +255,13 @@ impl RedisStore {
                 None => "*".to_owned(),
             })
             .arg(changes.messages.len());
-        for message in &changes.messages {
-            invocation.arg(encode_message("redis", message)?);
+        for body in &encoded.messages {
+            invocation.arg(body);
         }
-        for (key, value) in &changes.state {
+        for (key, value) in &encoded.state {
             match value {
-                Some(value) => invocation
-                    .arg("s")
-                    .arg(key)
-                    .arg(encode_value("redis", value)?),
-                None => invocation.arg("d").arg(key),
+                Some(value) => invocation.arg("s").arg(*key).arg(value),
+                None => invocation.arg("d").arg(*key),
             };
         }
         let out: Vec<String> = invocation
@@ -456,10 +446,7 @@ impl SessionStore for RedisStore {
         id: &'a str,
         wait: Option<Duration>,
     ) -> BoxFuture<'a, Result<SessionLock, StoreError>> {
-        Box::pin(async move {
-            check_session_id(id)?;
-            crate::lease::lock(&self.leases, &self.locks, id, wait, self.lease).await
-        })
+        Box::pin(self.keeping.lock(&self.leases, id, wait))
     }
 
     fn get_state<'a>(

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use tinyagent::BoxFuture;
 use tinyagent::store::{
-    Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionLocks, SessionPage,
-    SessionStore, StoreError, StoredSession, check_session_id,
+    Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError,
+    StoredSession, check_session_id,
 };
 
-use crate::codec::{decode_message, decode_value, encode_message, encode_value};
-use crate::lease::DEFAULT_LEASE;
+use crate::codec::{EncodedChanges, decode_message, decode_state, decode_value, session_of};
+use crate::keeping::Keeping;
 use crate::sql::{
     Dialect, Row, SqlLeases, count, db_err, expiry, info, live, migrate, now_micros, own_ttl_column,
 };
@@ -21,9 +21,7 @@ use crate::sql::{
 /// say how each opens, locks and migrates.
 pub struct SqlStore<DB: Dialect> {
     pool: sqlx::Pool<DB>,
-    ttl: Option<Duration>,
-    lease: Duration,
-    locks: SessionLocks,
+    keeping: Keeping,
     leases: Arc<SqlLeases<DB>>,
 }
 
@@ -31,9 +29,7 @@ impl<DB: Dialect> Clone for SqlStore<DB> {
     fn clone(&self) -> Self {
         Self {
             pool: self.pool.clone(),
-            ttl: self.ttl,
-            lease: self.lease,
-            locks: self.locks.clone(),
+            keeping: self.keeping.clone(),
             leases: self.leases.clone(),
         }
     }
@@ -43,8 +39,8 @@ impl<DB: Dialect> std::fmt::Debug for SqlStore<DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqlStore")
             .field("dialect", &DB::STORE)
-            .field("ttl", &self.ttl)
-            .field("lease", &self.lease)
+            .field("ttl", &self.keeping.ttl)
+            .field("lease", &self.keeping.lease)
             .finish_non_exhaustive()
     }
 }
@@ -54,14 +50,14 @@ impl<DB: Dialect> SqlStore<DB> {
     /// for this long vanishes.
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.keeping.ttl = Some(ttl);
         self
     }
 
     /// Sets how long a [`lock`](SessionStore::lock)'s lease lasts without renewal.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_millis(30));
+        self.keeping.set_lease(lease);
         self
     }
 
@@ -88,9 +84,7 @@ where
         Ok(Self {
             leases: Arc::new(SqlLeases { pool: pool.clone() }),
             pool,
-            ttl: None,
-            lease: DEFAULT_LEASE,
-            locks: SessionLocks::new(),
+            keeping: Keeping::default(),
         })
     }
 
@@ -158,20 +152,11 @@ where
         .fetch_all(&mut *tx)
         .await
         .map_err(db_err::<DB>)?;
-        let mut state = tinyagent::store::State::new();
-        for (key, value) in values {
-            let value = decode_value(id, &key, &value)?;
-            state.insert(key, value);
-        }
+        let state = decode_state(id, values.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         tx.commit().await.map_err(db_err::<DB>)?;
-        let mut stored = StoredSession::empty(id);
+        let mut stored = session_of(info);
         stored.messages = messages;
         stored.state = state;
-        stored.version = info.version;
-        stored.created_at = info.created_at;
-        stored.updated_at = info.updated_at;
-        stored.expires_at = info.expires_at;
-        stored.owner = info.owner;
         Ok(Some(stored))
     }
 
@@ -184,75 +169,14 @@ where
         changes: &Changes,
     ) -> Result<u64, StoreError> {
         check_session_id(id)?;
-        // Encode first: nothing is written if a message cannot be.
-        let bodies = changes
-            .messages
-            .iter()
-            .map(|m| encode_message(DB::STORE, m))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut state = Vec::with_capacity(changes.state.len());
-        for (key, value) in &changes.state {
-            state.push((
-                key,
-                value
-                    .as_ref()
-                    .map(|v| encode_value(DB::STORE, v))
-                    .transpose()?,
-            ));
-        }
+        let encoded = EncodedChanges::new(DB::STORE, changes)?;
         let now = now_micros();
         let mut tx = self
             .pool
             .begin_with(DB::BEGIN_WRITE)
             .await
             .map_err(db_err::<DB>)?;
-        let select = DB::SELECT_SESSION_FOR_WRITE;
-        let mut row: Option<Row> = sqlx::query_as(select)
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err::<DB>)?;
-        if row.as_ref().is_some_and(|row| !live(row, now)) {
-            Self::delete_rows(&mut tx, id).await?;
-            row = None;
-        }
-        let row = match row {
-            Some(row) if !changes.may_write(&row.6) => {
-                return Err(StoreError::NotFound {
-                    session: id.to_owned(),
-                });
-            }
-            Some(row) => row,
-            None => {
-                if changes.must_exist || expected.is_some_and(|v| v > 0) {
-                    return Err(StoreError::NotFound {
-                        session: id.to_owned(),
-                    });
-                }
-                sqlx::query(
-                    "INSERT INTO tinyagent_sessions (id, version, message_count, \
-                     created_at, updated_at, expires_at, ttl_us, owner) \
-                     VALUES ($1, 0, 0, $2, $2, NULL, NULL, $3) ON CONFLICT (id) DO NOTHING",
-                )
-                .bind(id)
-                .bind(now)
-                .bind(changes.owner.as_deref().unwrap_or(""))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err::<DB>)?;
-                let row: Row = sqlx::query_as(select)
-                    .bind(id)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(db_err::<DB>)?;
-                if !changes.may_write(&row.6) {
-                    return Err(StoreError::NotFound {
-                        session: id.to_owned(),
-                    });
-                }
-                row
-            }
-        };
+        let row = Self::row_to_write(&mut tx, id, expected, changes, now).await?;
         let version = count(id, "version", row.0)?;
         if let Some(expected) = expected {
             if version != expected {
@@ -263,49 +187,115 @@ where
                 });
             }
         }
-        for (k, body) in bodies.iter().enumerate() {
-            sqlx::query(
-                "INSERT INTO tinyagent_messages (session_id, seq, body) VALUES ($1, $2, $3)",
-            )
-            .bind(id)
-            .bind(row.1 + k as i64)
-            .bind(body.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err::<DB>)?;
-        }
-        for (key, value) in &state {
-            let query = match value {
-                Some(value) => sqlx::query(
-                    "INSERT INTO tinyagent_state (session_id, key, value) VALUES ($1, $2, $3) \
-                     ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
-                )
-                .bind(id)
-                .bind(key.as_str())
-                .bind(value.as_str()),
-                None => {
-                    sqlx::query("DELETE FROM tinyagent_state WHERE session_id = $1 AND key = $2")
-                        .bind(id)
-                        .bind(key.as_str())
-                }
-            };
-            query.execute(&mut *tx).await.map_err(db_err::<DB>)?;
-        }
-        let new_version = version + u64::from(!bodies.is_empty());
+        Self::write_changes(&mut tx, id, row.1, &encoded).await?;
+        let new_version = version + u64::from(!encoded.messages.is_empty());
         sqlx::query(
             "UPDATE tinyagent_sessions SET version = $2, message_count = $3, \
              updated_at = $4, expires_at = $5 WHERE id = $1",
         )
         .bind(id)
         .bind(new_version as i64)
-        .bind(row.1 + bodies.len() as i64)
+        .bind(row.1 + encoded.messages.len() as i64)
         .bind(now)
-        .bind(expiry(now, row.5, self.ttl))
+        .bind(expiry(now, row.5, self.keeping.ttl))
         .execute(&mut *tx)
         .await
         .map_err(db_err::<DB>)?;
         tx.commit().await.map_err(db_err::<DB>)?;
         Ok(new_version)
+    }
+
+    /// The row of the session a commit writes, locked in `tx`: an expired one is deleted, a
+    /// missing one created (unless the commit needs it to exist), and one the commit's owner
+    /// may not write is [`StoreError::NotFound`], as if it were not there.
+    async fn row_to_write(
+        tx: &mut sqlx::Transaction<'static, DB>,
+        id: &str,
+        expected: Option<u64>,
+        changes: &Changes,
+        now: i64,
+    ) -> Result<Row, StoreError> {
+        let not_found = || StoreError::NotFound {
+            session: id.to_owned(),
+        };
+        let select = DB::SELECT_SESSION_FOR_WRITE;
+        let mut row: Option<Row> = sqlx::query_as(select)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db_err::<DB>)?;
+        if row.as_ref().is_some_and(|row| !live(row, now)) {
+            Self::delete_rows(tx, id).await?;
+            row = None;
+        }
+        let row = match row {
+            Some(row) => row,
+            None => {
+                if changes.must_exist || expected.is_some_and(|v| v > 0) {
+                    return Err(not_found());
+                }
+                sqlx::query(
+                    "INSERT INTO tinyagent_sessions (id, version, message_count, \
+                     created_at, updated_at, expires_at, ttl_us, owner) \
+                     VALUES ($1, 0, 0, $2, $2, NULL, NULL, $3) ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(id)
+                .bind(now)
+                .bind(changes.owner.as_deref().unwrap_or(""))
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err::<DB>)?;
+                sqlx::query_as(select)
+                    .bind(id)
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(db_err::<DB>)?
+            }
+        };
+        if changes.may_write(&row.6) {
+            Ok(row)
+        } else {
+            Err(not_found())
+        }
+    }
+
+    /// Appends the new messages after the `first` kept ones and writes the state's keys, in
+    /// the caller's transaction.
+    async fn write_changes(
+        tx: &mut sqlx::Transaction<'static, DB>,
+        id: &str,
+        first: i64,
+        encoded: &EncodedChanges<'_>,
+    ) -> Result<(), StoreError> {
+        for (k, body) in encoded.messages.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO tinyagent_messages (session_id, seq, body) VALUES ($1, $2, $3)",
+            )
+            .bind(id)
+            .bind(first + k as i64)
+            .bind(body.as_str())
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err::<DB>)?;
+        }
+        for (key, value) in &encoded.state {
+            let query = match value {
+                Some(value) => sqlx::query(
+                    "INSERT INTO tinyagent_state (session_id, key, value) VALUES ($1, $2, $3) \
+                     ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                )
+                .bind(id)
+                .bind(*key)
+                .bind(value.as_str()),
+                None => {
+                    sqlx::query("DELETE FROM tinyagent_state WHERE session_id = $1 AND key = $2")
+                        .bind(id)
+                        .bind(*key)
+                }
+            };
+            query.execute(&mut **tx).await.map_err(db_err::<DB>)?;
+        }
+        Ok(())
     }
 
     /// Deletes a session's rows, in the caller's transaction.
@@ -371,7 +361,7 @@ where
                 0,
                 now,
                 now,
-                expiry(now, None, self.ttl),
+                expiry(now, None, self.keeping.ttl),
                 None,
                 String::new(),
             );
@@ -502,7 +492,7 @@ where
             )
             .bind(id)
             .bind(own)
-            .bind(expiry(now, Some(own), self.ttl))
+            .bind(expiry(now, Some(own), self.keeping.ttl))
             .bind(now)
             .execute(&self.pool)
             .await
@@ -521,10 +511,7 @@ where
         id: &'a str,
         wait: Option<Duration>,
     ) -> BoxFuture<'a, Result<SessionLock, StoreError>> {
-        Box::pin(async move {
-            check_session_id(id)?;
-            crate::lease::lock(&self.leases, &self.locks, id, wait, self.lease).await
-        })
+        Box::pin(self.keeping.lock(&self.leases, id, wait))
     }
 
     fn get_state<'a>(

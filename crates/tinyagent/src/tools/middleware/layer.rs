@@ -69,7 +69,7 @@ pub trait ToolLayer: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct ToolMiddleware {
     layer: Arc<dyn ToolLayer>,
-    name: &'static str,
+    pub(super) name: &'static str,
 }
 
 impl fmt::Debug for ToolMiddleware {

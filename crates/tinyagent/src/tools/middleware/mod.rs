@@ -65,7 +65,6 @@ pub use approval::{ApprovalFn, ApprovalHook, ApprovalLayer, ApprovalRequest, app
 pub use blocking::SpawnBlockingLayer;
 pub use breaker::CircuitBreakerLayer;
 pub use cache::CacheLayer;
-pub(crate) use layer::require_runtime;
 pub use layer::{LayerFn, ToolLayer, ToolMiddleware, layer_fn};
 pub use limit::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use logging::LoggingLayer;
