@@ -70,7 +70,8 @@ fn context_to_allocate(window: u32, prompt_tokens: usize, max_tokens: u32) -> u3
     need.div_ceil(512).saturating_mul(512).max(2048).min(window)
 }
 
-fn other(message: String) -> ModelError {
+/// A failure of the engine or the model that retrying does not mend.
+pub(crate) fn other(message: String) -> ModelError {
     ModelError::other(message).retryable(false)
 }
 

@@ -66,21 +66,6 @@ const ANSWER_DESCRIPTION: &str = "reply to the user yourself, when none of the t
      needed: greetings, thanks, small talk, questions about you, and requests the tools cannot \
      serve";
 
-/// The name the option of answering directly goes by in the tool list: `answer`, or, when a
-/// tool has that name, the first of a few others that none has.
-pub(crate) fn answer_name(tools: &[ToolDefinition]) -> &'static str {
-    [
-        "answer",
-        "reply",
-        "answer_directly",
-        "reply_directly",
-        "direct_answer",
-    ]
-    .into_iter()
-    .find(|name| tools.iter().all(|t| t.name != *name))
-    .unwrap_or("__answer")
-}
-
 /// How the tools and the output protocol are written for the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Style {
@@ -274,136 +259,136 @@ fn system_prompt(req: &ModelRequest, output: &Output, style: Style, direct: bool
         req.instruction.trim().to_owned()
     };
     match output {
-        Output::Json(out) => match style.format {
-            Format::Json => {
-                text.push_str("\n\nYou can use these tools:\n");
+        Output::Json(out) => {
+            match style.format {
+                Format::Json => json_tool_list(&mut text, out, style),
+                Format::Tagged => tagged_tool_list(&mut text, out, style),
+                Format::Hermes => hermes_tool_list(&mut text, out, style),
+            }
+            if style.examples {
+                text.push_str("\nExamples:");
                 for tool in &out.tools {
-                    text.push_str(&format!("- {}: {}\n", tool.name, tool.description));
-                    describe_arguments(&mut text, &tool.input_schema, style.terse);
+                    let call = example_call(tool);
+                    text.push_str(&format!("\n{}", style.format.show_call(&call)));
                 }
-                // Answering is one more entry of the list: the model weighs it against the
-                // tools as it weighs the tools against each other.
-                if out.allow_answer {
-                    text.push_str(&format!(
-                        "- {}: {ANSWER_DESCRIPTION}\n  - text (\"string\", required)\n",
-                        answer_name(&out.tools)
-                    ));
-                }
-                text.push_str(
-                    "\nReply with one JSON object and nothing else. To call a tool: \
-                     {\"name\": \"<tool name>\", \"arguments\": {<arguments>}}.",
-                );
-                if style.examples {
-                    text.push_str("\nExamples:");
-                    for tool in &out.tools {
-                        let call = example_call(tool);
-                        text.push_str(&format!("\n{}", Format::Json.show_call(&call)));
-                    }
-                }
-            }
-            Format::Tagged => {
-                let listed: Vec<Value> = out
-                    .tools
-                    .iter()
-                    .map(|t| {
-                        json!({
-                            "name": t.name,
-                            "description": t.description,
-                            "parameters": if style.terse {
-                                without_descriptions(&t.input_schema)
-                            } else {
-                                t.input_schema.clone()
-                            },
-                        })
-                    })
-                    .collect();
-                text.push_str(&format!(
-                    "\n\nYou have access to the following tools:\n<tools>{}</tools>\n\n\
-                     To call a tool, reply with the call in this format and nothing else:\n\
-                     <tool_call>[{{\"name\": \"func_name\", \"arguments\": {{\"argument1\": \"value1\"}}}}]</tool_call>",
-                    Value::Array(listed)
-                ));
-                if out.allow_answer {
-                    text.push_str(
-                        "\nIf no tool is needed, reply with <tool_call>[]</tool_call> and then answer.",
-                    );
-                }
-                if style.examples {
-                    text.push_str("\nExamples:");
-                    for tool in &out.tools {
-                        let call = example_call(tool);
-                        text.push_str(&format!("\n{}", Format::Tagged.show_call(&call)));
-                    }
-                }
-            }
-            Format::Hermes => {
-                text.push_str(
-                    "\n\n# Tools\n\nYou may call one or more functions to assist with the user \
-                     query.\n\nYou are provided with function signatures within <tools></tools> \
-                     XML tags:\n<tools>",
-                );
-                for tool in &out.tools {
-                    let parameters = if style.terse {
-                        without_descriptions(&tool.input_schema)
-                    } else {
-                        tool.input_schema.clone()
-                    };
-                    let listed = json!({
-                        "type": "function",
-                        "function": {
-                            "name": tool.name,
-                            "description": tool.description,
-                            "parameters": parameters,
-                        },
-                    });
-                    text.push('\n');
-                    text.push_str(&listed.to_string());
-                }
-                text.push_str(
-                    "\n</tools>\n\nFor each function call, return a json object with function \
-                     name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
-                     {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
-                );
-                if style.examples {
-                    text.push_str("\nExamples:");
-                    for tool in &out.tools {
-                        let call = example_call(tool);
-                        text.push_str(&format!("\n{}", Format::Hermes.show_call(&call)));
-                    }
-                }
-            }
-        },
-        Output::Text => {
-            if let Some(format) = &req.response_format {
-                // The grammar of the schema holds the answer to its shape; this says what the
-                // fields mean.
-                text.push_str(
-                    "\n\nAnswer with one JSON object and nothing else, with these fields:\n",
-                );
-                describe_arguments(&mut text, &format.schema, style.terse);
-            } else if direct {
-                text.push_str(&capabilities_note(&req.tools));
-            } else if req.messages.iter().any(|m| m.role == Role::Tool) {
-                let only_failures =
-                    recent_results(req).is_empty() && !recent_errors(req).is_empty();
-                text.push_str(if only_failures {
-                    "\n\nThe tool call failed. In one short sentence of plain text, tell the \
-                     user that you could not get the answer, and why, from the tool's error. \
-                     Do not make up any value."
-                } else {
-                    "\n\nAnswer the user's question in one short sentence of plain text, \
-                     giving the values of the tool results."
-                });
-            }
-            if let Some(language) = last_user_text(req)
-                .and_then(|t| language_of(&t))
-                .filter(|_| style.follow_language)
-            {
-                text.push_str(&format!(" Answer in {language}."));
             }
         }
+        Output::Text => answer_note(&mut text, req, style, direct),
     }
     text
+}
+
+/// The tools as a list of names, descriptions and arguments, answering as one more entry, and
+/// the JSON object to reply with ([`Format::Json`]).
+fn json_tool_list(text: &mut String, out: &JsonOutput, style: Style) {
+    text.push_str("\n\nYou can use these tools:\n");
+    for tool in &out.tools {
+        text.push_str(&format!("- {}: {}\n", tool.name, tool.description));
+        describe_arguments(text, &tool.input_schema, style.terse);
+    }
+    // Answering is one more entry of the list: the model weighs it against the tools as it
+    // weighs the tools against each other.
+    if out.allow_answer {
+        text.push_str(&format!(
+            "- {}: {ANSWER_DESCRIPTION}\n  - text (\"string\", required)\n",
+            answer_name(&out.tools)
+        ));
+    }
+    text.push_str(
+        "\nReply with one JSON object and nothing else. To call a tool: \
+         {\"name\": \"<tool name>\", \"arguments\": {<arguments>}}.",
+    );
+}
+
+/// The tools as a JSON array in `<tools>`, calls in `<tool_call>` ([`Format::Tagged`]).
+fn tagged_tool_list(text: &mut String, out: &JsonOutput, style: Style) {
+    let listed: Vec<Value> = out
+        .tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "parameters": listed_schema(&t.input_schema, style),
+            })
+        })
+        .collect();
+    text.push_str(&format!(
+        "\n\nYou have access to the following tools:\n<tools>{}</tools>\n\n\
+         To call a tool, reply with the call in this format and nothing else:\n\
+         <tool_call>[{{\"name\": \"func_name\", \"arguments\": {{\"argument1\": \"value1\"}}}}]</tool_call>",
+        Value::Array(listed)
+    ));
+    if out.allow_answer {
+        text.push_str(
+            "\nIf no tool is needed, reply with <tool_call>[]</tool_call> and then answer.",
+        );
+    }
+}
+
+/// The tools as Qwen's chat template lists them, one function signature a line
+/// ([`Format::Hermes`]).
+fn hermes_tool_list(text: &mut String, out: &JsonOutput, style: Style) {
+    text.push_str(
+        "\n\n# Tools\n\nYou may call one or more functions to assist with the user \
+         query.\n\nYou are provided with function signatures within <tools></tools> \
+         XML tags:\n<tools>",
+    );
+    for tool in &out.tools {
+        let listed = json!({
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": listed_schema(&tool.input_schema, style),
+            },
+        });
+        text.push('\n');
+        text.push_str(&listed.to_string());
+    }
+    text.push_str(
+        "\n</tools>\n\nFor each function call, return a json object with function \
+         name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
+         {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+    );
+}
+
+/// A tool's schema as listed: without its descriptions when the style is terse.
+fn listed_schema(schema: &Value, style: Style) -> Value {
+    if style.terse {
+        without_descriptions(schema)
+    } else {
+        schema.clone()
+    }
+}
+
+/// What a plain-text answer is asked for: the fields of a shaped answer, what the agent can do
+/// when answering directly, or the tool results' values; in the user's language.
+fn answer_note(text: &mut String, req: &ModelRequest, style: Style, direct: bool) {
+    if let Some(format) = &req.response_format {
+        // The grammar of the schema holds the answer to its shape; this says what the
+        // fields mean.
+        text.push_str("\n\nAnswer with one JSON object and nothing else, with these fields:\n");
+        describe_arguments(text, &format.schema, style.terse);
+    } else if direct {
+        text.push_str(&capabilities_note(&req.tools));
+    } else if req.messages.iter().any(|m| m.role == Role::Tool) {
+        let only_failures = recent_results(req).is_empty() && !recent_errors(req).is_empty();
+        text.push_str(if only_failures {
+            "\n\nThe tool call failed. In one short sentence of plain text, tell the \
+             user that you could not get the answer, and why, from the tool's error. \
+             Do not make up any value."
+        } else {
+            "\n\nAnswer the user's question in one short sentence of plain text, \
+             giving the values of the tool results."
+        });
+    }
+    if let Some(language) = last_user_text(req)
+        .and_then(|t| language_of(&t))
+        .filter(|_| style.follow_language)
+    {
+        text.push_str(&format!(" Answer in {language}."));
+    }
 }
 
 /// The JSON an assistant's tool call is shown as in the history (the output contract's form).

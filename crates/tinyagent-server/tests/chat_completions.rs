@@ -7,18 +7,14 @@ use std::sync::Arc;
 
 use common::{Running, agent, chat, client, frames};
 use serde_json::{Value, json};
-use tinyagent::Role;
 use tinyagent::testing::{ScriptedModel, reply};
+use tinyagent::{Role, Usage};
 use tinyagent_server::Server;
 
 fn tool_then_answer() -> Arc<ScriptedModel> {
     Arc::new(ScriptedModel::new([
-        reply::with_usage(
-            reply::tool_call("call_1", "add", r#"{"a": 7, "b": 8}"#),
-            20,
-            6,
-        ),
-        reply::with_usage(reply::text("7 + 8 = 15"), 30, 5),
+        reply::tool_call("call_1", "add", r#"{"a": 7, "b": 8}"#).usage(Usage::new(20, 6)),
+        reply::text("7 + 8 = 15").usage(Usage::new(30, 5)),
     ]))
 }
 

@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{Running, agent, python};
+use tinyagent::Usage;
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent_server::Server;
 
@@ -16,12 +17,9 @@ async fn the_openai_python_sdk_talks_to_the_server() {
     // Three questions reach the model (non-streamed, streamed, streamed read raw).
     let model = Arc::new(ScriptedModel::new((0..3).flat_map(|i| {
         [
-            reply::with_usage(
-                reply::tool_call(format!("call_{i}"), "add", r#"{"a": 7, "b": 8}"#),
-                40,
-                9,
-            ),
-            reply::with_usage(reply::text("7 + 8 = 15"), 55, 6),
+            reply::tool_call(format!("call_{i}"), "add", r#"{"a": 7, "b": 8}"#)
+                .usage(Usage::new(40, 9)),
+            reply::text("7 + 8 = 15").usage(Usage::new(55, 6)),
         ]
     })));
     let server = Running::start(

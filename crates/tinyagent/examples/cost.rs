@@ -10,7 +10,7 @@ use tinyagent::budget::SharedBudget;
 use tinyagent::model::{Cost, Price, PriceTable};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools::new_agent_tool;
-use tinyagent::{Agent, AgentError, Budget, Event, Invocation, LlmAgent, Session};
+use tinyagent::{Agent, AgentError, Budget, Event, Invocation, LlmAgent, Session, Usage};
 
 /// The price of the scripted model, US dollars per million tokens: input, output.
 fn prices() -> PriceTable {
@@ -20,11 +20,10 @@ fn prices() -> PriceTable {
 /// A researcher (a sub-agent) and a coordinator that calls it as a tool, each on a scripted
 /// model reporting the tokens a real one would.
 fn coordinator(calls: usize) -> LlmAgent {
-    let researcher_model = ScriptedModel::new([reply::with_usage(
-        reply::text("Three sources agree: 22.5 °C and sunny."),
-        12_000,
-        800,
-    )]);
+    let researcher_model =
+        ScriptedModel::new([
+            reply::text("Three sources agree: 22.5 °C and sunny.").usage(Usage::new(12_000, 800))
+        ]);
     let researcher = LlmAgent::builder("researcher")
         .description("Researches a question in depth")
         .model(researcher_model)
@@ -33,17 +32,12 @@ fn coordinator(calls: usize) -> LlmAgent {
         .expect("an agent");
     let model = ScriptedModel::default();
     for _ in 0..calls {
-        model.push(reply::with_usage(
-            reply::tool_call("", "researcher", r#"{"message": "Beijing weather today"}"#),
-            3_000,
-            120,
-        ));
+        model.push(
+            reply::tool_call("", "researcher", r#"{"message": "Beijing weather today"}"#)
+                .usage(Usage::new(3_000, 120)),
+        );
     }
-    model.push(reply::with_usage(
-        reply::text("It is 22.5 °C and sunny in Beijing."),
-        4_000,
-        60,
-    ));
+    model.push(reply::text("It is 22.5 °C and sunny in Beijing.").usage(Usage::new(4_000, 60)));
     LlmAgent::builder("coordinator")
         .model(model)
         .tool(new_agent_tool(researcher))

@@ -163,16 +163,6 @@ pub mod reply {
             FinishReason::ToolCalls,
         )
     }
-
-    /// Returns the reply with this token usage.
-    pub fn with_usage(
-        mut reply: ModelResponse,
-        input_tokens: u64,
-        output_tokens: u64,
-    ) -> ModelResponse {
-        reply.usage = Usage::new(input_tokens, output_tokens);
-        reply
-    }
 }
 
 /// `n` plausible tools of a large toolset (up to 500 distinct ones; names repeat with a

@@ -11,7 +11,7 @@ use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::tools::{self, AgentTool, resolver_fn};
 use tinyagent::{
     Agent, AgentError, AgentExt, Event, Invocation, LlmAgent, ModelError, ModelRequest, Role,
-    Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, ToolResult,
+    Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, ToolResult, Usage,
     model::ModelErrorKind,
 };
 
@@ -785,12 +785,8 @@ async fn cancelling_the_caller_stops_running_tools() {
 #[tokio::test]
 async fn a_run_reports_its_events_in_order() {
     let model = Arc::new(ScriptedModel::new([
-        reply::with_usage(
-            reply::tool_call("c1", "get_weather", r#"{"city": "北京"}"#),
-            100,
-            20,
-        ),
-        reply::with_usage(reply::text("北京晴，22.5°C"), 150, 10),
+        reply::tool_call("c1", "get_weather", r#"{"city": "北京"}"#).usage(Usage::new(100, 20)),
+        reply::text("北京晴，22.5°C").usage(Usage::new(150, 10)),
     ]));
     let agent = LlmAgent::builder("smart-assistant")
         .model(model)

@@ -24,11 +24,9 @@ fn cost(input: u64, output: u64) -> Cost {
 #[tokio::test]
 async fn every_call_is_priced_and_the_tree_total_includes_the_nested_agents() {
     // The child answers in one call of 1,000 in / 200 out.
-    let child_model = Arc::new(ScriptedModel::new([reply::with_usage(
-        reply::text("Paris"),
-        1_000,
-        200,
-    )]));
+    let child_model = Arc::new(ScriptedModel::new([
+        reply::text("Paris").usage(Usage::new(1_000, 200))
+    ]));
     let child = LlmAgent::builder("geographer")
         .description("Answers geography questions")
         .model(child_model)
@@ -37,12 +35,9 @@ async fn every_call_is_priced_and_the_tree_total_includes_the_nested_agents() {
         .unwrap();
     // The parent calls the child (3,000 in / 50 out), then answers (4,000 in / 100 out).
     let parent_model = Arc::new(ScriptedModel::new([
-        reply::with_usage(
-            reply::tool_call("c1", "geographer", r#"{"message": "Capital of France?"}"#),
-            3_000,
-            50,
-        ),
-        reply::with_usage(reply::text("It is Paris."), 4_000, 100),
+        reply::tool_call("c1", "geographer", r#"{"message": "Capital of France?"}"#)
+            .usage(Usage::new(3_000, 50)),
+        reply::text("It is Paris.").usage(Usage::new(4_000, 100)),
     ]));
     let parent = LlmAgent::builder("assistant")
         .model(parent_model)
@@ -81,7 +76,7 @@ async fn every_call_is_priced_and_the_tree_total_includes_the_nested_agents() {
 async fn a_money_limit_stops_the_run_before_it_spends_more() {
     // Each call costs 100,000 in * $2/M = $0.20; the limit is $0.50.
     let model = Arc::new(ScriptedModel::new((0..5).map(|i| {
-        reply::with_usage(reply::tool_call(format!("c{i}"), "noop", "{}"), 100_000, 0)
+        reply::tool_call(format!("c{i}"), "noop", "{}").usage(Usage::new(100_000, 0))
     })));
     let noop = tools::new_tool(
         "noop",
@@ -120,11 +115,9 @@ async fn a_money_limit_stops_the_run_before_it_spends_more() {
 
 #[tokio::test]
 async fn a_model_without_a_price_costs_nothing_and_says_so() {
-    let model = Arc::new(ScriptedModel::new([reply::with_usage(
-        reply::text("hi"),
-        10,
-        2,
-    )]));
+    let model = Arc::new(ScriptedModel::new([
+        reply::text("hi").usage(Usage::new(10, 2))
+    ]));
     let agent = LlmAgent::builder("free")
         .model(model)
         .budget(Budget::default().max_cost(Cost::from_usd(0.01)))

@@ -15,7 +15,7 @@ use tinyagent::tools::{self, IntoTool};
 use tinyagent::{
     AgentError, AgentExt, BoxFuture, Budget, Invocation, LlmAgent, Model, ModelError, ModelRequest,
     ModelResponse, Session, Tool, ToolContext, ToolError, ToolErrorKind, ToolHints, ToolResult,
-    budget::BudgetResource,
+    Usage, budget::BudgetResource,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -549,11 +549,8 @@ impl Model for AlwaysCalls {
         } else {
             "{}"
         };
-        let reply = reply::with_usage(
-            reply::tool_call(format!("c{n}"), self.tool, args),
-            self.tokens,
-            0,
-        );
+        let reply =
+            reply::tool_call(format!("c{n}"), self.tool, args).usage(Usage::new(self.tokens, 0));
         Box::pin(async move { Ok(reply) })
     }
 }

@@ -18,14 +18,12 @@
 
 use serde_json::Value;
 
-use super::respond::lead_with_space;
 use futures::channel::mpsc::UnboundedSender;
 use tinyagent::model::{ModelEvent, ToolDefinition};
 use tinyagent::{Message, ModelError, ModelRequest};
 
 use super::LlamaModel;
-use crate::engine::Mark;
-use crate::engine::{Decoder, Job, Stop};
+use crate::engine::{Decoder, Job, Mark, Stop};
 use crate::prompt::{self, Style, numbers_of};
 
 /// How far (in nats, calibrated) an optional enum's best value must lead the next one to be
@@ -61,13 +59,7 @@ impl LlamaModel {
             style,
             prefix,
         };
-        let numbers = if calibrate {
-            numbers_in(&req.messages)
-        } else {
-            Vec::new()
-        };
-        let stated = numbers_of(&prompt::last_user_text(req).unwrap_or_default());
-        let stale = stale_numbers(&req.messages);
+        let numbers = Numbers::of(req, calibrate);
         let mut stop = Stop::Done;
         for (name, schema) in fields {
             let key = format!(
@@ -75,138 +67,35 @@ impl LlamaModel {
                 if call.text.is_empty() { "" } else { ", " },
                 Value::String(name.clone())
             );
-            let required = prompt::is_required(&tool.input_schema, name);
             if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-                let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
-                if !required && calibrate && options.len() > 1 {
-                    let said: Vec<String> = options.iter().map(|o| format!("{key}{o}")).collect();
-                    let scores = self.calibrated(decoder, &mut call, &said)?;
-                    let (best, lead) = best_and_lead(&scores);
-                    tracing::debug!(argument = %name, ?said, ?scores, "optional value");
-                    if lead >= OPTIONAL_ENUM_LEAD {
-                        call.force(decoder, &said[best])?;
-                    }
-                    continue;
-                }
-                call.force(decoder, &key)?;
-                let scores = if calibrate && required && options.len() > 1 {
-                    self.calibrated(decoder, &mut call, &options)?
-                } else {
-                    let tokens: Vec<_> = options.iter().map(|o| decoder.tokenize(o)).collect();
-                    decoder.score(&tokens)?
-                };
-                let (best, _) = best_and_lead(&scores);
-                call.force(decoder, &options[best])?;
+                let required = prompt::is_required(&tool.input_schema, name);
+                self.fill_enum(decoder, &mut call, &key, name, values, required)?;
                 continue;
             }
             call.force(decoder, &key)?;
-            let grammar = lead_with_space(&self.schema_grammar(schema)?);
-            let before: Mark = decoder.mark();
             let kind = schema.get("type").and_then(Value::as_str);
-            let is_string = kind == Some("string");
-            // A string value that loops ("深圳, China, China, …") is cut before the loop.
-            let value_job = Job {
-                cut_loops: is_string,
-                ..job.clone()
+            let field = Field {
+                name,
+                grammar: lead_with_space(&self.schema_grammar(schema)?),
+                before: decoder.mark(),
+                is_string: kind == Some("string"),
             };
-            let (value, s) = decoder.generate(&value_job, Some(&grammar), |_| !tx.is_closed())?;
-            stop = s;
-            let cut = match stop {
-                Stop::Repetition { first } => cut_string(&value, first),
-                _ => None,
-            };
-            let value = match cut {
-                Some(cut) => {
-                    tracing::debug!(argument = %name, looped = %value, kept = %cut, "loop cut");
-                    decoder.rewind(before.clone())?;
-                    decoder.force(&format!(" {cut}"))?;
-                    stop = Stop::Done;
-                    cut
-                }
-                None if stop == Stop::Done => value,
-                None => {
-                    // A loop with nothing worth keeping fails the call as the token limit does.
-                    if matches!(stop, Stop::Repetition { .. }) {
-                        stop = Stop::Length;
-                    }
-                    call.text.push_str(&value);
+            let value = match self.generate_value(decoder, &mut call, &field, job, tx)? {
+                Generated::Value(value) => value,
+                Generated::Failed(failed) => {
+                    stop = failed;
                     break;
                 }
             };
-            let value = format!(" {}", value.trim());
-            let integer = kind == Some("integer");
-            let numeric = integer || kind == Some("number");
-            let own: Option<f64> = value.trim().parse().ok();
-            // A number the user has just written is taken as the model wrote it: the choice
-            // below is there for numbers it copied from earlier in the conversation.
-            let copied_from_question = own.is_some_and(|n| stated.contains(&n));
-            let mut candidates: Vec<String> = if numeric && !copied_from_question {
-                numbers
-                    .iter()
-                    .filter(|n| !integer || n.fract() == 0.0)
-                    .filter(|n| !stale.contains(n) || stated.contains(n))
-                    .map(|n| format!(" {}", number_text(*n)))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            // The model's own value is weighed too, unless it is a stale copy and there is
-            // something else to choose.
-            let own_is_stale = own.is_some_and(|n| stale.contains(&n) && !stated.contains(&n));
-            if !candidates.contains(&value) && (!own_is_stale || candidates.is_empty()) {
-                candidates.push(value.clone());
-            }
+            let mut candidates = numbers.candidates(&value, kind);
             // A string the schema constrains to a pattern (a time zone, a code) is drawn
             // from a closed set, like an enum: it is chosen by calibrated score among the
             // values the model finds likely, so that the description's example does not win
             // by default ("What time is it in Seoul?" is not `Asia/Shanghai`).
-            let patterned = is_string && schema.get("pattern").is_some();
-            if patterned && calibrate {
-                decoder.rewind(before.clone())?;
-                let short = Job {
-                    max_tokens: job.max_tokens.min(PATTERN_VALUE_TOKENS),
-                    ..job.clone()
-                };
-                let others: Vec<String> = decoder
-                    .likely_values(&short, &grammar, PATTERN_VALUES, HESITATION)?
-                    .into_iter()
-                    .map(|other| format!(" {other}"))
-                    .filter(|other| !candidates.contains(other))
-                    .collect();
-                // Only values the model itself finds plausible as a whole (a value made by
-                // one different step can be one no one writes, such as `Europe/Tokyo`).
-                let tokens: Vec<_> = std::iter::once(&value)
-                    .chain(&others)
-                    .map(|v| decoder.tokenize(v))
-                    .collect();
-                let own_scores = decoder.score(&tokens)?;
-                let floor = own_scores[0] + HESITATION.ln();
-                candidates.extend(
-                    others
-                        .into_iter()
-                        .zip(&own_scores[1..])
-                        .filter(|(_, score)| **score >= floor)
-                        .map(|(other, _)| other),
-                );
-                if candidates == [value.clone()] {
-                    decoder.force(&value)?;
-                }
+            if field.is_string && calibrate && schema.get("pattern").is_some() {
+                self.add_likely_values(decoder, &field, &value, &mut candidates, job)?;
             }
-            if candidates == [value.clone()] {
-                // The model's own value, already written.
-                call.mirror(&value)?;
-                call.text.push_str(&value);
-                continue;
-            }
-            decoder.rewind(before)?;
-            let best = if candidates.len() == 1 {
-                0
-            } else {
-                let scores = self.calibrated(decoder, &mut call, &candidates)?;
-                tracing::debug!(argument = %name, ?candidates, ?scores, "value");
-                best_and_lead(&scores).0
-            };
-            call.force(decoder, &candidates[best])?;
+            self.choose_value(decoder, &mut call, &field, &value, &candidates)?;
         }
         if let Some(blank) = call.blank {
             decoder.stats += blank.stats;
@@ -214,6 +103,148 @@ impl LlamaModel {
         let mut text = call.text;
         text.push('}');
         Ok((format!("{{{text}"), stop))
+    }
+
+    /// An enum's value: a required one by calibrated score; an optional one only when the
+    /// question raises it clearly above the others (else the key is left out).
+    fn fill_enum<'m>(
+        &'m self,
+        decoder: &mut Decoder<'m>,
+        call: &mut Call<'_, 'm>,
+        key: &str,
+        name: &str,
+        values: &[Value],
+        required: bool,
+    ) -> Result<(), ModelError> {
+        let calibrate = self.config.calibrate_tool_choice;
+        let options: Vec<String> = values.iter().map(|v| format!(" {v}")).collect();
+        if !required && calibrate && options.len() > 1 {
+            let said: Vec<String> = options.iter().map(|o| format!("{key}{o}")).collect();
+            let scores = self.calibrated(decoder, call, &said)?;
+            let (best, lead) = best_and_lead(&scores);
+            tracing::debug!(argument = %name, ?said, ?scores, "optional value");
+            if lead >= OPTIONAL_ENUM_LEAD {
+                call.force(decoder, &said[best])?;
+            }
+            return Ok(());
+        }
+        call.force(decoder, key)?;
+        let scores = if calibrate && required && options.len() > 1 {
+            self.calibrated(decoder, call, &options)?
+        } else {
+            let tokens: Vec<_> = options.iter().map(|o| decoder.tokenize(o)).collect();
+            decoder.score(&tokens)?
+        };
+        let (best, _) = best_and_lead(&scores);
+        call.force(decoder, &options[best])
+    }
+
+    /// The model's own value for `field`, under its grammar (with its leading space); a
+    /// string that loops ("深圳, China, China, …") is cut before the loop. A value that
+    /// cannot be finished fails the call with its stop.
+    fn generate_value<'m>(
+        &'m self,
+        decoder: &mut Decoder<'m>,
+        call: &mut Call<'_, 'm>,
+        field: &Field<'_>,
+        job: &Job,
+        tx: &UnboundedSender<Result<ModelEvent, ModelError>>,
+    ) -> Result<Generated, ModelError> {
+        let value_job = Job {
+            cut_loops: field.is_string,
+            ..job.clone()
+        };
+        let (value, stop) =
+            decoder.generate(&value_job, Some(&field.grammar), |_| !tx.is_closed())?;
+        let cut = match stop {
+            Stop::Repetition { first } => cut_string(&value, first),
+            _ => None,
+        };
+        match cut {
+            Some(cut) => {
+                tracing::debug!(argument = %field.name, looped = %value, kept = %cut, "loop cut");
+                decoder.rewind(field.before.clone())?;
+                decoder.force(&format!(" {cut}"))?;
+                Ok(Generated::Value(format!(" {}", cut.trim())))
+            }
+            None if stop == Stop::Done => Ok(Generated::Value(format!(" {}", value.trim()))),
+            None => {
+                call.text.push_str(&value);
+                // A loop with nothing worth keeping fails the call as the token limit does.
+                Ok(Generated::Failed(match stop {
+                    Stop::Repetition { .. } => Stop::Length,
+                    other => other,
+                }))
+            }
+        }
+    }
+
+    /// Adds to a pattern-constrained string's `candidates` the values the model writes where
+    /// it hesitates, those it finds plausible as a whole (a value made by one different step
+    /// can be one no one writes, such as `Europe/Tokyo`). Leaves the decoder after the
+    /// model's own value when it is the only candidate, else at the value's start.
+    fn add_likely_values<'m>(
+        &'m self,
+        decoder: &mut Decoder<'m>,
+        field: &Field<'_>,
+        value: &str,
+        candidates: &mut Vec<String>,
+        job: &Job,
+    ) -> Result<(), ModelError> {
+        decoder.rewind(field.before.clone())?;
+        let short = Job {
+            max_tokens: job.max_tokens.min(PATTERN_VALUE_TOKENS),
+            ..job.clone()
+        };
+        let others: Vec<String> = decoder
+            .likely_values(&short, &field.grammar, PATTERN_VALUES, HESITATION)?
+            .into_iter()
+            .map(|other| format!(" {other}"))
+            .filter(|other| !candidates.contains(other))
+            .collect();
+        let tokens: Vec<_> = std::iter::once(value)
+            .chain(others.iter().map(String::as_str))
+            .map(|v| decoder.tokenize(v))
+            .collect();
+        let own_scores = decoder.score(&tokens)?;
+        let floor = own_scores[0] + HESITATION.ln();
+        candidates.extend(
+            others
+                .into_iter()
+                .zip(&own_scores[1..])
+                .filter(|(_, score)| **score >= floor)
+                .map(|(other, _)| other),
+        );
+        if *candidates == [value] {
+            decoder.force(value)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the value of `field` chosen among `candidates`: the model's own `value`, already
+    /// in the decoder, when it is the only one; else the one the question raises most.
+    fn choose_value<'m>(
+        &'m self,
+        decoder: &mut Decoder<'m>,
+        call: &mut Call<'_, 'm>,
+        field: &Field<'_>,
+        value: &str,
+        candidates: &[String],
+    ) -> Result<(), ModelError> {
+        if candidates == [value] {
+            call.mirror(value)?;
+            call.text.push_str(value);
+            return Ok(());
+        }
+        decoder.rewind(field.before.clone())?;
+        let best = if candidates.len() == 1 {
+            0
+        } else {
+            let scores = self.calibrated(decoder, call, candidates)?;
+            tracing::debug!(argument = %field.name, ?candidates, ?scores, "value");
+            best_and_lead(&scores).0
+        };
+        call.force(decoder, &candidates[best])
     }
 
     /// The scores of `candidates` as the call's continuation after the question, less their
@@ -235,6 +266,71 @@ impl LlamaModel {
             }
         }
         Ok(scores)
+    }
+}
+
+/// A value being written: its argument's name, its grammar, where it starts in the decoder.
+struct Field<'a> {
+    name: &'a str,
+    grammar: String,
+    before: Mark,
+    is_string: bool,
+}
+
+/// The model's own value for an argument, or the stop that ended the call without one.
+enum Generated {
+    Value(String),
+    Failed(Stop),
+}
+
+/// The numbers of the conversation a number argument is chosen among, read once per call.
+struct Numbers {
+    /// The last few messages' numbers (none without calibration).
+    recent: Vec<f64>,
+    /// The numbers of the user's last message.
+    stated: Vec<f64>,
+    /// The numbers earlier calls took and their results only echo.
+    stale: Vec<f64>,
+}
+
+impl Numbers {
+    fn of(req: &ModelRequest, calibrate: bool) -> Self {
+        Self {
+            recent: if calibrate {
+                numbers_in(&req.messages)
+            } else {
+                Vec::new()
+            },
+            stated: numbers_of(&prompt::last_user_text(req).unwrap_or_default()),
+            stale: stale_numbers(&req.messages),
+        }
+    }
+
+    /// What the model's own `value` (of JSON type `kind`) is weighed against: for a number,
+    /// the conversation's numbers, unless the user has just written the model's own (then it
+    /// is taken as written: the choice is there for numbers copied from earlier); the model's
+    /// own value too, unless it is a stale copy and there is something else to choose.
+    fn candidates(&self, value: &str, kind: Option<&str>) -> Vec<String> {
+        let integer = kind == Some("integer");
+        let numeric = integer || kind == Some("number");
+        let own: Option<f64> = value.trim().parse().ok();
+        let copied_from_question = own.is_some_and(|n| self.stated.contains(&n));
+        let mut candidates: Vec<String> = if numeric && !copied_from_question {
+            self.recent
+                .iter()
+                .filter(|n| !integer || n.fract() == 0.0)
+                .filter(|n| !self.stale.contains(n) || self.stated.contains(n))
+                .map(|n| format!(" {}", number_text(*n)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let own_is_stale =
+            own.is_some_and(|n| self.stale.contains(&n) && !self.stated.contains(&n));
+        if !candidates.iter().any(|c| c == value) && (!own_is_stale || candidates.is_empty()) {
+            candidates.push(value.to_owned());
+        }
+        candidates
     }
 }
 
@@ -371,6 +467,19 @@ fn number_text(n: f64) -> String {
     } else {
         format!("{n}")
     }
+}
+
+/// `grammar` with an optional space before its root: a value as the model writes it after a
+/// key's colon.
+fn lead_with_space(grammar: &str) -> String {
+    let body: Vec<String> = grammar
+        .lines()
+        .map(|line| match line.strip_prefix("root ::=") {
+            Some(rest) => format!("value-root ::={rest}"),
+            None => line.to_owned(),
+        })
+        .collect();
+    format!("root ::= \" \"? value-root\n{}", body.join("\n"))
 }
 
 #[cfg(test)]

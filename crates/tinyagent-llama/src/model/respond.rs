@@ -8,6 +8,7 @@ use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{Message, ModelError, ModelRequest, ModelResponse, Part, Role, Usage};
 
 use super::LlamaModel;
+use super::blank::blank_question;
 use crate::ToolSelection;
 use crate::config::CALL_LEAD_WEIGHT;
 use crate::engine::{Decoder, Job, Stop, cancelled};
@@ -320,23 +321,6 @@ impl LlamaModel {
         ))
     }
 
-    /// A decoder over the prompt of a question that says nothing, with the call written so
-    /// far (`prefix`, then `text`): what calibration compares against.
-    pub(super) fn blank_decoder(
-        &self,
-        req: &ModelRequest,
-        style: Style,
-        prefix: &str,
-        text: &str,
-    ) -> Result<Decoder<'_>, ModelError> {
-        let plan = prompt::plan(&blank_question(req), &self.config, style)?;
-        let probe = self.job(self.render(&plan.chat)?, None, 1, 0.0, false);
-        let mut blank = self.decoder(&probe)?;
-        blank.force(prefix)?;
-        blank.force(text)?;
-        Ok(blank)
-    }
-
     /// Tool choice the noisy-channel way: each tool is scored by how much more likely the
     /// user's question becomes once the model has read that tool's description,
     /// `log P(question | tool) - log P(question)`. The best tool is called when its gain is
@@ -498,19 +482,6 @@ impl LlamaModel {
         ))
     }
 }
-/// `grammar` with an optional space before its root: a value as the model writes it after a
-/// key's colon.
-pub(super) fn lead_with_space(grammar: &str) -> String {
-    let body: Vec<String> = grammar
-        .lines()
-        .map(|line| match line.strip_prefix("root ::=") {
-            Some(rest) => format!("value-root ::={rest}"),
-            None => line.to_owned(),
-        })
-        .collect();
-    format!("root ::= \" \"? value-root\n{}", body.join("\n"))
-}
-
 /// The context a question is scored in without any tool.
 const CHANNEL_BASE: &str = "A message.";
 
@@ -535,19 +506,6 @@ fn call_or_answer(scores: &[f64], tools: usize, threshold: f64) -> usize {
     let clarity = (first - answer) + CALL_LEAD_WEIGHT * (first - second);
     tracing::debug!(clarity, threshold, "call or answer");
     if clarity >= threshold { best } else { tools }
-}
-
-fn blank_question(req: &ModelRequest) -> ModelRequest {
-    let mut blank = req.clone();
-    if let Some(last) = blank
-        .messages
-        .iter_mut()
-        .rev()
-        .find(|m| m.role == Role::User)
-    {
-        *last = Message::user("N/A");
-    }
-    blank
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! follows the question's language; what can be salvaged from broken output.
 
 use serde_json::Value;
+use tinyagent::model::ToolDefinition;
 use tinyagent::{Message, ModelRequest, Role};
 
 /// The tool results given since the user's last message.
@@ -205,4 +206,19 @@ pub(crate) fn salvage_answer(text: &str, answer_name: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The name the option of answering directly goes by in the tool list: `answer`, or, when a
+/// tool has that name, the first of a few others that none has.
+pub(crate) fn answer_name(tools: &[ToolDefinition]) -> &'static str {
+    [
+        "answer",
+        "reply",
+        "answer_directly",
+        "reply_directly",
+        "direct_answer",
+    ]
+    .into_iter()
+    .find(|name| tools.iter().all(|t| t.name != *name))
+    .unwrap_or("__answer")
 }

@@ -18,10 +18,10 @@ pub(crate) fn call_schema(name: &str, arguments: &Value) -> Value {
 }
 
 /// The schema of an answer given directly: a call to the listed answer option (see
-/// [`answer_name`](super::answer_name)) with the answer's text.
+/// [`answer_name`](super::answer::answer_name)) with the answer's text.
 pub(crate) fn answer_schema(tools: &[ToolDefinition]) -> Value {
     call_schema(
-        super::answer_name(tools),
+        super::answer::answer_name(tools),
         &json!({
             "type": "object",
             "properties": {"text": {"type": "string", "minLength": 1}},

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tinyagent::testing::{ScriptedModel, reply};
-use tinyagent::{LlmAgent, Tool, ToolContext, ToolError, tools};
+use tinyagent::{LlmAgent, Tool, ToolContext, ToolError, Usage, tools};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The receiver: its HTTP and gRPC base URLs. Killed when dropped.
@@ -128,29 +128,21 @@ pub fn broken() -> Arc<dyn Tool> {
 /// (`helper`, as a tool), then answers: three model calls, three tool calls, two runs.
 pub fn lead(arguments: &str) -> LlmAgent {
     let helper = LlmAgent::builder("helper")
-        .model(ScriptedModel::new([reply::with_usage(
-            reply::text("the helper's answer"),
-            7,
-            3,
-        )]))
+        .model(ScriptedModel::new([
+            reply::text("the helper's answer").usage(Usage::new(7, 3))
+        ]))
         .build()
         .unwrap();
     LlmAgent::builder("lead")
         .model(ScriptedModel::new([
-            reply::with_usage(
-                reply::tool_calls([
-                    ("call_1", "get_weather", arguments),
-                    ("call_2", "broken", "{}"),
-                ]),
-                100,
-                20,
-            ),
-            reply::with_usage(
-                reply::tool_call("call_3", "helper", r#"{"message":"help"}"#),
-                150,
-                10,
-            ),
-            reply::with_usage(reply::text("It is sunny in Oslo."), 200, 8),
+            reply::tool_calls([
+                ("call_1", "get_weather", arguments),
+                ("call_2", "broken", "{}"),
+            ])
+            .usage(Usage::new(100, 20)),
+            reply::tool_call("call_3", "helper", r#"{"message":"help"}"#)
+                .usage(Usage::new(150, 10)),
+            reply::text("It is sunny in Oslo.").usage(Usage::new(200, 8)),
         ]))
         .tool(weather())
         .tool(broken())

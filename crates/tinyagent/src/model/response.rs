@@ -246,6 +246,21 @@ impl ModelResponse {
             finish_reason,
         }
     }
+
+    /// Sets the tokens this step used.
+    ///
+    /// ```
+    /// use tinyagent::Usage;
+    /// use tinyagent::testing::reply;
+    ///
+    /// let step = reply::text("Hello!").usage(Usage::new(120, 8));
+    /// assert_eq!(step.usage.input_tokens, Some(120));
+    /// ```
+    #[must_use]
+    pub fn usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
 }
 
 #[cfg(test)]
