@@ -1,4 +1,6 @@
 //! The conversation: [`Role`], [`Message`] and its [`Part`]s ([`ToolCall`], [`ToolResult`]).
+//! (`ToolResult::from_output`, which takes a tool's output, is in `tools/output.rs`, with the
+//! output.)
 
 use std::collections::hash_map::RandomState;
 use std::fmt::Write as _;
@@ -129,25 +131,6 @@ impl ToolResult {
             is_error: false,
             parts: Vec::new(),
             structured: None,
-        }
-    }
-
-    /// The result of the call `call_id` of tool `name` that gave `output`: its text, its
-    /// content parts and its structured content; an error output is a failed result.
-    pub fn from_output(
-        call_id: impl Into<String>,
-        name: impl Into<String>,
-        output: crate::tools::ToolOutput,
-    ) -> Self {
-        let is_error = output.is_error();
-        let (content, parts, structured) = output.into_parts();
-        Self {
-            call_id: call_id.into(),
-            name: name.into(),
-            content,
-            is_error,
-            parts,
-            structured,
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::findings::{Edge, Example, Finding, MAX_FILE_LINES, MAX_FUNCTION_LINES};
 use crate::graph::{circles, edges};
 use crate::lengths::functions;
+use crate::modules::module_circles;
 use crate::resolve::Resolver;
 use crate::scope::Scopes;
 use crate::tree::{ModuleTree, display_path};
@@ -97,6 +98,18 @@ pub fn analyse_crate(dir: &Path, workspace: &Path) -> CrateReport {
     }
 }
 
+/// The directory of a target's root file (`crates/tinyagent/src`), as findings name it.
+fn source_dir(tree: &ModuleTree) -> String {
+    let root = tree
+        .files
+        .first()
+        .map(|f| f.display.as_str())
+        .unwrap_or_default();
+    root.rsplit_once('/')
+        .map_or(root, |(dir, _)| dir)
+        .to_owned()
+}
+
 /// The directory a test-only file's own child modules would be in.
 fn test_dir(file: &Path) -> PathBuf {
     let parent = file.parent().unwrap_or(Path::new("."));
@@ -153,7 +166,8 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
             message: error.message.clone(),
         });
     }
-    for component in circles(tree.files.len(), &graph) {
+    let file_circles = circles(tree.files.len(), &graph);
+    for component in &file_circles {
         let mut files: Vec<String> = component.iter().map(|&f| display(f)).collect();
         files.sort();
         let edges = all_edges
@@ -162,6 +176,21 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
             .cloned()
             .collect();
         findings.push(Finding::Circle { files, edges });
+    }
+    for (modules, pairs) in module_circles(tree, &graph, &file_circles) {
+        let edges = pairs
+            .iter()
+            .map(|&(from, to)| Edge {
+                from: display(from),
+                to: display(to),
+                example: example(&graph[&(from, to)]),
+            })
+            .collect();
+        findings.push(Finding::ModuleCircle {
+            src: source_dir(tree),
+            modules,
+            edges,
+        });
     }
     for function in functions(tree) {
         if function.lines > MAX_FUNCTION_LINES {

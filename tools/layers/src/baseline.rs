@@ -60,6 +60,7 @@ impl Baseline {
             "# Known breaches of the layout rules, found by tools/layers (see docs/layout.md).\n\
              # One per line:\n\
              #   circle FILE FILE...   files of one crate that use each other (sorted)\n\
+             #   module-circle SRC MODULE MODULE...   top-level modules of a crate's SRC dir in a ring (sorted)\n\
              #   long-fn FILE NAME     a function of more than {MAX_FUNCTION_LINES} lines of code\n\
              #   long-file FILE        a src file of more than {MAX_FILE_LINES} lines\n\
              #   super-glob FILE       `use super::*` outside tests\n\

@@ -46,6 +46,16 @@ pub enum Finding {
         /// Every edge between two of them, with an example.
         edges: Vec<Edge>,
     },
+    /// Top-level modules of one crate target that use each other, directly or through others:
+    /// a ring of layers.
+    ModuleCircle {
+        /// The target's `src/` directory.
+        src: String,
+        /// The modules, sorted.
+        modules: Vec<String>,
+        /// For every pair of them that one uses the other, a file edge with an example.
+        edges: Vec<Edge>,
+    },
     /// A function with more than [`MAX_FUNCTION_LINES`] lines of code.
     LongFunction {
         /// Its file.
@@ -89,6 +99,9 @@ impl Finding {
     pub fn key(&self) -> Option<String> {
         match self {
             Finding::Circle { files, .. } => Some(format!("circle {}", files.join(" "))),
+            Finding::ModuleCircle { src, modules, .. } => {
+                Some(format!("module-circle {src} {}", modules.join(" ")))
+            }
             Finding::LongFunction { file, name, .. } => Some(format!("long-fn {file} {name}")),
             Finding::LongFile { file, .. } => Some(format!("long-file {file}")),
             Finding::SuperGlob { file, .. } => Some(format!("super-glob {file}")),
@@ -111,6 +124,23 @@ impl fmt::Display for Finding {
         match self {
             Finding::Circle { files, edges } => {
                 write!(f, "circle of {} files: {}", files.len(), files.join(", "))?;
+                for edge in edges {
+                    write!(f, "\n    {} -> {}", edge.from, edge.to)?;
+                    write!(f, "\n        {}", edge.example)?;
+                }
+                Ok(())
+            }
+            Finding::ModuleCircle {
+                src,
+                modules,
+                edges,
+            } => {
+                write!(
+                    f,
+                    "circle of {} top-level modules of {src}: {}",
+                    modules.len(),
+                    modules.join(", ")
+                )?;
                 for edge in edges {
                     write!(f, "\n    {} -> {}", edge.from, edge.to)?;
                     write!(f, "\n        {}", edge.example)?;

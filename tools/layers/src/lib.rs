@@ -4,8 +4,8 @@
 //! place the code names an item of another file of the crate: `use` trees and
 //! `crate::`/`super::`/`self::` paths in code and in macro arguments, names captured by format
 //! strings, a method written in another file than its type — through re-exports to the file
-//! that defines the item. It reports the circles of that file graph (with an example line per
-//! edge), functions of more than 100 lines of code (counted as clippy's `too_many_lines`
+//! that defines the item. It reports the circles of that file graph and of the graph of the crate's top-level
+//! modules (with an example line per edge), functions of more than 100 lines of code (counted as clippy's `too_many_lines`
 //! counts), files of more than 600 lines and `use super::*`, test code left out. A baseline
 //! lists the findings known when the rules came in; it only shrinks.
 //!
@@ -16,7 +16,7 @@
 //!
 //! The stages, bottom up: [`tree`] (files and modules), [`scope`] (the names each module
 //! binds), [`resolve`] (paths to defining files), [`methods`] and [`uses`] (what each file's
-//! code names), [`graph`] (edges and circles), [`lengths`]; then [`analyse`] puts them together
+//! code names), [`graph`] (edges and circles), [`modules`] (the graph of top-level modules), [`lengths`]; then [`analyse`] puts them together
 //! per crate, [`findings`] and [`baseline`] judge, [`report`] prints.
 
 pub mod analyse;
@@ -26,6 +26,7 @@ pub mod findings;
 pub mod graph;
 pub mod lengths;
 pub mod methods;
+pub mod modules;
 pub mod report;
 pub mod resolve;
 pub mod scope;

@@ -308,3 +308,57 @@ fn macros_arguments_and_definitions_count() {
         ])
     );
 }
+
+#[test]
+fn a_ring_of_top_level_modules_is_reported_though_no_files_use_each_other_back() {
+    let target = library("rings");
+    assert!(circles(&target).is_empty(), "{:?}", target.findings);
+    let rings: Vec<&Finding> = target
+        .findings
+        .iter()
+        .filter(|f| matches!(f, Finding::ModuleCircle { .. }))
+        .collect();
+    assert_eq!(rings.len(), 1, "{:?}", target.findings);
+    let Finding::ModuleCircle {
+        src,
+        modules,
+        edges: ring_edges,
+    } = rings[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(modules, &["message", "tools"]);
+    assert!(src.ends_with("rings/src"), "{src}");
+    let rows: BTreeSet<EdgeRow> = ring_edges
+        .iter()
+        .map(|e| {
+            (
+                short(&e.from),
+                short(&e.to),
+                e.example.line,
+                e.example.text.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        expect(&[
+            (
+                "message.rs",
+                "tools/output.rs",
+                3,
+                "crate::tools::output::Output"
+            ),
+            (
+                "tools/search.rs",
+                "message.rs",
+                1,
+                "use crate::message::Message"
+            ),
+        ])
+    );
+    assert_eq!(
+        rings[0].key().as_deref(),
+        Some(format!("module-circle {src} message tools").as_str())
+    );
+}

@@ -83,10 +83,7 @@ pub fn parse_agent_message(input: &str) -> Result<String, ToolError> {
             .map_err(|e| {
                 ToolError::invalid_input(format!(
                     "invalid arguments: {}; expected {{\"message\": \"...\"}}",
-                    crate::tools::arguments::cut(
-                        &e.to_string(),
-                        crate::tools::arguments::MAX_PROBLEM_CHARS
-                    )
+                    crate::util::cut(&e.to_string(), crate::tools::arguments::MAX_PROBLEM_CHARS)
                 ))
             }),
         Ok(Value::String(s)) => Ok(s),

@@ -1,10 +1,9 @@
-//! [`ResponseFormat`]: a final answer in a given JSON shape.
+//! [`ResponseFormat`]: a final answer in a given JSON shape. (Its constructor from a Rust
+//! type, [`ResponseFormat::of`], is in `tools/schema_gen.rs`, with the schema generation it
+//! uses.)
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::tools::generate_schema;
 
 /// The shape a model's final answer must have: one JSON value matching a JSON Schema.
 ///
@@ -60,11 +59,6 @@ impl ResponseFormat {
             name: clean,
             schema,
         }
-    }
-
-    /// The format of `T`'s JSON: its schema from [`generate_schema`], named after the type.
-    pub fn of<T: JsonSchema + 'static>() -> Self {
-        Self::json_schema(&T::schema_name(), generate_schema::<T>())
     }
 
     /// What a model whose answer missed this shape is told, so that it answers again.

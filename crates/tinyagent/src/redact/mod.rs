@@ -292,7 +292,7 @@ pub(crate) fn redact_with(text: &str, extra: &[String]) -> String {
 /// An error message (or any text) as it may appear in a log line: redacted, and cut to 2048
 /// characters.
 pub(crate) fn for_log(text: &str) -> String {
-    let cut = crate::tools::arguments::cut(text, 2048);
+    let cut = crate::util::cut(text, 2048);
     redact_with(&cut, &[])
 }
 

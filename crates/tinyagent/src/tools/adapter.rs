@@ -6,13 +6,14 @@ use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 
-use super::arguments::{MAX_PROBLEM_CHARS, cut, quote_input};
+use super::arguments::{MAX_PROBLEM_CHARS, quote_input};
 use super::output::{IntoToolError, IntoToolOutput};
 use super::{ToolInput, ToolOutput};
 use crate::Handler;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::BoxFuture;
+use crate::util::cut;
 
 /// A typed tool function, in one of two shapes (like an axum handler, the context is optional):
 ///

@@ -2,7 +2,7 @@
 //! let through (duplicate keys, lone surrogates, numbers out of range); the value read
 //! travels on with the call's [`ToolInput`](super::ToolInput), so nothing is read twice.
 
-use std::borrow::Cow;
+use crate::util::cut;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -172,22 +172,6 @@ pub(crate) fn quote_input(raw: &str) -> String {
     format!("{:?}… ({} more bytes)", &raw[..end], raw.len() - end)
 }
 
-/// Cuts `text` to at most `max` characters (at a character boundary), saying how much was
-/// left out.
-pub(crate) fn cut(text: &str, max: usize) -> Cow<'_, str> {
-    if text.len() <= max {
-        return Cow::Borrowed(text);
-    }
-    match text.char_indices().nth(max) {
-        None => Cow::Borrowed(text),
-        Some((end, _)) => Cow::Owned(format!(
-            "{}… ({} more bytes)",
-            &text[..end],
-            text.len() - end
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,17 +197,5 @@ mod tests {
             parse_arguments(r#"{"a":[1,-2,3.5e2,"\ud83d\ude00",null,true]}"#).unwrap(),
             serde_json::json!({"a": [1, -2, 350.0, "😀", null, true]})
         );
-    }
-
-    #[test]
-    fn cut_is_bounded_and_char_safe() {
-        assert_eq!(cut("abc", 3), "abc");
-        let long = "上".repeat(1000);
-        let c = cut(&long, 10);
-        assert!(
-            c.starts_with(&"上".repeat(10)) && c.contains("more bytes"),
-            "{c}"
-        );
-        assert!(c.chars().count() < 40);
     }
 }

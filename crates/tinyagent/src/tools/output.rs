@@ -450,6 +450,27 @@ impl IntoToolError for Infallible {
     }
 }
 
+impl crate::message::ToolResult {
+    /// The result of the call `call_id` of tool `name` that gave `output`: its text, its
+    /// content parts and its structured content; an error output is a failed result.
+    pub fn from_output(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        output: ToolOutput,
+    ) -> Self {
+        let is_error = output.is_error();
+        let (content, parts, structured) = output.into_parts();
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content,
+            is_error,
+            parts,
+            structured,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -458,3 +458,9 @@ fn make_nullable(value: &mut Value) {
         values.push(Value::Null);
     }
 }
+impl crate::model::ResponseFormat {
+    /// The format of `T`'s JSON: its schema from [`generate_schema`](crate::tools::generate_schema), named after the type.
+    pub fn of<T: JsonSchema + 'static>() -> Self {
+        Self::json_schema(&T::schema_name(), generate_schema::<T>())
+    }
+}

@@ -4,8 +4,9 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::arguments::{MAX_PROBLEM_CHARS, cut, parse_arguments};
+use super::arguments::{MAX_PROBLEM_CHARS, parse_arguments};
 use crate::error::ToolError;
+use crate::util::cut;
 
 /// The most violations one error lists; the rest are counted ("and 3 more").
 const MAX_LISTED_PROBLEMS: usize = 10;
