@@ -4,94 +4,17 @@
 //! over both APIs, and SIGTERM stops it.
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+mod common;
+
+use std::process::Command;
 use std::time::Duration;
 
+use common::{BIN, PATIENCE, Serving, answer_stream, model_server, service_url, start};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tinyagent");
 const WEATHER_ANSWER: &str = "北京现在晴，气温 22.5°C，湿度 45%。";
-const PATIENCE: Duration = Duration::from_secs(60);
-
-fn fixture(name: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tinyagent-demo/tests/fixtures")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
-}
-
-async fn model_server(replies: &[&str]) -> MockServer {
-    let server = MockServer::start().await;
-    for name in replies {
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw(fixture(name), "text/event-stream"),
-            )
-            .up_to_n_times(1)
-            .mount(&server)
-            .await;
-    }
-    server
-}
-
-/// The running command, killed if the test fails before it stops it.
-struct Serving {
-    child: Child,
-    base: String,
-    stderr: mpsc::Receiver<String>,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Serving {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("TINYAGENT_API_KEYS")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tinyagent serve");
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let base = loop {
-        let line = rx.recv_timeout(PATIENCE).unwrap_or_else(|_| {
-            panic!("tinyagent serve printed no address; stderr so far: {seen:#?}")
-        });
-        if let Some(rest) = line.split("on http://").nth(1) {
-            let addr = rest.split('/').next().unwrap();
-            break format!("http://{addr}");
-        }
-        seen.push(line);
-    };
-    Serving {
-        child,
-        base,
-        stderr: rx,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
@@ -124,7 +47,16 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
         .timeout(PATIENCE)
         .build()
         .unwrap();
-    let url = |p: &str| format!("{}{p}", serving.base);
+    chat_completions_need_a_key_and_run_the_tool(&http, &serving.base).await;
+    the_session_api_keeps_the_turn(&http, &serving.base).await;
+    sigterm_stops_it_cleanly_with_a_log_line_per_request(&mut serving);
+    sessions_outlive_the_process(&http, &store, &base_url).await;
+}
+
+/// Chat Completions on the server at `base`: 401 in OpenAI's shape without a key, and with one
+/// an answer from the weather tool, which runs in the server.
+async fn chat_completions_need_a_key_and_run_the_tool(http: &reqwest::Client, base: &str) {
+    let url = |p: &str| format!("{base}{p}");
 
     // No key: 401 in OpenAI's shape.
     let response = http
@@ -159,6 +91,12 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
         events[1]["content"].as_str().unwrap().contains("22.5"),
         "{events:?}"
     );
+}
+
+/// The session API on the server at `base`: a streamed turn to `cli-1`, stored in the SQLite
+/// file and read back.
+async fn the_session_api_keeps_the_turn(http: &reqwest::Client, base: &str) {
+    let url = |p: &str| format!("{base}{p}");
 
     // The session API, stored in the SQLite file.
     let stream = http
@@ -183,8 +121,11 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
         .unwrap();
     assert_eq!(session["message_count"], 4, "{session}");
     assert_eq!(session["messages"][3]["parts"][0]["text"], WEATHER_ANSWER);
+}
 
-    // SIGTERM: a clean stop, with a log line per request on the way.
+/// SIGTERM: a clean stop, with a log line per request on the way, naming the key (not its
+/// secret) that made it.
+fn sigterm_stops_it_cleanly_with_a_log_line_per_request(serving: &mut Serving) {
     let status = Command::new("kill")
         .args(["-TERM", &serving.child.id().to_string()])
         .status()
@@ -220,21 +161,23 @@ async fn serve_answers_openai_clients_and_keeps_sessions_in_sqlite() {
         !lines.iter().any(|l| l.contains("sk-serve-test")),
         "the key was logged: {lines:#?}"
     );
+}
 
-    // The sessions outlive the process.
-    // The sessions outlive the process, for the key that made them, whatever other keys come:
-    // a key given alone keeps its name (the old names by place gave them to the first key).
+/// The sessions outlive the process, for the key that made them, whatever other keys come: a
+/// second process on the same `store` shows `cli-1` to its key and 404 to another.
+async fn sessions_outlive_the_process(http: &reqwest::Client, store: &str, base_url: &str) {
+    // A key given alone keeps its name (the old names by place gave them to the first key).
     let mut again = start(&[
         "--listen",
         "127.0.0.1:0",
         "--store",
-        &store,
+        store,
         "--server-key",
         "k2",
         "--server-key",
         "sk-serve-test",
         "--base-url",
-        &base_url,
+        base_url,
     ]);
     let session: Value = http
         .get(format!("{}/v1/sessions/cli-1", again.base))
@@ -384,60 +327,10 @@ fn serve_names_a_bad_store() {
     assert!(stderr.contains("is not a store"), "{stderr}");
 }
 
-/// A Chat Completions stream answering `text`, hand-built in OpenAI's wire format (the shape of
-/// the demo fixtures: a role chunk, a content chunk, a finish chunk, `[DONE]`).
-fn answer_stream(text: &str) -> String {
-    let chunk = |delta: Value, finish: Value| {
-        json!({
-            "id": "chatcmpl-handbuilt", "object": "chat.completion.chunk", "created": 1741570100,
-            "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
-        })
-    };
-    [
-        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
-        chunk(json!({"content": text}), Value::Null),
-        chunk(json!({}), json!("stop")),
-    ]
-    .iter()
-    .map(|c| format!("data: {c}\n\n"))
-    .chain(["data: [DONE]\n\n".to_owned()])
-    .collect()
-}
-
-/// The test server's URL in `var`, or `None` when service tests are skipped.
-fn service_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("TINYAGENT_SKIP_SERVICE_TESTS").is_ok_and(|v| v == "1") => None,
-        _ => panic!(
-            "{var} is not set: run the tests with `bash scripts/test.sh`, or start the servers \
-             with `bash scripts/services.sh start` and `eval \"$(bash scripts/services.sh env)\"` \
-             (TINYAGENT_SKIP_SERVICE_TESTS=1 skips such tests)"
-        ),
-    }
-}
-
 /// Two `tinyagent serve` processes on one shared store answer one conversation in turns; one
 /// is killed in the middle of an answer, and only that answer is lost.
 async fn two_processes_share_a_conversation(store: &str) {
-    let model = MockServer::start().await;
-    let respond = |text: &str| {
-        ResponseTemplate::new(200).set_body_raw(answer_stream(text), "text/event-stream")
-    };
-    for (text, delay) in [
-        ("answer 1", 0),
-        ("answer 2", 0),
-        ("answer 3, never sent", 120),
-        ("answer 4", 0),
-        ("the other key's answer", 0),
-    ] {
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(respond(text).set_delay(Duration::from_secs(delay)))
-            .up_to_n_times(1)
-            .mount(&model)
-            .await;
-    }
+    let model = replica_model().await;
     let base_url = format!("{}/v1", model.uri());
     let args = [
         "--listen",
@@ -462,26 +355,63 @@ async fn two_processes_share_a_conversation(store: &str) {
         .build()
         .unwrap();
     let session = format!("replicas-{}", std::process::id());
-    let post = |base: String, input: &'static str| {
-        let http = http.clone();
-        let session = session.clone();
-        async move {
-            http.post(format!("{base}/v1/sessions/{session}/messages"))
-                .bearer_auth("sk-replicas")
-                .json(&json!({"input": input}))
-                .send()
-                .await?
-                .text()
-                .await
-        }
-    };
-    let first = post(a.base.clone(), "turn 1").await.unwrap();
+    let first = post_turn(&http, &a.base, &session, "turn 1").await.unwrap();
     assert!(first.contains("\"answer\":\"answer 1\""), "{first}");
-    let second = post(b.base.clone(), "turn 2").await.unwrap();
+    let second = post_turn(&http, &b.base, &session, "turn 2").await.unwrap();
     assert!(second.contains("\"answer\":\"answer 2\""), "{second}");
+    a_dies_in_the_middle_of_turn_three(&http, &model, &mut a, &session).await;
+    b_answers_turn_four_from_turns_one_and_two(&http, &model, &b.base, &session).await;
+    the_conversation_is_the_first_keys(&http, &model, &b.base, &session).await;
+}
 
-    // Turn 3 on A: the model is slow; A is killed while it waits.
-    let third = tokio::spawn(post(a.base.clone(), "turn 3"));
+/// The model of the replicas: answers 1 and 2, a third sent only after two minutes, answer 4,
+/// and the other key's answer, each once.
+async fn replica_model() -> MockServer {
+    let model = MockServer::start().await;
+    let respond = |text: &str| {
+        ResponseTemplate::new(200).set_body_raw(answer_stream(text), "text/event-stream")
+    };
+    for (text, delay) in [
+        ("answer 1", 0),
+        ("answer 2", 0),
+        ("answer 3, never sent", 120),
+        ("answer 4", 0),
+        ("the other key's answer", 0),
+    ] {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(respond(text).set_delay(Duration::from_secs(delay)))
+            .up_to_n_times(1)
+            .mount(&model)
+            .await;
+    }
+    model
+}
+
+/// Posts `input` to `session` on the server at `base` with the replicas' key: the streamed
+/// events, as text.
+fn post_turn(
+    http: &reqwest::Client,
+    base: &str,
+    session: &str,
+    input: &'static str,
+) -> impl Future<Output = reqwest::Result<String>> + Send + use<> {
+    let request = http
+        .post(format!("{base}/v1/sessions/{session}/messages"))
+        .bearer_auth("sk-replicas")
+        .json(&json!({"input": input}));
+    async move { request.send().await?.text().await }
+}
+
+/// Turn 3 on A: the model is slow; A is killed while it waits, and the client of turn 3 never
+/// gets an answer.
+async fn a_dies_in_the_middle_of_turn_three(
+    http: &reqwest::Client,
+    model: &MockServer,
+    a: &mut Serving,
+    session: &str,
+) {
+    let third = tokio::spawn(post_turn(http, &a.base, session, "turn 3"));
     let until = std::time::Instant::now() + PATIENCE;
     while model.received_requests().await.unwrap_or_default().len() < 3 {
         assert!(
@@ -496,9 +426,17 @@ async fn two_processes_share_a_conversation(store: &str) {
     if let Ok(text) = third.await.unwrap() {
         assert!(!text.contains("event: finished"), "{text}");
     }
+}
 
-    // B answers turn 4 once A's hold on the session has lapsed, from the history of turns 1-2.
-    let fourth = post(b.base.clone(), "turn 4").await.unwrap();
+/// B answers turn 4 once A's hold on the session has lapsed, from the history of turns 1-2;
+/// the stored history is every turn but the lost one.
+async fn b_answers_turn_four_from_turns_one_and_two(
+    http: &reqwest::Client,
+    model: &MockServer,
+    b: &str,
+    session: &str,
+) {
+    let fourth = post_turn(http, b, session, "turn 4").await.unwrap();
     assert!(fourth.contains("\"answer\":\"answer 4\""), "{fourth}");
     let requests = model.received_requests().await.unwrap();
     let seen: Value = serde_json::from_slice(&requests[3].body).unwrap();
@@ -511,7 +449,7 @@ async fn two_processes_share_a_conversation(store: &str) {
         .collect();
     assert_eq!(seen, ["turn 1", "answer 1", "turn 2", "answer 2", "turn 4"]);
     let stored: Value = http
-        .get(format!("{}/v1/sessions/{session}", b.base))
+        .get(format!("{b}/v1/sessions/{session}"))
         .bearer_auth("sk-replicas")
         .send()
         .await
@@ -531,9 +469,18 @@ async fn two_processes_share_a_conversation(store: &str) {
             "turn 1", "answer 1", "turn 2", "answer 2", "turn 4", "answer 4"
         ]
     );
-    // The conversation is the first key's: the other key gets 404 for it and does not see it
-    // listed, and its post to that id is a post to a session of its own.
-    let url = format!("{}/v1/sessions/{session}", b.base);
+}
+
+/// The conversation is the first key's: the other key gets 404 for it and does not see it
+/// listed, and its post to that id is a post to a session of its own. Both keys then delete
+/// their sessions.
+async fn the_conversation_is_the_first_keys(
+    http: &reqwest::Client,
+    model: &MockServer,
+    b: &str,
+    session: &str,
+) {
+    let url = format!("{b}/v1/sessions/{session}");
     let theirs = http.get(&url).bearer_auth("sk-other").send().await.unwrap();
     assert_eq!(theirs.status(), 404);
     let theirs = http
@@ -558,7 +505,7 @@ async fn two_processes_share_a_conversation(store: &str) {
     assert_eq!(ours["message_count"], 6, "untouched: {ours}");
     for (key, listed) in [("sk-other", true), ("sk-replicas", true)] {
         let page: Value = http
-            .get(format!("{}/v1/sessions?limit=200", b.base))
+            .get(format!("{b}/v1/sessions?limit=200"))
             .bearer_auth(key)
             .send()
             .await
@@ -572,7 +519,7 @@ async fn two_processes_share_a_conversation(store: &str) {
             .iter()
             .map(|s| s["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids.contains(&session.as_str()), listed, "{key}: {page}");
+        assert_eq!(ids.contains(&session), listed, "{key}: {page}");
     }
     assert_eq!(model.received_requests().await.unwrap().len(), 5);
     let theirs = http
@@ -583,7 +530,7 @@ async fn two_processes_share_a_conversation(store: &str) {
         .unwrap();
     assert_eq!(theirs.status(), 200, "the other key deletes its own");
     let deleted = http
-        .delete(format!("{}/v1/sessions/{session}", b.base))
+        .delete(format!("{b}/v1/sessions/{session}"))
         .bearer_auth("sk-replicas")
         .send()
         .await

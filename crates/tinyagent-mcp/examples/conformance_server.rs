@@ -68,8 +68,20 @@ fn answer_text(prefix: &str, answer: &Elicitation) -> String {
     }
 }
 
+/// The suite's test tools: content of each kind, tools that talk to the client during a call,
+/// elicitation, and a JSON Schema 2020-12 input schema.
 fn conformance_tools() -> Result<Vec<Arc<dyn Tool>>, ToolError> {
-    let mut all = vec![
+    let mut all = content_tools();
+    all.extend(tools_that_talk_during_a_call());
+    all.extend(elicitation_tools());
+    all.push(json_schema_2020_12_tool()?);
+    Ok(all)
+}
+
+/// Tools of no arguments returning each kind of content: text, an image, a sound, an embedded
+/// resource, all of them mixed, and an error.
+fn content_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
         fixed("test_simple_text", "Returns simple text", || {
             ToolOutput::text("This is a simple text response for testing.")
         }),
@@ -106,102 +118,118 @@ fn conformance_tools() -> Result<Vec<Arc<dyn Tool>>, ToolError> {
         fixed("test_error_handling", "Always fails", || {
             ToolOutput::error("This tool intentionally returns an error for testing")
         }),
-    ];
-    all.push(Arc::new(tools::new_func(
-        "test_tool_with_logging",
-        "Logs three messages while it runs",
-        |ctx: ToolContext, _: NoArguments| async move {
-            ctx.log(LogLevel::Info, "Tool execution started").await;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            ctx.log(LogLevel::Info, "Tool processing data").await;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            ctx.log(LogLevel::Info, "Tool execution completed").await;
-            Ok::<_, ToolError>("Logging test completed")
-        },
-    )));
-    all.push(Arc::new(tools::new_func(
-        "test_tool_with_progress",
-        "Reports progress while it runs",
-        |ctx: ToolContext, _: NoArguments| async move {
-            for (i, done) in [0.0, 50.0, 100.0].into_iter().enumerate() {
-                if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+    ]
+}
+
+/// Tools that log, report progress, pause, or ask the client's model while they run.
+fn tools_that_talk_during_a_call() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(tools::new_func(
+            "test_tool_with_logging",
+            "Logs three messages while it runs",
+            |ctx: ToolContext, _: NoArguments| async move {
+                ctx.log(LogLevel::Info, "Tool execution started").await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                ctx.log(LogLevel::Info, "Tool processing data").await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                ctx.log(LogLevel::Info, "Tool execution completed").await;
+                Ok::<_, ToolError>("Logging test completed")
+            },
+        )),
+        Arc::new(tools::new_func(
+            "test_tool_with_progress",
+            "Reports progress while it runs",
+            |ctx: ToolContext, _: NoArguments| async move {
+                for (i, done) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    ctx.progress(done, Some(100.0), None).await;
                 }
-                ctx.progress(done, Some(100.0), None).await;
-            }
-            Ok::<_, ToolError>("Progress test completed")
-        },
-    )));
-    all.push(Arc::new(tools::new_func(
-        "test_reconnection",
-        "Answers after a pause (the suite's SSE polling check)",
-        |_: NoArguments| async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            Ok::<_, ToolError>("Reconnection test completed")
-        },
-    )));
-    all.push(Arc::new(tools::new_func(
-        "test_sampling",
-        "Asks the client's model",
-        |ctx: ToolContext, p: Prompt| async move {
-            let reply = ctx.sample(SamplingRequest::text(p.prompt, 100)).await?;
-            Ok::<_, ToolError>(format!("LLM response: {}", reply.as_text()))
-        },
-    )));
-    all.push(Arc::new(tools::new_func(
-        "test_elicitation",
-        "Asks the user",
-        |ctx: ToolContext, a: Ask| async move {
-            let schema = json!({
+                Ok::<_, ToolError>("Progress test completed")
+            },
+        )),
+        Arc::new(tools::new_func(
+            "test_reconnection",
+            "Answers after a pause (the suite's SSE polling check)",
+            |_: NoArguments| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok::<_, ToolError>("Reconnection test completed")
+            },
+        )),
+        Arc::new(tools::new_func(
+            "test_sampling",
+            "Asks the client's model",
+            |ctx: ToolContext, p: Prompt| async move {
+                let reply = ctx.sample(SamplingRequest::text(p.prompt, 100)).await?;
+                Ok::<_, ToolError>(format!("LLM response: {}", reply.as_text()))
+            },
+        )),
+    ]
+}
+
+/// Tools that ask the user: a free answer, a form with defaults, and choices of each shape.
+fn elicitation_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(tools::new_func(
+            "test_elicitation",
+            "Asks the user",
+            |ctx: ToolContext, a: Ask| async move {
+                let schema = json!({
+                    "type": "object",
+                    "properties": {
+                        "username": {"type": "string", "description": "User's response"},
+                        "email": {"type": "string", "description": "User's email address"}
+                    },
+                    "required": ["username", "email"]
+                });
+                let answer = ctx.elicit(a.message, schema).await?;
+                Ok::<_, ToolError>(answer_text("User response: ", &answer))
+            },
+        )),
+        elicitation_tool(
+            "test_elicitation_sep1034_defaults",
+            "Asks the user, with defaults",
+            json!({
                 "type": "object",
                 "properties": {
-                    "username": {"type": "string", "description": "User's response"},
-                    "email": {"type": "string", "description": "User's email address"}
-                },
-                "required": ["username", "email"]
-            });
-            let answer = ctx.elicit(a.message, schema).await?;
-            Ok::<_, ToolError>(answer_text("User response: ", &answer))
-        },
-    )));
-    all.push(elicitation_tool(
-        "test_elicitation_sep1034_defaults",
-        "Asks the user, with defaults",
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "default": "John Doe"},
-                "age": {"type": "integer", "default": 30},
-                "score": {"type": "number", "default": 95.5},
-                "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
-                "verified": {"type": "boolean", "default": true}
-            }
-        }),
-    ));
-    all.push(elicitation_tool(
-        "test_elicitation_sep1330_enums",
-        "Asks the user to choose",
-        json!({
-            "type": "object",
-            "properties": {
-                "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-                "titledSingle": {"type": "string", "oneOf": [
-                    {"const": "value1", "title": "First Option"},
-                    {"const": "value2", "title": "Second Option"},
-                    {"const": "value3", "title": "Third Option"}
-                ]},
-                "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
-                               "enumNames": ["Option One", "Option Two", "Option Three"]},
-                "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                "titledMulti": {"type": "array", "items": {"anyOf": [
-                    {"const": "value1", "title": "First Choice"},
-                    {"const": "value2", "title": "Second Choice"},
-                    {"const": "value3", "title": "Third Choice"}
-                ]}}
-            }
-        }),
-    ));
-    all.push(Arc::new(tools::try_new_tool(
+                    "name": {"type": "string", "default": "John Doe"},
+                    "age": {"type": "integer", "default": 30},
+                    "score": {"type": "number", "default": 95.5},
+                    "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "default": true}
+                }
+            }),
+        ),
+        elicitation_tool(
+            "test_elicitation_sep1330_enums",
+            "Asks the user to choose",
+            json!({
+                "type": "object",
+                "properties": {
+                    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"}
+                    ]},
+                    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                                   "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "items": {"anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}
+                    ]}}
+                }
+            }),
+        ),
+    ]
+}
+
+/// A tool whose input schema uses JSON Schema 2020-12 (`$defs`, `$ref`); it echoes its input.
+fn json_schema_2020_12_tool() -> Result<Arc<dyn Tool>, ToolError> {
+    Ok(Arc::new(tools::try_new_tool(
         "json_schema_2020_12_tool",
         "Tool with JSON Schema 2020-12 features",
         json!({
@@ -222,8 +250,7 @@ fn conformance_tools() -> Result<Vec<Arc<dyn Tool>>, ToolError> {
         |_ctx: ToolContext, input: String| async move {
             Ok::<_, ToolError>(format!("received {input}"))
         },
-    )?));
-    Ok(all)
+    )?))
 }
 
 /// A tool of no arguments that asks the user with `schema`.

@@ -214,6 +214,47 @@ fn sdk_spans(tracer: &SdkTracer, run: usize) {
     agent.end();
 }
 
+/// The `Telemetry` of `setting` (built inside the runtime): none for `off` and `sdk`, nothing
+/// configured for `idle`, Prometheus only for `metrics`, spans only for `spans` (one trace in a
+/// hundred kept for `sampled`), spans and metrics for `export`; spans go to a fresh [`sink`].
+fn telemetry_for(setting: &str) -> Option<Telemetry> {
+    match setting {
+        "off" | "sdk" => None,
+        "idle" => Some(Telemetry::builder().env(false).build().expect("telemetry")),
+        "metrics" => Some(
+            Telemetry::builder()
+                .env(false)
+                .prometheus(true)
+                .build()
+                .expect("telemetry"),
+        ),
+        "spans" => Some(
+            Telemetry::builder()
+                .env(false)
+                .endpoint(sink())
+                .metrics(false)
+                .build()
+                .expect("telemetry"),
+        ),
+        "sampled" => Some(
+            Telemetry::builder()
+                .env(false)
+                .endpoint(sink())
+                .metrics(false)
+                .sampling(0.01)
+                .build()
+                .expect("telemetry"),
+        ),
+        _ => Some(
+            Telemetry::builder()
+                .env(false)
+                .endpoint(sink())
+                .build()
+                .expect("telemetry"),
+        ),
+    }
+}
+
 /// One measurement in this process: `setting` is `off`, `idle` or `export`, `what` is
 /// `steps` or `batch`; prints the figure.
 fn measure(setting: &str, what: &str, n: usize) {
@@ -226,41 +267,7 @@ fn measure(setting: &str, what: &str, n: usize) {
     let tracer = sdk.as_ref().map(|provider| provider.tracer("tinyagent"));
     let telemetry = {
         let _entered = rt.enter();
-        match setting {
-            "off" | "sdk" => None,
-            "idle" => Some(Telemetry::builder().env(false).build().expect("telemetry")),
-            "metrics" => Some(
-                Telemetry::builder()
-                    .env(false)
-                    .prometheus(true)
-                    .build()
-                    .expect("telemetry"),
-            ),
-            "spans" => Some(
-                Telemetry::builder()
-                    .env(false)
-                    .endpoint(sink())
-                    .metrics(false)
-                    .build()
-                    .expect("telemetry"),
-            ),
-            "sampled" => Some(
-                Telemetry::builder()
-                    .env(false)
-                    .endpoint(sink())
-                    .metrics(false)
-                    .sampling(0.01)
-                    .build()
-                    .expect("telemetry"),
-            ),
-            _ => Some(
-                Telemetry::builder()
-                    .env(false)
-                    .endpoint(sink())
-                    .build()
-                    .expect("telemetry"),
-            ),
-        }
+        telemetry_for(setting)
     };
     if let Some(telemetry) = &telemetry {
         tracing_subscriber::registry()

@@ -27,7 +27,18 @@ async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
         .unwrap();
 
     let text = telemetry.prometheus().unwrap().render();
-    let samples = parse(&text);
+    the_prometheus_text_counts_the_run(&text);
+
+    // The same instruments over OTLP.
+    telemetry.flush();
+    let metrics = receiver.metrics("gen_ai.client.token.usage").await;
+    the_otlp_export_has_the_same_instruments(&metrics);
+}
+
+/// The Prometheus text of the run: its model calls, tokens, tool calls (the failure with its
+/// type) and agent runs, none of them still in flight.
+fn the_prometheus_text_counts_the_run(text: &str) {
+    let samples = parse(text);
     let model = [("gen_ai_request_model", "scripted")];
     // Four model calls: three of the lead, one of the helper.
     assert_eq!(
@@ -92,10 +103,11 @@ async fn a_runs_metrics_in_prometheus_text_and_over_otlp() {
             1.0
         );
     }
+}
 
-    // The same instruments over OTLP.
-    telemetry.flush();
-    let metrics = receiver.metrics("gen_ai.client.token.usage").await;
+/// The OTLP export of the run: the token usage histogram and its input sum, the model call
+/// durations and the tool call durations.
+fn the_otlp_export_has_the_same_instruments(metrics: &[serde_json::Value]) {
     let usage = metrics
         .iter()
         .find(|m| m["name"] == "gen_ai.client.token.usage")

@@ -85,93 +85,10 @@ async fn a_paused_run_is_shown_resumed_by_its_owner_only_and_runs_its_call_once(
     assert_eq!(last.json()["pending"][0]["reason"], "adding needs approval");
     assert_eq!(ran.load(Ordering::SeqCst), 0);
 
-    // The session shows what waits, not the run's inner record.
-    let shown: Value = client()
-        .get(server.url("/v1/sessions/s1"))
-        .bearer_auth("sk-alice")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(shown["paused"]["pending"][0]["id"], "call_1");
-    assert_eq!(
-        shown["paused"]["pending"][0]["arguments"],
-        r#"{"a": 2, "b": 3}"#
-    );
-    assert!(shown["state"].as_object().unwrap().is_empty(), "{shown}");
-    assert_eq!(shown["messages"], json!([]));
-
-    // A new message waits for the decision.
-    let response = send(
-        &server,
-        "sk-alice",
-        "/v1/sessions/s1/messages",
-        json!({"input": "hi"}),
-    )
-    .await;
-    assert_eq!(response.status(), 409);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "run_paused");
-
-    // Another key cannot see it, nor resume it: its answer is word for word that for an id
-    // never used (which is not `cannot_resume`: there is no session to resume).
+    the_session_shows_what_waits_and_holds_new_messages(&server).await;
     let approve = json!({"decisions": {"call_1": "approve"}});
-    let response = send(&server, "sk-bob", "/v1/sessions/s1/resume", approve.clone()).await;
-    assert_eq!(response.status(), 404);
-    let theirs: Value = response.json().await.unwrap();
-    let response = send(
-        &server,
-        "sk-alice",
-        "/v1/sessions/s9/resume",
-        approve.clone(),
-    )
-    .await;
-    assert_eq!(response.status(), 404);
-    let never: Value = response.json().await.unwrap();
-    assert_eq!(never["error"]["code"], "session_not_found", "{never}");
-    let same = |body: &Value, id: &str| {
-        let mut body = body.clone();
-        body["error"].as_object_mut().unwrap().remove("request_id");
-        body.to_string().replace(id, "ID")
-    };
-    assert_eq!(same(&theirs, "s1"), same(&never, "s9"));
-    assert!(
-        store
-            .load(&tinyagent_server::store_key("alice", "s9"))
-            .await
-            .unwrap()
-            .is_none(),
-        "resuming an id never used creates nothing"
-    );
-    // Decisions that do not fit run nothing.
-    let response = send(
-        &server,
-        "sk-alice",
-        "/v1/sessions/s1/resume",
-        json!({"decisions": {"call_7": "approve"}}),
-    )
-    .await;
-    assert_eq!(response.status(), 409);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "cannot_resume");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("call_7"),
-        "{body}"
-    );
-    let response = send(
-        &server,
-        "sk-alice",
-        "/v1/sessions/s1/resume",
-        json!({"decisions": {"call_1": "maybe"}}),
-    )
-    .await;
-    assert_eq!(response.status(), 400);
-    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    another_key_can_neither_see_nor_resume_it(&server, &store, &approve).await;
+    decisions_that_do_not_fit_run_nothing(&server, &ran).await;
 
     // The owner approves: the call runs, the run answers and the turn is stored.
     let response = send(
@@ -209,6 +126,107 @@ async fn a_paused_run_is_shown_resumed_by_its_owner_only_and_runs_its_call_once(
     let response = send(&server, "sk-alice", "/v1/sessions/s1/resume", approve).await;
     assert_eq!(response.status(), 409);
     assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+/// The paused session `s1` shows what waits, not the run's inner record, and a new message to
+/// it waits for the decision (409).
+async fn the_session_shows_what_waits_and_holds_new_messages(server: &Running) {
+    let shown: Value = client()
+        .get(server.url("/v1/sessions/s1"))
+        .bearer_auth("sk-alice")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["paused"]["pending"][0]["id"], "call_1");
+    assert_eq!(
+        shown["paused"]["pending"][0]["arguments"],
+        r#"{"a": 2, "b": 3}"#
+    );
+    assert!(shown["state"].as_object().unwrap().is_empty(), "{shown}");
+    assert_eq!(shown["messages"], json!([]));
+
+    // A new message waits for the decision.
+    let response = send(
+        server,
+        "sk-alice",
+        "/v1/sessions/s1/messages",
+        json!({"input": "hi"}),
+    )
+    .await;
+    assert_eq!(response.status(), 409);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "run_paused");
+}
+
+/// Another key cannot see the paused session, nor resume it: its answer is word for word that
+/// for an id never used (which is not `cannot_resume`: there is no session to resume), and
+/// resuming that id creates nothing.
+async fn another_key_can_neither_see_nor_resume_it(
+    server: &Running,
+    store: &MemoryStore,
+    approve: &Value,
+) {
+    let response = send(server, "sk-bob", "/v1/sessions/s1/resume", approve.clone()).await;
+    assert_eq!(response.status(), 404);
+    let theirs: Value = response.json().await.unwrap();
+    let response = send(
+        server,
+        "sk-alice",
+        "/v1/sessions/s9/resume",
+        approve.clone(),
+    )
+    .await;
+    assert_eq!(response.status(), 404);
+    let never: Value = response.json().await.unwrap();
+    assert_eq!(never["error"]["code"], "session_not_found", "{never}");
+    let same = |body: &Value, id: &str| {
+        let mut body = body.clone();
+        body["error"].as_object_mut().unwrap().remove("request_id");
+        body.to_string().replace(id, "ID")
+    };
+    assert_eq!(same(&theirs, "s1"), same(&never, "s9"));
+    assert!(
+        store
+            .load(&tinyagent_server::store_key("alice", "s9"))
+            .await
+            .unwrap()
+            .is_none(),
+        "resuming an id never used creates nothing"
+    );
+}
+
+/// Decisions that do not fit the waiting calls (an unknown call, an unknown decision) run
+/// nothing.
+async fn decisions_that_do_not_fit_run_nothing(server: &Running, ran: &AtomicUsize) {
+    let response = send(
+        server,
+        "sk-alice",
+        "/v1/sessions/s1/resume",
+        json!({"decisions": {"call_7": "approve"}}),
+    )
+    .await;
+    assert_eq!(response.status(), 409);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "cannot_resume");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("call_7"),
+        "{body}"
+    );
+    let response = send(
+        server,
+        "sk-alice",
+        "/v1/sessions/s1/resume",
+        json!({"decisions": {"call_1": "maybe"}}),
+    )
+    .await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]

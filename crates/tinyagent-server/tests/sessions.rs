@@ -83,35 +83,7 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
     assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "session_not_found");
 
-    let events = post(&server, &id, "2 + 3?").await;
-    let kinds: Vec<&str> = events.iter().map(|f| f.event.as_deref().unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "usage",
-            "message",
-            "tool_call_started",
-            "tool_call_finished",
-            "text_delta",
-            "usage",
-            "message",
-            "finished"
-        ]
-    );
-    // Each event is its serde shape, tagged like the SSE event.
-    for frame in &events {
-        let event = frame.json();
-        assert_eq!(event["type"], frame.event.as_deref().unwrap());
-        let back: tinyagent::Event = serde_json::from_value(event.clone()).unwrap();
-        assert_eq!(serde_json::to_value(&back).unwrap(), event);
-    }
-    assert_eq!(events[2].json()["arguments"], json!({"a": 2, "b": 3}));
-    assert_eq!(events[3].json()["content"], "5");
-    assert_eq!(
-        events[4].json(),
-        json!({"type": "text_delta", "text": "answer 1"})
-    );
-    assert_eq!(events[7].json()["answer"], "answer 1");
+    the_first_turn_calls_the_tool(&server, &id).await;
 
     let events = post(&server, &id, "and again?").await;
     assert_eq!(events.last().unwrap().json()["answer"], "answer 2");
@@ -151,17 +123,57 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
         serde_json::from_value(session["messages"].clone()).unwrap();
     assert_eq!(back, store.load(&id).await.unwrap().unwrap().messages);
 
+    the_session_is_listed_then_deleted(&server, &id).await;
+}
+
+/// The first turn of session `id`: its events, in order and in their serde shapes, with the
+/// tool call and the answer.
+async fn the_first_turn_calls_the_tool(server: &Running, id: &str) {
+    let events = post(server, id, "2 + 3?").await;
+    let kinds: Vec<&str> = events.iter().map(|f| f.event.as_deref().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "usage",
+            "message",
+            "tool_call_started",
+            "tool_call_finished",
+            "text_delta",
+            "usage",
+            "message",
+            "finished"
+        ]
+    );
+    // Each event is its serde shape, tagged like the SSE event.
+    for frame in &events {
+        let event = frame.json();
+        assert_eq!(event["type"], frame.event.as_deref().unwrap());
+        let back: tinyagent::Event = serde_json::from_value(event.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), event);
+    }
+    assert_eq!(events[2].json()["arguments"], json!({"a": 2, "b": 3}));
+    assert_eq!(events[3].json()["content"], "5");
+    assert_eq!(
+        events[4].json(),
+        json!({"type": "text_delta", "text": "answer 1"})
+    );
+    assert_eq!(events[7].json()["answer"], "answer 1");
+}
+
+/// Session `id` is listed with its six messages, then deleted: gone, and a second delete is
+/// 404.
+async fn the_session_is_listed_then_deleted(server: &Running, id: &str) {
     // The session is listed (other tests may share the store: follow the pages).
     let mut path = "/v1/sessions?limit=50".to_owned();
     let listed = loop {
-        let (status, list) = get(&server, &path).await;
+        let (status, list) = get(server, &path).await;
         assert_eq!(status, 200);
         assert_eq!(list["object"], "list");
         if let Some(found) = list["data"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|s| s["id"] == id.as_str())
+            .find(|s| s["id"] == id)
         {
             break found.clone();
         }
@@ -176,7 +188,7 @@ async fn round_trip(store: Arc<dyn SessionStore>) {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let (status, _) = get(&server, &format!("/v1/sessions/{id}")).await;
+    let (status, _) = get(server, &format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 404);
     let response = client()
         .delete(server.url(&format!("/v1/sessions/{id}")))
@@ -419,34 +431,7 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
     // Ownership holds on both replicas: bob can neither read, delete nor list it.
     let requests_before = (model_a.request_count(), model_b.request_count());
     for server in [&a, &b] {
-        let path = format!("/v1/sessions/{id}");
-        let (status, body) = get_as(server, Some("sk-bob"), &path).await;
-        assert_eq!(status, 404, "{body}");
-        let deleted = client()
-            .delete(server.url(&path))
-            .bearer_auth("sk-bob")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(deleted.status(), 404);
-        let (_, page) = get_as(server, Some("sk-bob"), "/v1/sessions?limit=200").await;
-        assert!(
-            !page["data"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["id"] == id.as_str()),
-            "{page}"
-        );
-        let (_, page) = get_as(server, Some("sk-alice"), "/v1/sessions?limit=200").await;
-        assert!(
-            page["data"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["id"] == id.as_str()),
-            "{page}"
-        );
+        bob_cannot_reach_it(server, &id).await;
     }
     assert_eq!(
         (model_a.request_count(), model_b.request_count()),
@@ -455,6 +440,39 @@ async fn two_replicas_alternate(store_a: Arc<dyn SessionStore>, store_b: Arc<dyn
     let key = tinyagent_server::store_key("alice", &id);
     assert_eq!(store_b.load(&key).await.unwrap().unwrap().owner, "alice");
     store_b.delete(&key).await.unwrap();
+}
+
+/// On one replica, key `bob` can neither read, delete nor list session `id`; key `alice` sees
+/// it listed.
+async fn bob_cannot_reach_it(server: &Running, id: &str) {
+    let path = format!("/v1/sessions/{id}");
+    let (status, body) = get_as(server, Some("sk-bob"), &path).await;
+    assert_eq!(status, 404, "{body}");
+    let deleted = client()
+        .delete(server.url(&path))
+        .bearer_auth("sk-bob")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 404);
+    let (_, page) = get_as(server, Some("sk-bob"), "/v1/sessions?limit=200").await;
+    assert!(
+        !page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id),
+        "{page}"
+    );
+    let (_, page) = get_as(server, Some("sk-alice"), "/v1/sessions?limit=200").await;
+    assert!(
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id),
+        "{page}"
+    );
 }
 
 #[tokio::test]

@@ -71,6 +71,18 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
     assert!(events.contains("hello"), "{events}");
 
     // The metrics are the operator's.
+    the_operator_reads_the_metrics(&http, &running).await;
+
+    // The request's span continues the caller's trace; the run is inside it.
+    telemetry.flush();
+    let spans = receiver.spans(12).await;
+    the_request_span_continues_the_callers_trace(&spans, trace_id, caller_span);
+}
+
+/// `/metrics` is the operator's (403 for another key, 401 without one); its text is in the
+/// Prometheus format and counts the requests, the streams, the tokens, the session store's
+/// operations and the refused requests.
+async fn the_operator_reads_the_metrics(http: &reqwest::Client, running: &Running) {
     let denied = http
         .get(running.url("/metrics"))
         .bearer_auth("sk-alice")
@@ -144,11 +156,17 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
         ),
         1.0
     );
+}
 
-    // The request's span continues the caller's trace; the run is inside it.
-    telemetry.flush();
-    let spans = receiver.spans(12).await;
-    let request = otel::span(&spans, "POST /v1/chat/completions");
+/// The chat completion's span continues the caller's trace (`trace_id`, its parent
+/// `caller_span`) with the run inside it; the store's spans are in the trace of the request
+/// that needed them; the request's span ends after every model call of its run.
+fn the_request_span_continues_the_callers_trace(
+    spans: &[serde_json::Value],
+    trace_id: &str,
+    caller_span: &str,
+) {
+    let request = otel::span(spans, "POST /v1/chat/completions");
     assert_eq!(request["kind"], "SPAN_KIND_SERVER");
     assert_eq!(request["trace_id"], trace_id);
     assert_eq!(request["parent_span_id"], caller_span);
@@ -157,13 +175,13 @@ async fn a_request_continues_its_callers_trace_and_the_operator_reads_the_metric
     assert_eq!(attributes["http.request.method"], "POST");
     assert_eq!(attributes["http.response.status_code"], 200);
     assert_eq!(attributes["tinyagent.stream"], true);
-    let run = otel::span(&spans, "invoke_agent lead");
+    let run = otel::span(spans, "invoke_agent lead");
     assert_eq!(run["trace_id"], trace_id);
     assert_eq!(run["parent_span_id"], request["span_id"]);
     // The store's spans are in the trace of the request that needed them.
-    let commit = otel::span(&spans, "session_store commit");
+    let commit = otel::span(spans, "session_store commit");
     assert_eq!(commit["kind"], "SPAN_KIND_CLIENT");
-    let posted = otel::span(&spans, "POST /v1/sessions/{id}/messages");
+    let posted = otel::span(spans, "POST /v1/sessions/{id}/messages");
     assert_eq!(commit["trace_id"], posted["trace_id"]);
     // The request's span lasts as long as its stream: past every model call of the run.
     let chats = spans
