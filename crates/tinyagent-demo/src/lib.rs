@@ -120,7 +120,9 @@ pub async fn run_agent_demo(
 /// The demo's default model: the embedded local model (see
 /// [`tinyagent_llama::LlamaModel::default_model`]), with greedy decoding so that every run on a machine gives
 /// the same answers, on as many threads as the machine has cores (at most 4: more do not
-/// make a small model faster), offered the four demo tools.
+/// make a small model faster), saving the prompts it reads where
+/// [`default_prompt_cache_dir`](tinyagent_llama::LlamaConfig::default_prompt_cache_dir) says
+/// (so a second run reads only its questions), offered the four demo tools.
 ///
 /// # Errors
 ///
@@ -130,9 +132,11 @@ pub fn local_demo_model()
 -> Result<(tinyagent_llama::LlamaModel, Vec<Arc<dyn Tool>>), tinyagent::ModelError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = u32::try_from(cores.clamp(1, 4)).unwrap_or(1);
-    let model = tinyagent_llama::LlamaModel::default_model_with(
-        tinyagent_llama::LlamaConfig::default().threads(threads),
-    )?;
+    let mut config = tinyagent_llama::LlamaConfig::default().threads(threads);
+    if let Some(dir) = tinyagent_llama::LlamaConfig::default_prompt_cache_dir() {
+        config = config.prompt_cache_dir(dir);
+    }
+    let model = tinyagent_llama::LlamaModel::default_model_with(config)?;
     Ok((model, all_tools()))
 }
 

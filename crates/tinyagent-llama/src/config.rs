@@ -1,5 +1,11 @@
 //! [`LlamaConfig`]: how a GGUF model is run.
 
+use std::path::PathBuf;
+
+/// The environment variable naming the directory prompts are saved in (`off`: nowhere): see
+/// [`LlamaConfig::default_prompt_cache_dir`].
+pub const ENV_PROMPT_CACHE: &str = "TINYAGENT_PROMPT_CACHE";
+
 /// The default [`LlamaConfig::call_threshold`], in nats.
 pub const DEFAULT_CALL_THRESHOLD: f32 = 6.0;
 
@@ -96,6 +102,15 @@ pub struct LlamaConfig {
     /// on a small model. What is restored is exactly what reading would compute; usage
     /// reports it as cached input. About 12 KiB per token for the default model.
     pub prompt_cache_mib: u32,
+    /// A directory where prompts read are saved for later processes (default none): a new
+    /// process whose prompt begins like a saved one (the same instruction and tools) loads
+    /// that beginning instead of reading it, so a one-shot run reads little more than its
+    /// question. A model keeps its own subdirectory (named after its file's path, size and
+    /// modification time) with its 8 most recently used prompts, about 10 MiB each for the
+    /// default model; only prompts of which at least 256 tokens were read are saved. What is
+    /// loaded is exactly what reading would compute. See
+    /// [`default_prompt_cache_dir`](Self::default_prompt_cache_dir).
+    pub prompt_cache_dir: Option<PathBuf>,
 }
 
 /// The call syntax taught to the model. Whatever the choice, calls are parsed into the same
@@ -191,6 +206,7 @@ impl Default for LlamaConfig {
             check_arguments: true,
             confirm_calls: false,
             prompt_cache_mib: 64,
+            prompt_cache_dir: None,
         }
     }
 }
@@ -313,6 +329,55 @@ impl LlamaConfig {
     pub fn prompt_cache_mib(mut self, mib: u32) -> Self {
         self.prompt_cache_mib = mib;
         self
+    }
+
+    /// Saves prompts read in `dir`, for later processes (see
+    /// [`prompt_cache_dir`](Self::prompt_cache_dir)).
+    ///
+    /// ```
+    /// use tinyagent_llama::LlamaConfig;
+    ///
+    /// let config = LlamaConfig::default().prompt_cache_dir("/tmp/tinyagent-prompts");
+    /// assert!(config.prompt_cache_dir.is_some());
+    /// ```
+    #[must_use]
+    pub fn prompt_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.prompt_cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Where prompts are saved unless the application says otherwise: the directory
+    /// `TINYAGENT_PROMPT_CACHE` names (`off`: nowhere), else `tinyagent/prompts` in the user's
+    /// cache directory (`$XDG_CACHE_HOME`, else `~/.cache`); `None` when there is none. The
+    /// command line and the demo save prompts there.
+    pub fn default_prompt_cache_dir() -> Option<PathBuf> {
+        Self::prompt_cache_dir_in(|var| std::env::var(var).ok())
+    }
+
+    /// [`default_prompt_cache_dir`](Self::default_prompt_cache_dir) with the environment
+    /// read through `env` (a variable's value, `None` when unset).
+    ///
+    /// ```
+    /// use std::path::PathBuf;
+    /// use tinyagent_llama::LlamaConfig;
+    ///
+    /// let env = |var: &str| (var == "HOME").then(|| "/home/ada".to_owned());
+    /// assert_eq!(
+    ///     LlamaConfig::prompt_cache_dir_in(env),
+    ///     Some(PathBuf::from("/home/ada/.cache/tinyagent/prompts"))
+    /// );
+    /// ```
+    pub fn prompt_cache_dir_in(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        let set = |var: &str| env(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+        match set(ENV_PROMPT_CACHE) {
+            Some(dir) if dir.as_os_str() == "off" => None,
+            Some(dir) => Some(dir),
+            None => {
+                let cache =
+                    set("XDG_CACHE_HOME").or_else(|| set("HOME").map(|h| h.join(".cache")))?;
+                Some(cache.join("tinyagent").join("prompts"))
+            }
+        }
     }
 
     /// Sets how many tool-call rounds in a row the model may make before it must answer.

@@ -2,6 +2,7 @@
 //! beginning restored from the prefix cache where an earlier prompt shared it.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
@@ -17,6 +18,7 @@ use tinyagent::{ModelError, model::ModelErrorKind};
 
 use crate::backend;
 use crate::prefix::PrefixCache;
+use crate::saved_prompts::{MIN_READ_TOKENS, SavedPrompts};
 use crate::speed::{Completion, Speed};
 
 /// One generation's settings.
@@ -39,6 +41,8 @@ pub(crate) struct Job {
     pub cut_loops: bool,
     /// The most bytes the prefix cache may keep (0: no cache).
     pub prompt_cache_bytes: usize,
+    /// Where prompts read are saved on disk for later processes, if anywhere.
+    pub saved_prompts: Option<Arc<SavedPrompts>>,
 }
 
 /// Why generation stopped.
@@ -162,23 +166,60 @@ impl<'m> Decoder<'m> {
             stats: Speed::default(),
         };
         let started = Instant::now();
-        let restored = if job.prompt_cache_bytes > 0 {
-            cache
-                .with_longest(&tokens, |state, shared| decoder.restore(state, shared))
-                .unwrap_or(Ok(0))?
-        } else {
-            0
-        };
+        let restored = decoder.restore_prefix(cache, job, &tokens)?;
         decoder.feed_tokens(&tokens[restored..])?;
         decoder.stats.prompt_tokens = tokens.len() - restored;
         decoder.stats.cached_tokens = restored;
+        if let Some(saved) = job.saved_prompts.as_deref() {
+            if tokens.len() - restored >= MIN_READ_TOKENS {
+                if let Err(error) = saved.save(&decoder.ctx, &tokens) {
+                    tracing::warn!(%error, "the prompt read is not kept on disk");
+                }
+            }
+        }
         if job.prompt_cache_bytes > 0 && restored + 1 < tokens.len() {
             if let Ok(state) = decoder.ctx.state_seq_get(0, Default::default()) {
                 cache.insert(tokens, state, job.prompt_cache_bytes);
             }
         }
         decoder.stats.prompt_time = started.elapsed();
+        tracing::debug!(
+            tokens = decoder.stats.prompt_tokens + restored,
+            restored,
+            ms = decoder.stats.prompt_time.as_secs_f64() * 1000.0,
+            "prompt read"
+        );
         Ok(decoder)
+    }
+
+    /// Restores the longest beginning of `tokens` that a prompt read before shares, from the
+    /// prefix cache or, when a saved prompt shares more, from disk; returns how many tokens
+    /// are restored.
+    fn restore_prefix(
+        &mut self,
+        cache: &PrefixCache,
+        job: &Job,
+        tokens: &[LlamaToken],
+    ) -> Result<usize, ModelError> {
+        let in_memory = if job.prompt_cache_bytes > 0 {
+            cache.longest_shared(tokens)
+        } else {
+            0
+        };
+        let on_disk = job.saved_prompts.as_deref().and_then(|saved| {
+            let found = saved.longest(tokens)?;
+            (found.shared > in_memory).then_some((saved, found))
+        });
+        if let Some((saved, found)) = on_disk {
+            self.pos = saved.load(&mut self.ctx, &found);
+            return Ok(self.pos);
+        }
+        if in_memory == 0 {
+            return Ok(0);
+        }
+        cache
+            .with_longest(tokens, |state, shared| self.restore(state, shared))
+            .unwrap_or(Ok(0))
     }
 
     /// Loads a cached prompt's context and keeps its first `shared` tokens; returns how many
@@ -399,22 +440,6 @@ fn position(i: usize) -> i32 {
     i32::try_from(i).unwrap_or(i32::MAX)
 }
 
-/// Natural-log probabilities from logits.
-fn log_softmax(logits: &[f32]) -> Vec<f64> {
-    let max = logits
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = logits
-        .iter()
-        .filter(|v| v.is_finite())
-        .map(|&v| (v as f64 - max).exp())
-        .sum();
-    let log_sum = max + sum.ln();
-    logits.iter().map(|&v| v as f64 - log_sum).collect()
-}
-
 /// Runs `job` on `model` in a context of its own: reads the prompt, then generates.
 pub(crate) fn generate(
     model: &RawModel,
@@ -426,42 +451,6 @@ pub(crate) fn generate(
     let (text, stop) = decoder.generate(job, job.grammar.as_deref(), on_text)?;
     let speed = decoder.stats;
     Ok((Completion { text, speed }, stop))
-}
-
-fn is_json(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text).is_ok()
-}
-
-/// Takes the longest valid UTF-8 prefix out of `pending`; an incomplete character at the end
-/// waits for the next token, invalid bytes become U+FFFD.
-fn take_utf8(pending: &mut Vec<u8>) -> String {
-    let mut out = String::new();
-    loop {
-        match std::str::from_utf8(pending) {
-            Ok(s) => {
-                out.push_str(s);
-                pending.clear();
-                return out;
-            }
-            Err(e) => {
-                let valid = e.valid_up_to();
-                // The valid part is valid UTF-8 by construction.
-                out.push_str(&String::from_utf8_lossy(&pending[..valid]));
-                match e.error_len() {
-                    // Invalid bytes: give them up now and go on.
-                    Some(len) => {
-                        out.push(char::REPLACEMENT_CHARACTER);
-                        pending.drain(..valid + len);
-                    }
-                    // An incomplete character at the end: keep it for the next token.
-                    None => {
-                        pending.drain(..valid);
-                        return out;
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Token choice: greedy or temperature sampling, optionally under a grammar.
@@ -545,31 +534,11 @@ impl Sampler {
     }
 }
 
-fn full_array(logits: &[f32]) -> LlamaTokenDataArray {
-    LlamaTokenDataArray::new(
-        logits
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i32::try_from(i).unwrap_or(0)), l, 0.0))
-            .collect(),
-        false,
-    )
-}
-
-/// The index of the largest finite value.
-fn argmax(values: impl Iterator<Item = (usize, f32)>) -> Option<usize> {
-    values
-        .filter(|(_, v)| v.is_finite())
-        .fold(None, |best: Option<(usize, f32)>, (i, v)| match best {
-            Some((_, b)) if b >= v => best,
-            _ => Some((i, v)),
-        })
-        .map(|(i, _)| i)
-}
-
+mod logits;
 mod loops;
 mod values;
 
+use logits::{argmax, full_array, is_json, log_softmax, take_utf8};
 use loops::repeating_tail;
 
 #[cfg(test)]

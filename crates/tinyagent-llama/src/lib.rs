@@ -31,6 +31,7 @@ mod locate;
 mod model;
 mod prefix;
 mod prompt;
+mod saved_prompts;
 mod speed;
 
 use std::sync::OnceLock;
@@ -39,7 +40,8 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use tinyagent::ModelError;
 
 pub use config::{
-    CALL_LEAD_WEIGHT, DEFAULT_CALL_THRESHOLD, LlamaConfig, ToolFormat, ToolPrompt, ToolSelection,
+    CALL_LEAD_WEIGHT, DEFAULT_CALL_THRESHOLD, ENV_PROMPT_CACHE, LlamaConfig, ToolFormat,
+    ToolPrompt, ToolSelection,
 };
 #[allow(deprecated)]
 pub use locate::{DEFAULT_MODEL_FILE, ENV_MODEL, find_default_model};

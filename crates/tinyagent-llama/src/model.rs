@@ -19,6 +19,7 @@ use crate::engine::{self, Decoder, Job, Stop, other};
 use crate::locate::{check_gguf, find_default_model};
 use crate::prefix::PrefixCache;
 use crate::prompt::{self, ChatTurn, Format, Style};
+use crate::saved_prompts::{SavedPrompts, model_dir_name};
 use crate::{LlamaConfig, ToolFormat, ToolPrompt, ToolSelection, backend};
 
 mod blank;
@@ -91,6 +92,9 @@ struct Weights {
     biases: Mutex<HashMap<String, f64>>,
     /// Prompts read before, so that the next one reads only what is new.
     prefixes: PrefixCache,
+    /// The name of this model's directory of saved prompts (see
+    /// [`LlamaConfig::prompt_cache_dir`]).
+    saved_dir_name: String,
 }
 
 impl std::fmt::Debug for LlamaModel {
@@ -169,6 +173,7 @@ impl LlamaModel {
                 totals: Mutex::new(Speed::default()),
                 biases: Mutex::new(HashMap::new()),
                 prefixes: PrefixCache::new(),
+                saved_dir_name: model_dir_name(path),
             }),
             config,
         })
@@ -328,6 +333,11 @@ impl LlamaModel {
             repetition_guard: self.config.repetition_guard && grammar_is_none,
             cut_loops: false,
             prompt_cache_bytes: self.config.prompt_cache_mib as usize * 1024 * 1024,
+            saved_prompts: self
+                .config
+                .prompt_cache_dir
+                .as_ref()
+                .map(|dir| Arc::new(SavedPrompts::new(dir.join(&self.weights.saved_dir_name)))),
         }
     }
 

@@ -44,6 +44,22 @@ impl PrefixCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// How many leading tokens of `tokens` the cached state sharing the most with it shares
+    /// (as [`with_longest`](Self::with_longest) counts them; 0 below [`MIN_SHARED_TOKENS`]).
+    pub(crate) fn longest_shared(&self, tokens: &[LlamaToken]) -> usize {
+        let shared = self
+            .lock()
+            .iter()
+            .map(|e| shared_len(&e.tokens, tokens).min(tokens.len().saturating_sub(1)))
+            .max()
+            .unwrap_or(0);
+        if shared < MIN_SHARED_TOKENS {
+            0
+        } else {
+            shared
+        }
+    }
+
     /// The cached state sharing the longest beginning with `tokens` (at least
     /// [`MIN_SHARED_TOKENS`], and never all of them: the last token is read again so that its
     /// logits are fresh), and how many tokens it shares. `restore` gets the state and the

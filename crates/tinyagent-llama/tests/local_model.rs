@@ -462,6 +462,62 @@ fn a_prompt_begun_before_is_restored_and_continues_as_a_fresh_read_would() {
 }
 
 #[test]
+fn a_prompt_saved_by_an_earlier_process_is_loaded_and_continues_as_a_fresh_read_would() {
+    let dir = tempfile::tempdir().unwrap();
+    // No prompts kept in memory: what is restored can only come from the files.
+    let on_disk = LlamaConfig::default()
+        .threads(1)
+        .prompt_cache_mib(0)
+        .prompt_cache_dir(dir.path());
+    let writer = model().with_config(on_disk.clone());
+    let fresh = model().with_config(LlamaConfig::default().threads(1).prompt_cache_mib(0));
+    // An instruction long enough to be saved (at least 256 tokens are read).
+    let rules = "Answer in one short sentence. Never invent a value a tool did not give. \
+                 Say which tool you would use for the weather, arithmetic or the time. "
+        .repeat(8);
+    let head = format!("<|im_start|>system\n{rules}<|im_end|>\n<|im_start|>user\n");
+    let first = format!("{head}What is 7 times 8?<|im_end|>\n<|im_start|>assistant\n");
+    let second =
+        format!("{head}Name three colours of the rainbow.<|im_end|>\n<|im_start|>assistant\n");
+
+    let a = writer.complete(&first, 8).unwrap();
+    assert_eq!(a.speed.cached_tokens, 0, "nothing was saved before");
+    assert!(a.speed.prompt_tokens >= 256, "{:?}", a.speed);
+    let saved: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|model_dir| std::fs::read_dir(model_dir.path()).unwrap().flatten())
+        .map(|f| f.path())
+        .collect();
+    assert_eq!(saved.len(), 2, "one state and its tokens: {saved:?}");
+
+    // A later process with the same directory reads only the new question.
+    let reader = model().with_config(on_disk.clone());
+    let b = reader.complete(&second, 24).unwrap();
+    assert!(
+        b.speed.cached_tokens >= 256 && b.speed.prompt_tokens < 20,
+        "the saved instruction is loaded, only the new question is read: {:?}",
+        b.speed
+    );
+    let want = fresh.complete(&second, 24).unwrap();
+    assert_eq!(
+        want.speed.prompt_tokens,
+        b.speed.prompt_tokens + b.speed.cached_tokens
+    );
+    assert_eq!(b.text, want.text, "loading changed what the model writes");
+
+    // A state file that is not one is read around: the prompt is read whole, the same answer.
+    let state = saved
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "state"))
+        .unwrap();
+    std::fs::write(state, b"not a llama.cpp state").unwrap();
+    let c = model().with_config(on_disk).complete(&second, 24).unwrap();
+    assert_eq!(c.speed.cached_tokens, 0, "{:?}", c.speed);
+    assert_eq!(c.text, want.text);
+}
+
+#[test]
 fn missing_model_file_says_how_to_get_one() {
     let err = LlamaModel::load("/nonexistent/dir/model.gguf", LlamaConfig::default()).unwrap_err();
     assert_eq!(err.kind(), ModelErrorKind::InvalidRequest);

@@ -135,7 +135,8 @@ pub struct ModelArgs {
     /// The API key [env: OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY].
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
-    /// CPU threads for the embedded model [default: half the cores, 1 to 4].
+    /// CPU threads for the embedded model [default: every core, up to 4: one question at a
+    /// time is answered fastest on all of them].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: Option<u32>,
     /// The embedded model's context window in tokens (prompt plus reply): raise it for many
@@ -143,6 +144,12 @@ pub struct ModelArgs {
     /// trained context; each call allocates only what its prompt needs].
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(64..))]
     pub context_size: Option<u32>,
+    /// Where the embedded model saves the prompts it reads (instruction and tools), so that
+    /// the next run loads them instead of reading them again; `off` saves none [env:
+    /// TINYAGENT_PROMPT_CACHE; default: $XDG_CACHE_HOME/tinyagent/prompts or
+    /// ~/.cache/tinyagent/prompts].
+    #[arg(long, value_name = "DIR|off")]
+    pub prompt_cache: Option<PathBuf>,
     /// How long a model server may stay silent, in seconds: before it starts answering and
     /// between two pieces of a reply [env: TINYAGENT_TIMEOUT; default: 60].
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]

@@ -1,7 +1,7 @@
 //! Which model answers: a provider chosen by `--provider`, by the options given, or by which
 //! provider's key is set; and making it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +38,9 @@ pub enum ModelChoice {
         /// The context window given with `--context-size` or `TINYAGENT_CONTEXT_SIZE` (`None`:
         /// the default, the model's trained context).
         context_size: Option<u32>,
+        /// Where prompts read are saved for later runs (`None`: nowhere), from
+        /// `--prompt-cache`, `TINYAGENT_PROMPT_CACHE` or the user's cache directory.
+        prompt_cache: Option<PathBuf>,
     },
     /// A model behind an HTTP API.
     Server {
@@ -193,7 +196,18 @@ fn local_choice(
         file: args.model_file.clone(),
         threads: args.threads,
         context_size,
+        prompt_cache: prompt_cache(args.prompt_cache.as_deref(), env),
     })
+}
+
+/// Where the embedded model saves prompts: the flag (`off`: nowhere), else as
+/// [`LlamaConfig::prompt_cache_dir_in`] says from the environment.
+fn prompt_cache(flag: Option<&Path>, env: &impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    match flag {
+        Some(dir) if dir.as_os_str() == "off" => None,
+        Some(dir) => Some(dir.to_owned()),
+        None => LlamaConfig::prompt_cache_dir_in(env),
+    }
 }
 
 /// The provider the options and the variables set point to, if any: OpenAI-compatible for a
@@ -246,10 +260,14 @@ pub fn make_model(choice: &ModelChoice) -> Result<Arc<dyn Model>, CliError> {
             file,
             threads,
             context_size,
+            prompt_cache,
         } => {
-            let mut config = LlamaConfig::default();
-            if let Some(threads) = threads {
-                config = config.threads(*threads);
+            // Every core up to 4 unless told: the model answers one question at a time.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let all = u32::try_from(cores.clamp(1, 4)).unwrap_or(1);
+            let mut config = LlamaConfig::default().threads(threads.unwrap_or(all));
+            if let Some(dir) = prompt_cache {
+                config = config.prompt_cache_dir(dir);
             }
             if let Some(context_size) = context_size {
                 config = config.context_size(*context_size);

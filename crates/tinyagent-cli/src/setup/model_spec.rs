@@ -188,6 +188,7 @@ fn resolve(
             file: spec.model.as_ref().map(PathBuf::from),
             threads,
             context_size: None,
+            prompt_cache: None,
         });
     }
     let v = vendor(provider);

@@ -6,7 +6,8 @@ use std::collections::VecDeque;
 use llama_cpp_2::token::LlamaToken;
 use tinyagent::ModelError;
 
-use super::{Decoder, Job, Sampler, full_array, is_json, log_softmax, take_utf8};
+use super::logits::{full_array, is_json, log_softmax, take_utf8};
+use super::{Decoder, Job, Sampler};
 
 impl Decoder<'_> {
     /// The values `grammar` allows here as the model would write them (each a complete JSON

@@ -1,4 +1,5 @@
 use super::*;
+use tinyagent_llama::ENV_PROMPT_CACHE;
 
 fn model_args(argv: &[&str]) -> ModelArgs {
     use clap::Parser;
@@ -27,7 +28,8 @@ fn nothing_set_means_the_embedded_model() {
         ModelChoice::Local {
             file: None,
             threads: None,
-            context_size: None
+            context_size: None,
+            prompt_cache: None
         }
     );
 }
@@ -120,7 +122,8 @@ fn local_wins_over_the_environment() {
         ModelChoice::Local {
             file: None,
             threads: Some(1),
-            context_size: None
+            context_size: None,
+            prompt_cache: None
         }
     );
 }
@@ -243,4 +246,42 @@ fn the_context_size_comes_from_the_flag_or_the_environment() {
     assert!(matches!(server, ModelChoice::Server { .. }));
     let too_small = ["tinyagent", "run", "--context-size", "10", "q"];
     assert!(<crate::cli::Cli as clap::Parser>::try_parse_from(too_small).is_err());
+}
+
+#[test]
+fn prompts_are_saved_in_the_flag_the_variable_or_the_users_cache_directory() {
+    let cache =
+        |args: &[&str], vars: &[(&str, &str)]| match choose_model(&model_args(args), env(vars)) {
+            Ok(ModelChoice::Local { prompt_cache, .. }) => prompt_cache,
+            other => panic!("{other:?}"),
+        };
+    let home = [("HOME", "/home/ada")];
+    assert_eq!(
+        cache(&[], &home),
+        Some(PathBuf::from("/home/ada/.cache/tinyagent/prompts"))
+    );
+    assert_eq!(
+        cache(
+            &[],
+            &[("HOME", "/home/ada"), ("XDG_CACHE_HOME", "/var/cache/ada")]
+        ),
+        Some(PathBuf::from("/var/cache/ada/tinyagent/prompts"))
+    );
+    assert_eq!(
+        cache(&[], &[("HOME", "/home/ada"), (ENV_PROMPT_CACHE, "/tmp/p")]),
+        Some(PathBuf::from("/tmp/p"))
+    );
+    assert_eq!(
+        cache(
+            &["--prompt-cache", "/srv/p"],
+            &[(ENV_PROMPT_CACHE, "/tmp/p")]
+        ),
+        Some(PathBuf::from("/srv/p"))
+    );
+    assert_eq!(cache(&["--prompt-cache", "off"], &home), None);
+    assert_eq!(
+        cache(&[], &[("HOME", "/home/ada"), (ENV_PROMPT_CACHE, "off")]),
+        None
+    );
+    assert_eq!(cache(&[], &[]), None, "no cache directory: nothing saved");
 }
