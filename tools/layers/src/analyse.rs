@@ -27,6 +27,8 @@ pub struct TargetReport {
     /// Paths followed only as far as a module (an item the parser cannot see, such as one a
     /// macro makes): their edge goes to that module's file.
     pub partly_resolved: Vec<Example>,
+    /// Every function outside test code: its file, name and lines of code.
+    pub functions: Vec<(String, String, usize)>,
 }
 
 /// The check of one crate: each target, and the files none reaches.
@@ -159,6 +161,7 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
     all_edges.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
 
     let mut findings = Vec::new();
+    let mut lengths = Vec::new();
     for error in &tree.errors {
         findings.push(Finding::Unreadable {
             file: error.file.clone(),
@@ -193,6 +196,11 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
         });
     }
     for function in functions(tree) {
+        lengths.push((
+            display(function.file),
+            function.name.clone(),
+            function.lines,
+        ));
         if function.lines > MAX_FUNCTION_LINES {
             findings.push(Finding::LongFunction {
                 file: display(function.file),
@@ -229,6 +237,7 @@ pub fn analyse_tree(name: String, tree: &ModuleTree) -> TargetReport {
         edges: all_edges,
         findings,
         partly_resolved,
+        functions: lengths,
     }
 }
 

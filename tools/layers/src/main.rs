@@ -24,6 +24,7 @@ options:
   --shrink-baseline   rewrite the baseline without what was fixed (never adds a finding,
                       except the parts of a listed circle that shrank or split)
   --write-baseline    rewrite the baseline with every finding (only when a rule changes)
+  --longest N         also list the N longest functions, outside tests, longest first
   -h, --help          this help
 
 example:
@@ -38,6 +39,7 @@ struct Options {
     graph: bool,
     shrink: bool,
     write: bool,
+    longest: usize,
     crates: Vec<PathBuf>,
 }
 
@@ -57,6 +59,13 @@ fn parse_args() -> Result<Options, String> {
             Some("--graph") => options.graph = true,
             Some("--shrink-baseline") => options.shrink = true,
             Some("--write-baseline") => options.write = true,
+            Some("--longest") => {
+                let n = value("--longest")?;
+                options.longest = n
+                    .to_str()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| format!("--longest {}: not a number", n.display()))?;
+            }
             Some("-h" | "--help") => return Err(String::new()),
             Some(flag) if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
             _ => options.crates.push(PathBuf::from(arg)),
@@ -163,7 +172,25 @@ fn run(options: &Options) -> Result<bool, String> {
         options.graph,
     )
     .map_err(|e| e.to_string())?;
+    if options.longest > 0 {
+        print_longest(&crates, options.longest);
+    }
     Ok(verdict.passes())
+}
+
+/// Prints the `n` longest functions of every target, longest first.
+fn print_longest(crates: &[CrateReport], n: usize) {
+    let mut all: Vec<&(String, String, usize)> = crates
+        .iter()
+        .flat_map(|c| &c.targets)
+        .flat_map(|t| &t.functions)
+        .collect();
+    all.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
+    all.dedup();
+    println!("the {n} longest functions (lines of code):");
+    for (file, name, lines) in all.into_iter().take(n) {
+        println!("  {lines:4}  {file}  {name}");
+    }
 }
 
 fn canonical(path: &Path) -> Result<PathBuf, String> {

@@ -244,3 +244,38 @@ fn a_file_that_does_not_parse_fails_and_cannot_be_baselined() {
     );
     assert!(entries(root).is_empty(), "{}", baseline(root));
 }
+
+#[test]
+fn the_longest_functions_are_listed_longest_first_tests_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let three = "pub fn three() -> u8 {\n    let a = 1;\n    let b = 2;\n    a + b\n}\n";
+    let one = "pub fn one() -> u8 {\n    1\n}\n";
+    let test = "#[cfg(test)]\nmod tests {\n    #[test]\n    fn long() {\n        let a = 1;\n        let b = 2;\n        let c = 3;\n        let d = 4;\n        assert_eq!(a + b + c + d, 10);\n    }\n}\n";
+    write(
+        root,
+        &[
+            ("crates/one/src/lib.rs", "mod a;\nmod b;\n"),
+            ("crates/one/src/a.rs", &format!("{one}{test}")),
+            ("crates/one/src/b.rs", three),
+        ],
+    );
+    let (status, out) = layers(root, &["--no-baseline", "--longest", "2"]);
+    assert_eq!(status, 0, "{out}");
+    let listed: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("the 2 longest functions"))
+        .skip(1)
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "     3  crates/one/src/b.rs  three",
+            "     1  crates/one/src/a.rs  one"
+        ],
+        "{out}"
+    );
+    let (status, out) = layers(root, &["--longest", "many"]);
+    assert_eq!(status, 2, "{out}");
+    assert!(out.contains("--longest many: not a number"), "{out}");
+}
