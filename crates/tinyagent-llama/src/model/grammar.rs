@@ -20,17 +20,8 @@ impl LlamaModel {
             .iter()
             .filter_map(|t| Some((t.name.clone(), SchemaValidator::new(&t.input_schema).ok()?)))
             .collect();
-        let key = out.schema.to_string();
-        let mut cache = self
-            .weights
-            .grammars
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(grammar) = cache.get(&key) {
-            return Ok((grammar.clone(), validators));
-        }
-        let grammar = match llama_cpp_2::json_schema_to_grammar(&key) {
-            Ok(grammar) => grammar,
+        let grammar = self.cached(out.schema.to_string(), |key| match llama_cpp_2::json_schema_to_grammar(key) {
+            Ok(grammar) => Ok(grammar),
             Err(error) => {
                 // Some keyword of some tool's schema has no grammar equivalent: constrain that
                 // tool's arguments to "any object" and rely on the validators after decoding.
@@ -52,17 +43,32 @@ impl LlamaModel {
                     branches.push(prompt::answer_schema(&out.tools));
                 }
                 llama_cpp_2::json_schema_to_grammar(&prompt::one_of(branches).to_string())
-                    .map_err(|e| other(format!("cannot build the tool-call grammar: {e}")))?
+                    .map_err(|e| other(format!("cannot build the tool-call grammar: {e}")))
             }
-        };
-        cache.insert(key, grammar.clone());
+        })?;
         Ok((grammar, validators))
     }
 
     /// The grammar of one JSON Schema (cached); when some keyword has no grammar equivalent,
     /// the grammar of any JSON object (the validator then decides).
     pub(super) fn schema_grammar(&self, schema: &serde_json::Value) -> Result<String, ModelError> {
-        let key = schema.to_string();
+        self.cached(schema.to_string(), |key| match llama_cpp_2::json_schema_to_grammar(key) {
+            Ok(grammar) => Ok(grammar),
+            Err(error) => {
+                tracing::warn!(%error, "a tool schema cannot be turned into a grammar; arguments constrained to any JSON object");
+                llama_cpp_2::json_schema_to_grammar(r#"{"type": "object"}"#)
+                    .map_err(|e| other(format!("cannot build an argument grammar: {e}")))
+            }
+        })
+    }
+
+    /// The grammar cached for the schema text `key`, or the one `build` makes from it (then
+    /// cached; a failure is not).
+    fn cached(
+        &self,
+        key: String,
+        build: impl FnOnce(&str) -> Result<String, ModelError>,
+    ) -> Result<String, ModelError> {
         let mut cache = self
             .weights
             .grammars
@@ -71,14 +77,7 @@ impl LlamaModel {
         if let Some(grammar) = cache.get(&key) {
             return Ok(grammar.clone());
         }
-        let grammar = match llama_cpp_2::json_schema_to_grammar(&key) {
-            Ok(grammar) => grammar,
-            Err(error) => {
-                tracing::warn!(%error, "a tool schema cannot be turned into a grammar; arguments constrained to any JSON object");
-                llama_cpp_2::json_schema_to_grammar(r#"{"type": "object"}"#)
-                    .map_err(|e| other(format!("cannot build an argument grammar: {e}")))?
-            }
-        };
+        let grammar = build(&key)?;
         cache.insert(key, grammar.clone());
         Ok(grammar)
     }
