@@ -99,8 +99,10 @@ pub struct LlamaConfig {
     /// How many MiB of prompts already read the model keeps (default 64; 0 keeps none), as
     /// llama.cpp sequence states: a prompt that begins like one of them (the same instruction
     /// and tools, the conversation so far) reads only the rest, which is most of a step's time
-    /// on a small model. What is restored is exactly what reading would compute; usage
-    /// reports it as cached input. About 12 KiB per token for the default model.
+    /// on a small model. What is restored is what reading computed; reading a prompt in other
+    /// pieces can round the last digits of a score differently (llama.cpp's kernels differ
+    /// by batch size), which may flip a near tie. Usage reports it as cached input. About
+    /// 12 KiB per token for the default model.
     pub prompt_cache_mib: u32,
     /// A directory where prompts read are saved for later processes (default none): a new
     /// process whose prompt begins like a saved one (the same instruction and tools) loads
@@ -108,7 +110,8 @@ pub struct LlamaConfig {
     /// question. A model keeps its own subdirectory (named after its file's path, size and
     /// modification time) with its 8 most recently used prompts, about 10 MiB each for the
     /// default model; only prompts of which at least 256 tokens were read are saved. What is
-    /// loaded is exactly what reading would compute. See
+    /// loaded is what reading computed, with the same caveat on near ties as
+    /// [`prompt_cache_mib`](Self::prompt_cache_mib). See
     /// [`default_prompt_cache_dir`](Self::default_prompt_cache_dir).
     pub prompt_cache_dir: Option<PathBuf>,
 }
