@@ -17,11 +17,11 @@ use tinyagent_anthropic::{AnthropicModel, DEFAULT_MAX_TOKENS};
 use wiremock::MockServer;
 
 fn weather_def() -> ToolDefinition {
-    ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref())
+    tinyagent_demo::weather_tool().definition()
 }
 
 fn calculator_def() -> ToolDefinition {
-    ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref())
+    tinyagent_demo::calculator_tool().definition()
 }
 
 #[test]

@@ -183,10 +183,7 @@ pub async fn searched(search: &ToolSearch, case: &Case) -> Vec<ToolDefinition> {
     session.append(history);
     let inv = Invocation::new(session, question);
     match search.resolve_tools(&inv).await {
-        Ok(tools) => tools
-            .iter()
-            .map(|t| ToolDefinition::from_tool(t.as_ref()))
-            .collect(),
+        Ok(tools) => tools.iter().map(|t| t.definition()).collect(),
         Err(_) => Vec::new(),
     }
 }

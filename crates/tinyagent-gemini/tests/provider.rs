@@ -20,11 +20,11 @@ use tinyagent_gemini::HttpConfig;
 use wiremock::{MockServer, ResponseTemplate};
 
 fn weather_def() -> ToolDefinition {
-    ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref())
+    tinyagent_demo::weather_tool().definition()
 }
 
 fn calculator_def() -> ToolDefinition {
-    ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref())
+    tinyagent_demo::calculator_tool().definition()
 }
 
 #[test]

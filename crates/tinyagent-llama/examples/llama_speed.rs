@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use tinyagent::{Message, ModelRequest, model::ToolDefinition};
+use tinyagent::{Message, ModelRequest};
 use tinyagent_llama::{LlamaConfig, LlamaModel, find_default_model};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,9 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The weather agent's first prompt: instruction, tool list and output protocol.
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
         .instruction("你是一个全能助手。")
-        .tools(vec![ToolDefinition::from_tool(
-            tinyagent_demo::weather_tool().as_ref(),
-        )]);
+        .tools(vec![tinyagent_demo::weather_tool().definition()]);
     let prompt = model.prompt(&req)?;
 
     let runs = 3;

@@ -266,7 +266,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
         .iter()
-        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .map(|t| t.definition())
         .collect();
     let cases: Vec<Case> = match options.set.as_str() {
         "tuning" => cases(),

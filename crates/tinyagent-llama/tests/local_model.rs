@@ -12,7 +12,7 @@ use tinyagent::tools::IntoTool;
 use tinyagent::{
     AgentExt, LlmAgent, Message, Model, ModelRequest, Role, Session, ToolCall, ToolError,
     ToolResult,
-    model::{ModelErrorKind, ModelEvent, ToolChoice, ToolDefinition},
+    model::{ModelErrorKind, ModelEvent, ToolChoice},
     tools,
 };
 use tinyagent_llama::{LlamaConfig, LlamaModel};
@@ -333,7 +333,7 @@ async fn a_forced_tool_is_called_even_when_another_fits_the_question() {
         .tools(
             tinyagent_demo::all_tools()
                 .iter()
-                .map(|t| ToolDefinition::from_tool(t.as_ref()))
+                .map(|t| t.definition())
                 .collect(),
         )
         .tool_choice(ToolChoice::Tool("calculator".into()));
@@ -561,9 +561,7 @@ fn the_prompt_uses_the_models_template_and_lists_the_tools() {
     assert!(!model.uses_fallback_template());
     let req = ModelRequest::new(vec![Message::user("北京天气怎么样？")])
         .instruction("你是一个全能助手。")
-        .tools(vec![ToolDefinition::from_tool(
-            tinyagent_demo::weather_tool().as_ref(),
-        )]);
+        .tools(vec![tinyagent_demo::weather_tool().definition()]);
     let prompt = model.prompt(&req).unwrap();
     assert!(
         prompt.starts_with("<|im_start|>system\n你是一个全能助手。"),

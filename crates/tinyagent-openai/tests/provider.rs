@@ -19,11 +19,11 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn weather_def() -> ToolDefinition {
-    ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref())
+    tinyagent_demo::weather_tool().definition()
 }
 
 fn calculator_def() -> ToolDefinition {
-    ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref())
+    tinyagent_demo::calculator_tool().definition()
 }
 
 fn ask(text: &str) -> ModelRequest {

@@ -85,39 +85,13 @@ extern crate self as tinyagent;
 pub mod agent;
 #[doc = include_str!("../docs/coming_from_go.md")]
 pub mod coming_from_go {}
-mod breaker;
-pub mod budget;
-mod content;
-mod context;
-mod error;
-mod message;
-pub mod model;
 pub mod testing;
 
-/// Sessions that outlive a run, and the process: the [`SessionStore`](store::SessionStore)
-/// trait, the in-memory [`MemoryStore`](store::MemoryStore), and what stores share. The
-/// `tinyagent-store` crate has SQLite, PostgreSQL and Redis stores;
-/// [`SessionRunner`](crate::agent::SessionRunner) runs an agent on a stored session.
-pub mod store {
-    pub use crate::context::{
-        Changes, Cursor, DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, MemoryStore,
-        SessionInfo, SessionLock, SessionLocks, SessionPage, SessionStore, State, StoreError,
-        StoredSession, check_session_id, from_micros, micros,
-    };
-    pub use crate::message::new_id;
-}
+// The layers below, under the names this crate's code uses: `tinyagent-core` (messages, models,
+// a call's context, sessions, budgets, errors) and `tinyagent-tools` (the tool system).
+use tinyagent_core::{context, error, message, util};
 
-/// What a tool may ask of whoever runs it, through its [`ToolContext`]: report progress and logs,
-/// have the client's model sample a completion, or ask the user for input (elicitation). An agent
-/// hands these to its caller; an MCP server to its client.
-pub mod host {
-    pub use crate::context::{
-        Elicitation, ElicitationRequest, LogLevel, SamplingMessage, SamplingReply, SamplingRequest,
-        ToolHost,
-    };
-}
-
-pub mod redact;
+pub use tinyagent_core::{budget, host, model, redact, store};
 pub mod telemetry;
 
 #[doc(hidden)]
@@ -126,24 +100,19 @@ pub mod __fuzz;
 #[doc(hidden)]
 #[path = "macro_support.rs"]
 pub mod __macro_support;
+#[path = "tools.rs"]
 pub mod tools;
-mod util;
 
 pub use agent::builder::LlmAgent;
 pub use agent::error::AgentError;
 pub use agent::events::Event;
 pub use agent::traits::{Agent, AgentExt};
-pub use budget::limits::Budget;
-pub use content::ContentPart;
-pub use context::{Invocation, Session, ToolContext};
-pub use error::{BoxError, ToolError, ToolErrorKind};
-pub use message::{Message, Part, Role, ToolCall, ToolResult};
-pub use model::error::ModelError;
-pub use model::request::ModelRequest;
-pub use model::response::{ModelResponse, Usage};
-pub use model::traits::Model;
-pub use tools::handler::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
-pub use util::BoxFuture;
+pub use tinyagent_core::{
+    BoxError, BoxFuture, Budget, ContentPart, Invocation, Message, Model, ModelError, ModelRequest,
+    ModelResponse, Part, Role, Session, ToolCall, ToolContext, ToolError, ToolErrorKind,
+    ToolResult, Usage,
+};
+pub use tinyagent_tools::{HandleFunc, Handler, Tool, ToolHints, handler_fn};
 
 /// Makes an `async fn` a tool: its doc comment is the description, its parameters are the
 /// input.

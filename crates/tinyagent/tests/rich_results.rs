@@ -15,7 +15,7 @@ use tinyagent::tools::middleware::CacheLayer;
 use tinyagent::tools::{self, Structured, ToolInput, ToolOutput};
 use tinyagent::{
     AgentExt, BoxFuture, ContentPart, LlmAgent, Message, Session, Tool, ToolContext, ToolError,
-    ToolResult, model::ToolDefinition, tool,
+    ToolResult, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -102,7 +102,7 @@ async fn structured_output_carries_its_schema_and_value() {
     })
     .with_title("Weather now")
     .with_output_schema_of::<Weather>();
-    let def = ToolDefinition::from_tool(&weather);
+    let def = weather.definition();
     assert_eq!(def.title.as_deref(), Some("Weather now"));
     assert_eq!(
         def.output_schema.as_ref().unwrap()["properties"]["celsius"]["type"],

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tinyagent::model::ToolDefinition;
 use tinyagent::testing::many_tools;
 use tinyagent::tools::{CALL_TOOL, SEARCH_TOOL, ToolResolver, ToolSearch};
 use tinyagent::{Invocation, Message, Session, Tool, ToolContext, ToolErrorKind};
@@ -28,12 +27,7 @@ fn names(tools: &[Arc<dyn Tool>]) -> Vec<&str> {
 fn definition_tokens(tools: &[Arc<dyn Tool>]) -> usize {
     tools
         .iter()
-        .map(|t| {
-            serde_json::to_string(&ToolDefinition::from_tool(t.as_ref()))
-                .unwrap()
-                .len()
-                / 4
-        })
+        .map(|t| serde_json::to_string(&t.definition()).unwrap().len() / 4)
         .sum()
 }
 

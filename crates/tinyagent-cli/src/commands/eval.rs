@@ -47,10 +47,7 @@ pub async fn eval(args: EvalArgs) -> Result<(), CliError> {
     };
     let listed = setup::all_tools(&args.tools).await?;
     let tools: Vec<Arc<dyn Tool>> = listed.tools.iter().map(|t| t.tool.clone()).collect();
-    let definitions: Vec<ToolDefinition> = tools
-        .iter()
-        .map(|t| ToolDefinition::from_tool(t.as_ref()))
-        .collect();
+    let definitions: Vec<ToolDefinition> = tools.iter().map(|t| t.definition()).collect();
     check_offered(&cases, &definitions)?;
     let model = setup::load_with_fallbacks(&choice, &fallbacks).await?;
     let search = setup::eval_search(&args.search, &tools);

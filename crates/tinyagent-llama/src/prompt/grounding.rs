@@ -303,7 +303,7 @@ mod tests {
     use super::*;
 
     fn demo(tool: std::sync::Arc<dyn tinyagent::Tool>) -> ToolDefinition {
-        ToolDefinition::from_tool(tool.as_ref())
+        tool.definition()
     }
 
     fn asked(question: &str) -> ModelRequest {

@@ -235,7 +235,7 @@ fn the_all_tools_schemas_become_one_exact_grammar() {
     // No fallback needed: every keyword of the tutorial's schemas has a grammar equivalent.
     let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
         .iter()
-        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .map(|t| t.definition())
         .collect();
     for allow_answer in [true, false] {
         let schema = output_schema(&tools, allow_answer).to_string();
@@ -333,13 +333,13 @@ fn the_answer_follows_the_language_of_the_question() {
 
 #[test]
 fn example_calls_come_from_the_schema_and_invent_no_values() {
-    let calculator = ToolDefinition::from_tool(tinyagent_demo::calculator_tool().as_ref());
+    let calculator = tinyagent_demo::calculator_tool().definition();
     let call = example_call(&calculator);
     let args: Value = serde_json::from_str(&call.arguments).unwrap();
     assert_eq!(call.name, "calculator");
     assert_eq!(args["operation"], "add", "the first enum value: {args}");
     assert!(args["a"].is_number() && args["b"].is_number(), "{args}");
-    let weather = ToolDefinition::from_tool(tinyagent_demo::weather_tool().as_ref());
+    let weather = tinyagent_demo::weather_tool().definition();
     let args: Value = serde_json::from_str(&example_call(&weather).arguments).unwrap();
     assert_eq!(args["city"], "<city>", "no made-up city to copy: {args}");
 }
@@ -436,7 +436,7 @@ fn the_hermes_format_is_the_chat_templates_own() {
 fn an_answer_instead_of_a_call_is_told_what_the_tools_can_do() {
     let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
         .iter()
-        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .map(|t| t.definition())
         .collect();
     let req = ModelRequest::new(vec![Message::user("帮我订一张去上海的机票。")]).tools(tools);
     let direct = direct_answer_plan(&req, JSON);
@@ -508,7 +508,7 @@ fn eval_request(case: &Value) -> ModelRequest {
 fn no_expected_call_of_the_eval_file_is_taken_for_made_up() {
     let tools: Vec<ToolDefinition> = tinyagent_demo::all_tools()
         .iter()
-        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .map(|t| t.definition())
         .collect();
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../eval/tools.jsonl");
     let text = std::fs::read_to_string(file).unwrap();

@@ -11,7 +11,7 @@ use super::{Agent, AgentError, ConfigProblem, Event};
 use crate::Tool;
 use crate::budget::Budget;
 use crate::context::Invocation;
-use crate::model::{Model, ResponseFormat, ToolChoice, ToolDefinition};
+use crate::model::{Model, ResponseFormat, ToolChoice};
 use crate::tools::ToolResolver;
 use crate::tools::middleware::ToolMiddleware;
 
@@ -462,10 +462,7 @@ impl LlmAgentBuilder {
                 self.settings.tool_timeout,
             )));
         }
-        let static_definitions = entries
-            .iter()
-            .map(|e| ToolDefinition::from_tool(e.tool.as_ref()))
-            .collect();
+        let static_definitions = entries.iter().map(|e| e.tool.definition()).collect();
         Ok(LlmAgent {
             config: Arc::new(Config {
                 name: self.name.into(),

@@ -174,6 +174,8 @@ impl Tokens<'_> {
                 Part::ToolResult(result) => {
                     self.text(&result.content) + 4 + 256 * result.parts.len() as u64
                 }
+                // A kind of part this version does not know: its JSON's length.
+                other => serde_json::to_string(other).map_or(0, |json| self.text(&json)),
             })
             .sum();
         parts + 4
@@ -288,7 +290,8 @@ fn transcript(messages: &[Message]) -> String {
                     },
                     result.content
                 ),
-                Part::Reasoning { .. } => continue,
+                // Reasoning, and kinds of parts this version does not know, are left out.
+                _ => continue,
             };
             out.push_str(&line);
             out.push('\n');

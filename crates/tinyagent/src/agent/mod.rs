@@ -10,7 +10,7 @@ pub(crate) mod error;
 pub(crate) mod events;
 mod model_call;
 mod options;
-mod pause;
+use crate::context::paused as pause;
 mod queue;
 mod run;
 mod stored;
@@ -33,6 +33,6 @@ pub use config::{
 pub(crate) use error::AgentError;
 pub use error::{ConfigProblem, ToolSource};
 pub(crate) use events::Event;
-pub use pause::{CallState, PAUSED_KEY, PausedRun, PendingCall};
 pub use stored::{DEFAULT_SESSION_WAIT, INTERRUPTED_PREFIX, OnBusy, SessionRunner};
+pub use tinyagent_core::context::{CallState, PAUSED_KEY, PausedRun, PendingCall};
 pub(crate) use traits::Agent;

@@ -15,8 +15,8 @@ use crate::error::{ToolError, ToolErrorKind};
 use crate::message::{ToolCall, ToolResult};
 use crate::redact;
 use crate::telemetry;
-use crate::tools::output_limit::truncate_middle;
 use crate::tools::{ToolInput, ToolOutput, call_catching_panics};
+use tinyagent_core::output_limit::truncate_middle;
 
 /// A call's result, and the kind of its failure when it failed.
 pub(super) type Outcome = (ToolResult, Option<ToolErrorKind>);

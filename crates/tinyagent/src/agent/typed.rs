@@ -8,8 +8,8 @@ use super::{AgentError, LlmAgent};
 use crate::context::{Invocation, Session};
 use crate::message::Message;
 use crate::model::ResponseFormat;
-use crate::tools::arguments::MAX_PROBLEM_CHARS;
 use crate::util::cut;
+use tinyagent_tools::arguments::MAX_PROBLEM_CHARS;
 
 impl LlmAgent {
     /// Runs the agent on a user message in `session` and returns its final answer decoded as

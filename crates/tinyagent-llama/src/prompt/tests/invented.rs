@@ -14,7 +14,7 @@ fn values_the_conversation_never_gave_are_found() {
 fn tool(name: &str) -> ToolDefinition {
     tinyagent_demo::all_tools()
         .iter()
-        .map(|t| ToolDefinition::from_tool(t.as_ref()))
+        .map(|t| t.definition())
         .find(|t| t.name == name)
         .unwrap()
 }

@@ -118,7 +118,8 @@ fn next(paused: &mut PausedRun, k: usize, message: &Message, decisions: &Decisio
             paused.calls[k].1 = CallState::Done { result };
             return Next::Skip;
         }
-        CallState::Waiting { .. } => {}
+        // Waiting (or a state this version does not know): decided now.
+        _ => {}
     }
     let Some(mut call) = message.tool_calls().find(|c| &c.id == id).cloned() else {
         return Next::Skip;

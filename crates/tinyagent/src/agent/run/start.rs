@@ -13,7 +13,7 @@ use crate::agent::{AgentError, ToolSource};
 use crate::budget::SharedBudget;
 use crate::context::{Decisions, Invocation, Session, ToolContext};
 use crate::message::Message;
-use crate::model::{ModelRequest, ResponseFormat, Sampling, ToolChoice, ToolDefinition, Usage};
+use crate::model::{ModelRequest, ResponseFormat, ToolChoice, ToolDefinition, Usage};
 
 /// A run ready for its first step.
 pub(super) struct Started<'a> {
@@ -179,18 +179,14 @@ fn first_request(
     tools: Arc<[ToolDefinition]>,
     response_format: Option<ResponseFormat>,
 ) -> ModelRequest {
-    ModelRequest {
-        instruction: config.instruction.clone(),
-        messages,
-        tools,
-        sampling: Sampling {
-            temperature: config.temperature,
-            ..Sampling::default()
-        },
-        max_tokens: config.max_tokens,
-        tool_choice: config.tool_choice.clone(),
-        response_format,
-    }
+    let mut request = ModelRequest::new(messages);
+    request.instruction.clone_from(&config.instruction);
+    request.tools = tools;
+    request.sampling.temperature = config.temperature;
+    request.max_tokens = config.max_tokens;
+    request.tool_choice.clone_from(&config.tool_choice);
+    request.response_format = response_format;
+    request
 }
 
 /// The context every tool call of the run starts from: the invocation, and the host it runs
@@ -231,7 +227,7 @@ async fn resolve(config: &Config, inv: &Invocation) -> Result<ToolSet, AgentErro
                     second: ToolSource::Resolver(i + 1),
                 });
             }
-            definitions.push(ToolDefinition::from_tool(tool.as_ref()));
+            definitions.push(tool.definition());
             entries.push(config.resolved.get_or_wrap(
                 tool,
                 &config.middleware,
