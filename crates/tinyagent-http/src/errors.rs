@@ -148,13 +148,20 @@ pub fn parse_json(body: &[u8], what: &str) -> Result<serde_json::Value, ModelErr
     })
 }
 
-/// `value` read into `T`; an error naming `what`, the mismatch and the start of `body` (the
-/// text `value` came from) when it does not fit.
+/// `value`, a JSON object, read into `T`; an error naming `what`, the mismatch and the start
+/// of `body` (the text `value` came from) when it does not fit. Anything but an object is
+/// refused (serde would read an array into a struct's fields in order).
 pub fn parse_shape<T: serde::de::DeserializeOwned>(
     value: serde_json::Value,
     what: &str,
     body: &[u8],
 ) -> Result<T, ModelError> {
+    if !value.is_object() {
+        return Err(ModelError::invalid_response(format!(
+            "{what} has an unexpected shape (not a JSON object): {}",
+            snippet(body)
+        )));
+    }
     serde_json::from_value(value).map_err(|e| {
         ModelError::invalid_response(format!(
             "{what} has an unexpected shape ({}): {}",

@@ -66,6 +66,7 @@ mod info;
 mod model;
 mod responses;
 mod stream;
+pub mod types;
 mod wire;
 
 #[doc(hidden)]

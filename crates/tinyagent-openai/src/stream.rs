@@ -9,7 +9,8 @@ use tinyagent::{
 
 use tinyagent_http::{Decoder, Flow};
 
-use crate::wire::{self, ChatChunk, WireFunction, arguments_text, content_text};
+use crate::types::{ChatCompletionChunk, ChatFunction};
+use crate::wire;
 
 /// A tool call being received.
 #[derive(Debug)]
@@ -51,33 +52,26 @@ impl Assembler {
         if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
             return Err(crate::error::error_in_body(err));
         }
+        let chunk: ChatCompletionChunk =
+            tinyagent_http::parse_shape(value, "a stream chunk", data.as_bytes())?;
         if self.id.is_none() {
-            self.id = tinyagent_http::field_text(value.get("id"));
+            self.id = chunk.id;
         }
         if self.model.is_none() {
-            self.model = tinyagent_http::field_text(value.get("model"));
+            self.model = chunk.model;
         }
-        let chunk: ChatChunk =
-            tinyagent_http::parse_shape(value, "a stream chunk", data.as_bytes())?;
         self.chunks += 1;
-        if let Some(usage) = chunk.usage {
+        if let Some(usage) = chunk.usage.flatten() {
             self.usage = Some(usage.into());
         }
         // Only the first choice is followed (requests never ask for more than one).
-        let Some(choice) = chunk
-            .choices
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.index.unwrap_or(0) == 0)
-        else {
+        let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
             return Ok(());
         };
-        if let Some(delta) = choice.delta {
-            let mut text = content_text(delta.content.as_ref());
-            if text.is_empty() {
-                // A refusal is the reply's text, as in a complete response.
-                text = delta.refusal.unwrap_or_default();
-            }
+        {
+            let delta = choice.delta;
+            // A refusal is the reply's text, as in a complete response.
+            let text = delta.text();
             if !text.is_empty() {
                 self.text.push_str(&text);
                 out.push(ModelEvent::TextDelta(text));
@@ -114,14 +108,14 @@ impl Assembler {
         &mut self,
         key: u64,
         id: Option<String>,
-        function: Option<WireFunction>,
+        function: Option<ChatFunction>,
         offered: &[ToolDefinition],
         out: &mut Vec<ModelEvent>,
     ) {
         let function = function.unwrap_or_default();
         let id = id.filter(|id| !id.is_empty());
+        let fragment = function.arguments_text();
         let name = function.name.filter(|n| !n.trim().is_empty());
-        let fragment = arguments_text(function.arguments.as_ref());
         // The call with this key; a different id under the same key is a new call (servers
         // that give every call index 0).
         let existing = self.calls.iter().rposition(|c| c.key == key);

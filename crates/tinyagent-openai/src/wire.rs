@@ -1,27 +1,30 @@
 //! The Chat Completions wire format: request bodies out, responses and stream chunks in.
 //!
 //! Requests are built as JSON values (so `extra_body` can be merged and tests can compare
-//! them); responses are read into lenient structs where every field may be missing or `null`,
-//! since compatible servers differ in what they send.
+//! them), their messages from the [`types`](crate::types) the server crate reads; responses
+//! are read into those types, where every field may be missing or `null`, since compatible
+//! servers differ in what they send.
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tinyagent::tools::schema::strict_schema;
 use tinyagent::{
-    ContentPart, Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall,
-    ToolResult, Usage,
+    Message, ModelError, ModelRequest, ModelResponse, Part, Role, ToolCall, ToolResult, Usage,
     model::{FinishReason, ResponseFormat, ToolChoice, ToolDefinition},
     store::new_id,
 };
 
 use crate::config::{MaxTokensField, OpenAiConfig};
+use crate::types::{ChatCompletion, ChatMessage, ChatToolCall, ChatUsage, ContentPart};
 use tinyagent_http::snippet;
 
 /// Builds the request body for `req`.
 pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bool) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(config.model.clone()));
-    body.insert("messages".into(), Value::Array(messages(req)));
+    body.insert(
+        "messages".into(),
+        serde_json::to_value(messages(req)).expect("messages serialize"),
+    );
     if !req.tools.is_empty() {
         let tools = req
             .tools
@@ -67,15 +70,15 @@ pub(crate) fn request_body(config: &OpenAiConfig, req: &ModelRequest, stream: bo
     Value::Object(body)
 }
 
-fn messages(req: &ModelRequest) -> Vec<Value> {
+fn messages(req: &ModelRequest) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(req.messages.len() + 1);
     if !req.instruction.is_empty() {
-        out.push(json!({"role": "system", "content": req.instruction}));
+        out.push(ChatMessage::text("system", req.instruction.as_str()));
     }
     for m in &req.messages {
         match m.role {
-            Role::System => out.push(json!({"role": "system", "content": m.text()})),
-            Role::User => out.push(json!({"role": "user", "content": m.text()})),
+            Role::System => out.push(ChatMessage::text("system", m.text())),
+            Role::User => out.push(ChatMessage::text("user", m.text())),
             Role::Assistant => out.push(assistant_message(m)),
             Role::Tool => {
                 // One message per result, each answering its call by id; a tool message holds
@@ -83,17 +86,15 @@ fn messages(req: &ModelRequest) -> Vec<Value> {
                 let mut images = Vec::new();
                 for r in m.tool_results() {
                     images.extend(tool_result_images(r));
-                    out.push(
-                        json!({"role": "tool", "tool_call_id": r.call_id, "content": result_text(r)}),
-                    );
+                    out.push(ChatMessage::tool_result(&r.call_id, result_text(r)));
                 }
                 if !images.is_empty() {
-                    out.push(json!({"role": "user", "content": images}));
+                    out.push(ChatMessage::parts("user", images));
                 }
                 // Text in a tool message (unusual) goes as a user message, so it is not lost.
                 let text = m.text();
                 if !text.is_empty() {
-                    out.push(json!({"role": "user", "content": text}));
+                    out.push(ChatMessage::text("user", text));
                 }
             }
         }
@@ -107,16 +108,17 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/
 /// The images of a tool result as user-message content parts: a text part naming the call,
 /// then each image as an `image_url` data URL. Images of other types, audio and resources
 /// stay described in the tool message's text.
-fn tool_result_images(r: &ToolResult) -> Vec<Value> {
-    let images: Vec<Value> = r
+fn tool_result_images(r: &ToolResult) -> Vec<ContentPart> {
+    let images: Vec<ContentPart> = r
         .parts
         .iter()
         .filter_map(|p| match p {
-            ContentPart::Image { data, mime_type } if IMAGE_TYPES.contains(&mime_type.as_str()) => {
-                Some(json!({
-                    "type": "image_url",
-                    "image_url": {"url": format!("data:{mime_type};base64,{data}")},
-                }))
+            tinyagent::ContentPart::Image { data, mime_type }
+                if IMAGE_TYPES.contains(&mime_type.as_str()) =>
+            {
+                Some(ContentPart::image(format!(
+                    "data:{mime_type};base64,{data}"
+                )))
             }
             _ => None,
         })
@@ -124,32 +126,22 @@ fn tool_result_images(r: &ToolResult) -> Vec<Value> {
     if images.is_empty() {
         return images;
     }
-    let mut content = vec![json!({
-        "type": "text",
-        "text": format!("The images returned by the {} tool (call {}):", r.name, r.call_id),
-    })];
+    let mut content = vec![ContentPart::text(format!(
+        "The images returned by the {} tool (call {}):",
+        r.name, r.call_id
+    ))];
     content.extend(images);
     content
 }
 
-fn assistant_message(m: &Message) -> Value {
-    let calls: Vec<Value> = m
+fn assistant_message(m: &Message) -> ChatMessage {
+    let calls = m
         .tool_calls()
-        .map(|c| {
-            json!({
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": history_arguments(&c.arguments)},
-            })
-        })
+        .map(|c| ChatToolCall::new(&c.id, &c.name, history_arguments(&c.arguments)))
         .collect();
     // `content` is always a string: some servers reject `null` or a missing content beside
     // tool calls.
-    let mut msg = json!({"role": "assistant", "content": m.text()});
-    if !calls.is_empty() {
-        msg["tool_calls"] = Value::Array(calls);
-    }
-    msg
+    ChatMessage::text("assistant", m.text()).tool_calls(calls)
 }
 
 /// The arguments of a past call as they are sent back: the model's text when it is a JSON
@@ -261,128 +253,14 @@ fn tool_choice(choice: &ToolChoice) -> Value {
 // ---------------------------------------------------------------------------------------
 // Responses
 
-/// A non-streaming response.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ChatResponse {
-    #[serde(default)]
-    pub choices: Option<Vec<Choice>>,
-    #[serde(default)]
-    pub usage: Option<WireUsage>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct Choice {
-    #[serde(default)]
-    pub message: Option<WireMessage>,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct WireMessage {
-    #[serde(default)]
-    pub content: Option<Value>,
-    #[serde(default)]
-    pub refusal: Option<String>,
-    #[serde(default)]
-    pub tool_calls: Option<Vec<WireToolCall>>,
-    #[serde(default)]
-    pub function_call: Option<WireFunction>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct WireToolCall {
-    #[serde(default)]
-    pub index: Option<u64>,
-    #[serde(default)]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub function: Option<WireFunction>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct WireFunction {
-    #[serde(default)]
-    pub name: Option<String>,
-    /// A string by the spec; some servers send the object itself.
-    #[serde(default)]
-    pub arguments: Option<Value>,
-}
-
-#[derive(Debug, Default, Deserialize, Clone, Copy)]
-pub(crate) struct WireUsage {
-    #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    #[serde(default)]
-    pub completion_tokens: Option<u64>,
-    #[serde(default)]
-    pub prompt_tokens_details: Option<WirePromptDetails>,
-    #[serde(default)]
-    pub completion_tokens_details: Option<WireCompletionDetails>,
-}
-
-/// `usage.prompt_tokens_details`: the cached part of the prompt.
-#[derive(Debug, Default, Deserialize, Clone, Copy)]
-pub(crate) struct WirePromptDetails {
-    #[serde(default)]
-    pub cached_tokens: Option<u64>,
-}
-
-/// `usage.completion_tokens_details`: the reasoning part of the completion.
-#[derive(Debug, Default, Deserialize, Clone, Copy)]
-pub(crate) struct WireCompletionDetails {
-    #[serde(default)]
-    pub reasoning_tokens: Option<u64>,
-}
-
-impl From<WireUsage> for Usage {
-    fn from(u: WireUsage) -> Self {
+impl From<ChatUsage> for Usage {
+    fn from(u: ChatUsage) -> Self {
         let mut usage = Usage::default();
         usage.input_tokens = u.prompt_tokens;
         usage.output_tokens = u.completion_tokens;
         usage.cached_input_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
         usage.reasoning_tokens = u.completion_tokens_details.and_then(|d| d.reasoning_tokens);
         usage
-    }
-}
-
-/// One chunk of a stream.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ChatChunk {
-    #[serde(default)]
-    pub choices: Option<Vec<ChunkChoice>>,
-    #[serde(default)]
-    pub usage: Option<WireUsage>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ChunkChoice {
-    #[serde(default)]
-    pub index: Option<u64>,
-    #[serde(default)]
-    pub delta: Option<WireMessage>,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
-}
-
-/// The text of a `content` field: a string, or an array of `{"type":"text","text":…}` parts.
-pub(crate) fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
-}
-
-/// Arguments as the raw JSON text: strings as they are, anything else serialized.
-pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {
-    match arguments {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
     }
 }
 
@@ -437,21 +315,13 @@ pub(crate) fn parse_response(
     if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
         return Err(crate::error::error_in_body(err));
     }
-    let id = tinyagent_http::field_text(value.get("id"));
-    let model = tinyagent_http::field_text(value.get("model"));
-    let resp: ChatResponse = tinyagent_http::parse_shape(value, "the response", body)?;
-    let choice = resp
-        .choices
-        .and_then(|c| c.into_iter().next())
-        .ok_or_else(|| {
-            ModelError::invalid_response(format!("the response has no choices: {}", snippet(body)))
-        })?;
-    let msg = choice.message.unwrap_or_default();
+    let resp: ChatCompletion = tinyagent_http::parse_shape(value, "the response", body)?;
+    let choice = resp.choices.into_iter().next().ok_or_else(|| {
+        ModelError::invalid_response(format!("the response has no choices: {}", snippet(body)))
+    })?;
+    let msg = choice.message;
     let mut parts = Vec::new();
-    let mut text = content_text(msg.content.as_ref());
-    if text.is_empty() {
-        text = msg.refusal.unwrap_or_default();
-    }
+    let text = msg.text();
     if !text.is_empty() {
         parts.push(Part::text(text));
     }
@@ -461,23 +331,25 @@ pub(crate) fn parse_response(
         .into_iter()
         .filter_map(|c| {
             let f = c.function?;
+            let arguments = f.arguments_text();
             let name = f.name.filter(|n| !n.trim().is_empty())?;
             Some(ToolCall::new(
                 c.id.filter(|id| !id.is_empty())
                     .unwrap_or_else(|| new_id("call")),
                 sanitize_tool_name(&name, offered),
-                arguments_text(f.arguments.as_ref()),
+                arguments,
             ))
         })
         .collect();
     if calls.is_empty() {
         // The legacy field, from servers that still send it instead of `tool_calls`.
         if let Some(f) = msg.function_call {
+            let arguments = f.arguments_text();
             if let Some(name) = f.name.filter(|n| !n.trim().is_empty()) {
                 calls.push(ToolCall::new(
                     new_id("call"),
                     sanitize_tool_name(&name, offered),
-                    arguments_text(f.arguments.as_ref()),
+                    arguments,
                 ));
             }
         }
@@ -489,8 +361,8 @@ pub(crate) fn parse_response(
         resp.usage.map(Usage::from).unwrap_or_default(),
         finish_reason(choice.finish_reason.as_deref(), has_calls),
     );
-    response.id = id;
-    response.model = model;
+    response.id = resp.id;
+    response.model = resp.model;
     Ok(response)
 }
 

@@ -16,9 +16,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tinyagent::{Event, Message, Part, Role, Session, ToolCall, ToolResult, Usage};
+pub(crate) use tinyagent_openai::types::ChatMessage;
+use tinyagent_openai::types::{
+    AnswerMessage, ChatCompletion, ChatCompletionChunk, ChatToolCall, ChatUsage, Content,
+    StreamOptions,
+};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
@@ -51,51 +56,6 @@ pub(crate) struct ChatRequest {
     extra: serde_json::Map<String, Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct StreamOptions {
-    #[serde(default)]
-    include_usage: Option<bool>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ChatMessage {
-    role: String,
-    #[serde(default)]
-    content: Option<Content>,
-    #[serde(default)]
-    tool_calls: Option<Vec<WireToolCall>>,
-    #[serde(default)]
-    tool_call_id: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Content {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
-
-#[derive(Debug, Deserialize)]
-struct ContentPart {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireToolCall {
-    id: String,
-    function: WireFunction,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireFunction {
-    name: String,
-    #[serde(default)]
-    arguments: String,
-}
-
 /// The text of a message's content: a string, or text parts joined.
 fn content_text(content: Option<Content>, at: usize) -> Result<String, ApiError> {
     match content {
@@ -117,6 +77,23 @@ fn content_text(content: Option<Content>, at: usize) -> Result<String, ApiError>
             Ok(text)
         }
     }
+}
+
+/// A client's tool call as the agent's history keeps it; one without an id or a name is
+/// refused.
+fn client_call(call: ChatToolCall, at: usize, i: usize) -> Result<ToolCall, ApiError> {
+    let param = |field: &str| format!("messages[{at}].tool_calls[{i}].{field}");
+    let id = call
+        .id
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| ApiError::bad_request("a tool call needs its `id`").param(param("id")))?;
+    let function = call.function.unwrap_or_default();
+    let arguments = function.arguments_text();
+    let name = function.name.filter(|n| !n.is_empty()).ok_or_else(|| {
+        ApiError::bad_request("a tool call needs its function's `name`")
+            .param(param("function.name"))
+    })?;
+    Ok(ToolCall::new(id, name, arguments))
 }
 
 /// What the operator lets a client's messages carry.
@@ -168,13 +145,15 @@ pub(crate) fn conversation(
                 if !text.is_empty() {
                     parts.push(Part::text(text));
                 }
-                for call in message.tool_calls.unwrap_or_default() {
-                    call_names.push((call.id.clone(), call.function.name.clone()));
-                    parts.push(Part::ToolCall(ToolCall::new(
-                        call.id,
-                        call.function.name,
-                        call.function.arguments,
-                    )));
+                for (i, call) in message
+                    .tool_calls
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                {
+                    let call = client_call(call, at, i)?;
+                    call_names.push((call.id.clone(), call.name.clone()));
+                    parts.push(Part::ToolCall(call));
                 }
                 history.push(Message::new(Role::Assistant, parts));
             }
@@ -235,35 +214,52 @@ struct Meta {
 }
 
 impl Meta {
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "delta": delta,
-                "logprobs": null,
-                "finish_reason": finish_reason,
-            }],
-        })
+    fn chunk(&self, delta: AnswerMessage, finish_reason: Option<&str>) -> ChatCompletionChunk {
+        ChatCompletionChunk::new(&self.id, self.created, &self.model).delta(delta, finish_reason)
     }
 }
 
-fn usage_json(usage: &Usage) -> Value {
-    let prompt = usage.input_tokens.unwrap_or(0);
-    let completion = usage.output_tokens.unwrap_or(0);
-    let mut usage_json = json!({
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    });
-    // What the answer cost, in US dollars, as OpenRouter reports it: only when known.
-    if let Some(cost) = usage.cost {
-        usage_json["cost"] = json!(cost.usd());
+/// A whole answer, with the events clients see beside it (`tinyagent.events`).
+#[derive(Serialize)]
+struct Answer {
+    #[serde(flatten)]
+    completion: ChatCompletion,
+    tinyagent: Reported,
+}
+
+#[derive(Serialize)]
+struct Reported {
+    events: Vec<Value>,
+}
+
+/// A chunk, with the event it reports (`tinyagent.event`) when it reports one.
+#[derive(Serialize)]
+struct Chunk {
+    #[serde(flatten)]
+    chunk: ChatCompletionChunk,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tinyagent: Option<ReportedEvent>,
+}
+
+#[derive(Serialize)]
+struct ReportedEvent {
+    event: Value,
+}
+
+impl Chunk {
+    fn json(&self) -> String {
+        serde_json::to_string(self).expect("a chunk serializes")
     }
-    usage_json
+}
+
+/// An answer's usage as Chat Completions gives it, with its cost in US dollars (as OpenRouter
+/// reports it) only when known.
+fn wire_usage(usage: &Usage) -> ChatUsage {
+    ChatUsage::new(
+        usage.input_tokens.unwrap_or(0),
+        usage.output_tokens.unwrap_or(0),
+    )
+    .cost(usage.cost.map(|cost| cost.usd()))
 }
 
 /// Whether an event is one clients see as a `tinyagent` event: the tool calls and their
@@ -440,20 +436,13 @@ async fn answer(
     steps: BoxStream<'static, Step>,
 ) -> Result<Response, ApiError> {
     let outcome = run_to_end(state, caller, steps).await?;
-    let body = json!({
-        "id": meta.id,
-        "object": "chat.completion",
-        "created": meta.created,
-        "model": meta.model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": outcome.text, "refusal": null},
-            "logprobs": null,
-            "finish_reason": "stop",
-        }],
-        "usage": usage_json(&outcome.usage),
-        "tinyagent": {"events": outcome.reported},
-    });
+    let body = Answer {
+        completion: ChatCompletion::new(meta.id, meta.created, meta.model, outcome.text)
+            .usage(wire_usage(&outcome.usage)),
+        tinyagent: Reported {
+            events: outcome.reported,
+        },
+    };
     Ok(axum::Json(body).into_response())
 }
 
@@ -487,19 +476,29 @@ fn stream_chunks(
     steps: BoxStream<'static, Step>,
     include_usage: bool,
 ) -> impl futures::Stream<Item = Bytes> + Send + 'static {
-    let with_usage = move |mut chunk: Value| {
+    let with_usage = move |mut chunk: ChatCompletionChunk| {
         if include_usage {
-            chunk["usage"] = Value::Null;
+            chunk.usage = Some(None);
         }
-        chunk
+        Chunk {
+            chunk,
+            tinyagent: None,
+        }
+    };
+    let reporting = move |chunk: ChatCompletionChunk, event: &Event| Chunk {
+        tinyagent: Some(ReportedEvent {
+            event: event_json(event),
+        }),
+        ..with_usage(chunk)
     };
     let request_id = RequestId::current();
-    let first = with_usage(meta.chunk(json!({"role": "assistant", "content": ""}), None));
-    let first = stream::once(async move { sse::frame(None, &first.to_string()) });
+    let first = with_usage(meta.chunk(AnswerMessage::assistant(""), None)).json();
+    let first = stream::once(async move { sse::frame(None, &first) });
     let mut transcript = Transcript::default();
     let rest = steps.flat_map(move |step| {
         let mut frames: Vec<Bytes> = Vec::new();
         let data = |value: &Value| sse::frame(None, &value.to_string());
+        let chunk = |chunk: Chunk| sse::frame(None, &chunk.json());
         match step {
             Step::TimedOut => frames.push(data(
                 &in_request(request_id, || timeout_error(&state)).body(),
@@ -511,8 +510,8 @@ fn stream_chunks(
                 Event::TextDelta(text) => {
                     let piece = transcript.delta(text);
                     if !piece.is_empty() {
-                        frames.push(data(&with_usage(
-                            meta.chunk(json!({"content": piece}), None),
+                        frames.push(chunk(with_usage(
+                            meta.chunk(AnswerMessage::piece(piece), None),
                         )));
                     }
                 }
@@ -521,29 +520,29 @@ fn stream_chunks(
                     // What was streamed of this step cannot be taken back: the event says it
                     // is void, and the text that follows is the new reply.
                     transcript.restart();
-                    let mut chunk = with_usage(meta.chunk(json!({}), None));
-                    chunk["tinyagent"] = json!({"event": event_json(&event)});
-                    frames.push(data(&chunk));
+                    frames.push(chunk(reporting(
+                        meta.chunk(AnswerMessage::default(), None),
+                        &event,
+                    )));
                 }
                 Event::Finished { usage, answer, .. } => {
                     if transcript.text.is_empty() && !answer.is_empty() {
                         // Nothing was streamed (an answer in a requested shape is sent whole).
                         transcript.text.clone_from(answer);
-                        frames.push(data(&with_usage(
-                            meta.chunk(json!({"content": answer}), None),
+                        frames.push(chunk(with_usage(
+                            meta.chunk(AnswerMessage::piece(answer.as_str()), None),
                         )));
                     }
-                    frames.push(data(&with_usage(meta.chunk(json!({}), Some("stop")))));
+                    frames.push(chunk(with_usage(
+                        meta.chunk(AnswerMessage::default(), Some("stop")),
+                    )));
                     if include_usage {
-                        let chunk = json!({
-                            "id": meta.id,
-                            "object": "chat.completion.chunk",
-                            "created": meta.created,
-                            "model": meta.model,
-                            "choices": [],
-                            "usage": usage_json(usage),
-                        });
-                        frames.push(data(&chunk));
+                        let last = ChatCompletionChunk::new(&meta.id, meta.created, &meta.model)
+                            .usage(wire_usage(usage));
+                        frames.push(chunk(Chunk {
+                            chunk: last,
+                            tinyagent: None,
+                        }));
                     }
                     frames.push(sse::frame(None, "[DONE]"));
                 }
@@ -551,9 +550,10 @@ fn stream_chunks(
                     &in_request(request_id, || paused(pending.clone())).body(),
                 )),
                 other if is_reported(other) => {
-                    let mut chunk = with_usage(meta.chunk(json!({}), None));
-                    chunk["tinyagent"] = json!({"event": event_json(other)});
-                    frames.push(data(&chunk));
+                    frames.push(chunk(reporting(
+                        meta.chunk(AnswerMessage::default(), None),
+                        other,
+                    )));
                 }
                 _ => {}
             },

@@ -14,7 +14,8 @@ pub(crate) const MAX_ID_LEN: usize = MAX_SESSION_ID_LEN - crate::namespace::PREF
 /// alike (`U+200B ZERO WIDTH SPACE`), or reorders how text around it shows (`U+202E
 /// RIGHT-TO-LEFT OVERRIDE`, the isolates `U+2066..U+2069`).
 pub(crate) fn is_format(c: char) -> bool {
-    get_general_category(c) == GeneralCategory::Format
+    // No ASCII character is in category Cf: most ids are checked without a table lookup.
+    !c.is_ascii() && get_general_category(c) == GeneralCategory::Format
 }
 
 /// The name of a format character people meet, for error messages.

@@ -27,6 +27,8 @@ use crate::chat::{
     Admit, ChatMessage, Transcript, conversation, event_json, is_reported, paused, run_to_end,
     timeout_error,
 };
+use tinyagent_openai::types::ChatToolCall;
+
 use crate::error::ApiError;
 use crate::extract::ApiJson;
 use crate::request_id::{RequestId, in_request};
@@ -188,10 +190,10 @@ fn messages(
     instructions: Option<String>,
     input: Value,
 ) -> Result<(Vec<ChatMessage>, Vec<String>), ApiError> {
-    let mut out: Vec<Value> = Vec::new();
+    let mut out: Vec<ChatMessage> = Vec::new();
     let mut from: Vec<String> = Vec::new();
     if let Some(text) = instructions.filter(|t| !t.is_empty()) {
-        out.push(json!({"role": "system", "content": text}));
+        out.push(ChatMessage::text("system", text));
         from.push("instructions".into());
     }
     let items = match input {
@@ -205,18 +207,18 @@ fn messages(
     };
     for (i, item) in items.iter().enumerate() {
         let at = format!("input[{i}]");
+        let field = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
         let message = match item.get("type").and_then(Value::as_str) {
             None | Some("message") => {
-                let role = item.get("role").and_then(Value::as_str).unwrap_or_default();
                 let content = content_text(item.get("content").unwrap_or(&Value::Null), &at)?;
-                json!({"role": role, "content": content})
+                ChatMessage::text(field("role"), content)
             }
             Some("function_call") => {
-                let field = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
-                json!({"role": "assistant", "content": "", "tool_calls": [{
-                    "id": field("call_id"), "type": "function",
-                    "function": {"name": field("name"), "arguments": field("arguments")},
-                }]})
+                ChatMessage::text("assistant", "").tool_calls(vec![ChatToolCall::new(
+                    field("call_id"),
+                    field("name"),
+                    field("arguments"),
+                )])
             }
             Some("function_call_output") => {
                 let output = match item.get("output") {
@@ -224,7 +226,12 @@ fn messages(
                     Some(other) => content_text(other, &at)?,
                     None => String::new(),
                 };
-                json!({"role": "tool", "tool_call_id": item.get("call_id"), "content": output})
+                let mut message = ChatMessage::text("tool", output);
+                message.tool_call_id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                message
             }
             Some(other) => {
                 return Err(ApiError::bad_request(format!(
@@ -237,17 +244,7 @@ fn messages(
         out.push(message);
         from.push(at);
     }
-    let messages: Vec<ChatMessage> = out
-        .into_iter()
-        .enumerate()
-        .map(|(i, m)| {
-            serde_json::from_value(m).map_err(|e| {
-                ApiError::bad_request(format!("this item cannot be read: {e}"))
-                    .param(from[i].clone())
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    Ok((messages, from))
+    Ok((out, from))
 }
 
 /// An error about `messages[i]…` named by the request parameter it came from.
