@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tinyagent::{Event, Session, Usage};
 use tokio::time::Instant;
@@ -27,7 +27,10 @@ use crate::chat::{
     Admit, ChatMessage, Transcript, conversation, event_json, is_reported, paused, run_to_end,
     timeout_error,
 };
-use tinyagent_openai::types::ChatToolCall;
+use tinyagent_openai::types::{
+    ChatToolCall, MessageItem, OutputContent, OutputItem, ResponseObject, ResponseStreamEvent,
+    ResponseUsage,
+};
 
 use crate::error::ApiError;
 use crate::extract::ApiJson;
@@ -274,51 +277,86 @@ struct Meta {
 
 impl Meta {
     /// The response object with this status, output and usage.
-    fn response(&self, status: &str, text: Option<&str>, usage: Option<&Usage>) -> Value {
+    fn response(&self, status: &str, text: Option<&str>, usage: Option<&Usage>) -> ResponseObject {
         let output = match text {
             Some(text) => vec![self.message(text, "completed")],
             None => Vec::new(),
         };
-        let mut response = json!({
-            "id": self.id, "object": "response", "created_at": self.created_at,
-            "status": status, "model": self.model, "output": output,
-            "error": null, "incomplete_details": null, "instructions": self.instructions,
-            "metadata": {}, "parallel_tool_calls": true, "temperature": null, "top_p": null,
-            "tool_choice": "auto", "tools": [], "store": false,
-            "text": {"format": {"type": "text"}},
-        });
-        if let Some(usage) = usage {
-            response["usage"] = usage_json(usage);
+        let response = ResponseObject::new(&self.id, self.created_at, &self.model, status, output)
+            .instructions(self.instructions.clone());
+        match usage {
+            Some(usage) => response.usage(wire_usage(usage)),
+            None => response,
         }
-        response
     }
 
-    fn message(&self, text: &str, status: &str) -> Value {
+    fn message(&self, text: &str, status: &str) -> OutputItem {
         let content = if status == "in_progress" {
-            json!([])
+            Vec::new()
         } else {
-            json!([{"type": "output_text", "text": text, "annotations": [], "logprobs": []}])
+            vec![OutputContent::text(text)]
         };
-        json!({"id": self.message_id, "type": "message", "status": status,
-               "role": "assistant", "content": content})
+        OutputItem::Message(MessageItem::new(&self.message_id, status, content))
+    }
+
+    /// The events a stream opens with: the response created and in progress, its message
+    /// item and the item's text part added.
+    fn opening(&self, numbered: &mut Events) -> Vec<Bytes> {
+        let in_progress = || self.response("in_progress", None, None);
+        let mut text_part = self.in_text("response.content_part.added");
+        text_part.part = Some(OutputContent::text(""));
+        vec![
+            numbered.frame(ResponseStreamEvent::response(
+                "response.created",
+                in_progress(),
+            )),
+            numbered.frame(ResponseStreamEvent::response(
+                "response.in_progress",
+                in_progress(),
+            )),
+            numbered.frame(ResponseStreamEvent::item(
+                "response.output_item.added",
+                0,
+                self.message("", "in_progress"),
+            )),
+            numbered.frame(text_part),
+        ]
+    }
+
+    /// An event about the message's one text part.
+    fn in_text(&self, kind: &str) -> ResponseStreamEvent {
+        ResponseStreamEvent::in_part(kind, 0, &self.message_id, 0)
     }
 }
 
-fn usage_json(usage: &Usage) -> Value {
-    let input = usage.input_tokens.unwrap_or(0);
-    let output = usage.output_tokens.unwrap_or(0);
-    let mut usage_json = json!({
-        "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens.unwrap_or(0)},
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens.unwrap_or(0)},
-        "total_tokens": input + output,
-    });
-    // What the answer cost, in US dollars, as in Chat Completions: only when known.
-    if let Some(cost) = usage.cost {
-        usage_json["cost"] = json!(cost.usd());
-    }
-    usage_json
+/// A response's usage as the Responses API gives it, with its cost in US dollars (as in Chat
+/// Completions) only when known.
+fn wire_usage(usage: &Usage) -> ResponseUsage {
+    ResponseUsage::new(
+        usage.input_tokens.unwrap_or(0),
+        usage.cached_input_tokens.unwrap_or(0),
+        usage.output_tokens.unwrap_or(0),
+        usage.reasoning_tokens.unwrap_or(0),
+    )
+    .cost(usage.cost.map(|cost| cost.usd()))
+}
+
+/// A response or stream event with what clients see of the run beside it: the events of a
+/// whole answer (`tinyagent.events`), or the one an `in_progress` event reports
+/// (`tinyagent.event`).
+#[derive(Serialize)]
+struct WithReported<T> {
+    #[serde(flatten)]
+    inner: T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tinyagent: Option<Reported>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Reported {
+    Events { events: Vec<Value> },
+    Event { event: Value },
 }
 
 fn unique_id(prefix: &str) -> String {
@@ -387,8 +425,12 @@ async fn answer(
     steps: BoxStream<'static, Step>,
 ) -> Result<Response, ApiError> {
     let outcome = run_to_end(state, caller, steps).await?;
-    let mut body = meta.response("completed", Some(&outcome.text), Some(&outcome.usage));
-    body["tinyagent"] = json!({"events": outcome.reported});
+    let body = WithReported {
+        inner: meta.response("completed", Some(&outcome.text), Some(&outcome.usage)),
+        tinyagent: Some(Reported::Events {
+            events: outcome.reported,
+        }),
+    };
     Ok(axum::Json(body).into_response())
 }
 
@@ -398,17 +440,29 @@ struct Events {
 }
 
 impl Events {
-    fn frame(&mut self, mut event: Value) -> Bytes {
-        event["sequence_number"] = json!(self.next);
+    fn frame(&mut self, event: ResponseStreamEvent) -> Bytes {
+        self.reporting(event, None)
+    }
+
+    /// The event, with what it reports of the run beside it.
+    fn reporting(&mut self, mut event: ResponseStreamEvent, reported: Option<Reported>) -> Bytes {
+        event.sequence_number = self.next;
         self.next += 1;
-        let kind = event["type"].as_str().unwrap_or("error").to_owned();
-        sse::frame(Some(&kind), &event.to_string())
+        let kind = event.kind.clone();
+        let event = WithReported {
+            inner: event,
+            tinyagent: reported,
+        };
+        sse::frame(
+            Some(&kind),
+            &serde_json::to_string(&event).expect("an event serializes"),
+        )
     }
 }
 
 /// The `error` event that ends a stream.
-fn error_event(err: &ApiError) -> Value {
-    json!({"type": "error", "code": err.code, "message": err.message, "param": err.param})
+fn error_event(err: &ApiError) -> ResponseStreamEvent {
+    ResponseStreamEvent::error(err.code, &err.message, err.param.as_deref())
 }
 
 /// The run as Responses stream events: created, in progress, the message item and its text
@@ -421,22 +475,8 @@ fn stream_events(
 ) -> impl futures::Stream<Item = Bytes> + Send + 'static {
     let request_id = RequestId::current();
     let mut numbered = Events { next: 0 };
-    let item = json!({"output_index": 0, "item_id": meta.message_id, "content_index": 0});
-    let opening = vec![
-        numbered.frame(json!({"type": "response.created",
-            "response": meta.response("in_progress", None, None)})),
-        numbered.frame(json!({"type": "response.in_progress",
-            "response": meta.response("in_progress", None, None)})),
-        numbered.frame(
-            json!({"type": "response.output_item.added", "output_index": 0,
-            "item": meta.message("", "in_progress")}),
-        ),
-        numbered.frame(
-            json!({"type": "response.content_part.added", "output_index": 0,
-            "item_id": meta.message_id, "content_index": 0,
-            "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}),
-        ),
-    ];
+    let in_progress = |meta: &Meta| meta.response("in_progress", None, None);
+    let opening = meta.opening(&mut numbered);
     let mut transcript = Transcript::default();
     let mut ended = false;
     let rest = steps.flat_map(move |step| {
@@ -444,12 +484,11 @@ fn stream_events(
         if ended {
             return stream::iter(frames);
         }
-        let with = |fields: Value| {
-            let mut event = item.clone();
-            for (k, v) in fields.as_object().into_iter().flatten() {
-                event[k] = v.clone();
-            }
-            event
+        let text_delta = |piece: &str| {
+            let mut delta = meta.in_text("response.output_text.delta");
+            delta.delta = Some(piece.to_owned());
+            delta.logprobs = Some(Vec::new());
+            delta
         };
         let fail = |err: ApiError, numbered: &mut Events| numbered.frame(error_event(&err));
         match step {
@@ -471,9 +510,7 @@ fn stream_events(
                 Event::TextDelta(text) => {
                     let piece = transcript.delta(text);
                     if !piece.is_empty() {
-                        let delta = with(json!({"type": "response.output_text.delta",
-                            "delta": piece, "logprobs": []}));
-                        frames.push(numbered.frame(delta));
+                        frames.push(numbered.frame(text_delta(&piece)));
                     }
                 }
                 Event::Usage { .. } => transcript.step_done(),
@@ -481,21 +518,25 @@ fn stream_events(
                     ended = true;
                     if transcript.text.is_empty() && !answer.is_empty() {
                         transcript.text.clone_from(answer);
-                        let delta = with(json!({"type": "response.output_text.delta",
-                            "delta": answer, "logprobs": []}));
-                        frames.push(numbered.frame(delta));
+                        frames.push(numbered.frame(text_delta(answer)));
                     }
                     let text = transcript.text.clone();
-                    let done = with(json!({"type": "response.output_text.done", "text": text,
-                        "logprobs": []}));
+                    let mut done = meta.in_text("response.output_text.done");
+                    done.text = Some(text.clone());
+                    done.logprobs = Some(Vec::new());
                     frames.push(numbered.frame(done));
-                    let part = with(json!({"type": "response.content_part.done", "part":
-                        {"type": "output_text", "text": text, "annotations": [], "logprobs": []}}));
+                    let mut part = meta.in_text("response.content_part.done");
+                    part.part = Some(OutputContent::text(text.as_str()));
                     frames.push(numbered.frame(part));
-                    frames.push(numbered.frame(json!({"type": "response.output_item.done",
-                        "output_index": 0, "item": meta.message(&text, "completed")})));
-                    frames.push(numbered.frame(json!({"type": "response.completed",
-                        "response": meta.response("completed", Some(&text), Some(usage))})));
+                    frames.push(numbered.frame(ResponseStreamEvent::item(
+                        "response.output_item.done",
+                        0,
+                        meta.message(&text, "completed"),
+                    )));
+                    frames.push(numbered.frame(ResponseStreamEvent::response(
+                        "response.completed",
+                        meta.response("completed", Some(&text), Some(usage)),
+                    )));
                 }
                 Event::Paused { pending, .. } => {
                     ended = true;
@@ -508,10 +549,14 @@ fn stream_events(
                     }
                     // A tool call, its progress or a restart: reported beside the response,
                     // on an event every client reads past.
-                    let mut progress = json!({"type": "response.in_progress",
-                        "response": meta.response("in_progress", None, None)});
-                    progress["tinyagent"] = json!({"event": event_json(other)});
-                    frames.push(numbered.frame(progress));
+                    let progress =
+                        ResponseStreamEvent::response("response.in_progress", in_progress(&meta));
+                    frames.push(numbered.reporting(
+                        progress,
+                        Some(Reported::Event {
+                            event: event_json(other),
+                        }),
+                    ));
                 }
                 _ => {}
             },

@@ -8,6 +8,7 @@ use tinyagent::{ModelError, ModelRequest, ModelResponse};
 use tinyagent_http::{Decoder, Flow};
 
 use super::wire;
+use crate::types::{OutputItem, ResponseObject};
 use crate::wire::sanitize_tool_name;
 
 /// A function call being received.
@@ -26,9 +27,9 @@ pub struct ResponseAssembler {
     text_bytes: usize,
     calls: Vec<PendingCall>,
     /// The finished output items, by `output_index`.
-    items: Vec<(u64, Value)>,
+    items: Vec<(u64, OutputItem)>,
     /// The final response object (`response.completed` or `response.incomplete`).
-    last: Option<Value>,
+    last: Option<ResponseObject>,
     offered: Vec<tinyagent::model::ToolDefinition>,
     events: usize,
 }
@@ -41,6 +42,61 @@ impl ResponseAssembler {
             .iter_mut()
             .rev()
             .find(|c| Some(c.output_index) == index || item.is_some_and(|i| i == c.item_id))
+    }
+
+    /// `response.output_item.added`: a function call starts.
+    fn item_added(&mut self, value: &Value, out: &mut Vec<ModelEvent>) {
+        let item = value.get("item").unwrap_or(&Value::Null);
+        if item.get("type").and_then(Value::as_str) == Some("function_call") {
+            let text = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
+            let call_id = match text("call_id") {
+                "" => tinyagent::store::new_id("call"),
+                id => id.to_owned(),
+            };
+            let name = sanitize_tool_name(text("name"), &self.offered);
+            out.push(ModelEvent::ToolCallStart {
+                id: call_id.clone(),
+                name: name.clone(),
+            });
+            let arguments = text("arguments").to_owned();
+            if !arguments.is_empty() {
+                out.push(ModelEvent::ToolCallDelta {
+                    id: call_id.clone(),
+                    arguments_fragment: arguments.clone(),
+                });
+            }
+            self.calls.push(PendingCall {
+                output_index: value
+                    .get("output_index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(self.calls.len() as u64),
+                item_id: text("id").to_owned(),
+                call_id,
+                name,
+                arguments,
+            });
+        }
+    }
+
+    /// `response.output_item.done`: an item is whole.
+    fn item_done(&mut self, value: &Value) {
+        let index = value
+            .get("output_index")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.items.len() as u64);
+        let mut item = value.get("item").cloned().unwrap_or(Value::Null);
+        // The call keeps the id its start event gave the consumer.
+        if let Some(call) = self.calls.iter().find(|c| c.output_index == index)
+            && item.get("type").and_then(Value::as_str) == Some("function_call")
+        {
+            item["call_id"] = Value::String(call.call_id.clone());
+            if item.get("arguments").and_then(Value::as_str).is_none() {
+                item["arguments"] = Value::String(call.arguments.clone());
+            }
+        }
+        // An item of no kind these types name is kept as JSON, so this cannot fail.
+        let item = serde_json::from_value(item).unwrap_or(OutputItem::Other(Value::Null));
+        self.items.push((index, item));
     }
 
     fn push_value(&mut self, value: &Value, out: &mut Vec<ModelEvent>) -> Result<Flow, ModelError> {
@@ -57,38 +113,7 @@ impl ResponseAssembler {
                     out.push(ModelEvent::TextDelta(delta.to_owned()));
                 }
             }
-            "response.output_item.added" => {
-                let item = value.get("item").unwrap_or(&Value::Null);
-                if item.get("type").and_then(Value::as_str) == Some("function_call") {
-                    let text = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
-                    let call_id = match text("call_id") {
-                        "" => tinyagent::store::new_id("call"),
-                        id => id.to_owned(),
-                    };
-                    let name = sanitize_tool_name(text("name"), &self.offered);
-                    out.push(ModelEvent::ToolCallStart {
-                        id: call_id.clone(),
-                        name: name.clone(),
-                    });
-                    let arguments = text("arguments").to_owned();
-                    if !arguments.is_empty() {
-                        out.push(ModelEvent::ToolCallDelta {
-                            id: call_id.clone(),
-                            arguments_fragment: arguments.clone(),
-                        });
-                    }
-                    self.calls.push(PendingCall {
-                        output_index: value
-                            .get("output_index")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(self.calls.len() as u64),
-                        item_id: text("id").to_owned(),
-                        call_id,
-                        name,
-                        arguments,
-                    });
-                }
-            }
+            "response.output_item.added" => self.item_added(value, out),
             "response.function_call_arguments.delta" => {
                 let delta = value
                     .get("delta")
@@ -104,31 +129,23 @@ impl ResponseAssembler {
                     });
                 }
             }
-            "response.output_item.done" => {
-                let index = value
-                    .get("output_index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(self.items.len() as u64);
-                let mut item = value.get("item").cloned().unwrap_or(Value::Null);
-                // The call keeps the id its start event gave the consumer.
-                if let Some(call) = self.calls.iter().find(|c| c.output_index == index)
-                    && item.get("type").and_then(Value::as_str) == Some("function_call")
-                {
-                    item["call_id"] = Value::String(call.call_id.clone());
-                    if item.get("arguments").and_then(Value::as_str).is_none() {
-                        item["arguments"] = Value::String(call.arguments.clone());
-                    }
-                }
-                self.items.push((index, item));
-            }
+            "response.output_item.done" => self.item_done(value),
             "response.completed" | "response.incomplete" => {
-                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                let response = value.get("response").cloned().unwrap_or_default();
+                let response = tinyagent_http::parse_shape(
+                    response,
+                    "the final response",
+                    value.to_string().as_bytes(),
+                )?;
                 self.last = Some(response);
                 return Ok(Flow::Done);
             }
             "response.failed" => {
-                let response = value.get("response").unwrap_or(&Value::Null);
-                return Err(wire::response_error(response).unwrap_or_else(|| {
+                let response: ResponseObject = value
+                    .get("response")
+                    .and_then(|r| serde_json::from_value(r.clone()).ok())
+                    .unwrap_or_default();
+                return Err(wire::response_error(&response).unwrap_or_else(|| {
                     ModelError::new(ModelErrorKind::Unavailable, "the response failed")
                 }));
             }
@@ -200,7 +217,7 @@ impl Decoder for ResponseAssembler {
         };
         let mut items = self.items;
         items.sort_by_key(|(i, _)| *i);
-        let items: Vec<Value> = items.into_iter().map(|(_, item)| item).collect();
-        wire::response(&last, Some(&items), &self.offered)
+        let items = items.into_iter().map(|(_, item)| item).collect();
+        wire::response(last, items, &self.offered)
     }
 }

@@ -9,6 +9,7 @@ use tinyagent::{
 use tinyagent_http::snippet;
 
 use super::config::ResponsesConfig;
+use crate::types::{OutputItem, ResponseObject};
 use crate::wire::{
     answer_schema, history_arguments, result_text, sanitize_tool_name, tool_parameters,
 };
@@ -197,64 +198,36 @@ fn text_format(format: &ResponseFormat) -> Value {
 }
 
 /// One output item as the message's parts: text, a call, or reasoning.
-pub(crate) fn item_parts(item: &Value, offered: &[ToolDefinition], parts: &mut Vec<Part>) {
-    match item.get("type").and_then(Value::as_str) {
-        Some("message") => {
-            let text: String = item
-                .get("content")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|c| match c.get("type").and_then(Value::as_str) {
-                    Some("output_text") => c.get("text").and_then(Value::as_str),
-                    Some("refusal") => c.get("refusal").and_then(Value::as_str),
-                    _ => None,
-                })
-                .collect();
+pub(crate) fn item_parts(item: OutputItem, offered: &[ToolDefinition], parts: &mut Vec<Part>) {
+    match item {
+        OutputItem::Message(message) => {
+            let text = message.text();
             if !text.is_empty() {
                 parts.push(Part::text(text));
             }
         }
-        Some("function_call") => {
-            let Some(name) = item
-                .get("name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.trim().is_empty())
-            else {
+        OutputItem::FunctionCall(call) => {
+            let arguments = call.arguments_text();
+            let Some(name) = call.name.filter(|n| !n.trim().is_empty()) else {
                 return;
             };
-            let id = item
-                .get("call_id")
-                .and_then(Value::as_str)
+            let id = call
+                .call_id
                 .filter(|id| !id.is_empty())
-                .map_or_else(|| new_id("call"), str::to_owned);
-            let arguments = match item.get("arguments") {
-                Some(Value::String(s)) => s.clone(),
-                None | Some(Value::Null) => String::new(),
-                Some(other) => other.to_string(),
-            };
+                .unwrap_or_else(|| new_id("call"));
             parts.push(Part::ToolCall(ToolCall::new(
                 id,
-                sanitize_tool_name(name, offered),
+                sanitize_tool_name(&name, offered),
                 arguments,
             )));
         }
-        Some("reasoning") => {
-            let summary: Vec<&str> = item
-                .get("summary")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.get("text").and_then(Value::as_str))
-                .collect();
-            let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
-            let encrypted = item
-                .get("encrypted_content")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+        OutputItem::Reasoning(reasoning) => {
+            let summary = reasoning.summary_text();
+            let id = reasoning.id.unwrap_or_default();
+            let encrypted = reasoning.encrypted_content.unwrap_or_default();
             let signature =
                 (!id.is_empty()).then(|| format!("{REASONING_PREFIX}{id}\n{encrypted}"));
-            parts.push(Part::reasoning(summary.join("\n\n"), signature));
+            parts.push(Part::reasoning(summary, signature));
         }
         // Built-in tools' items (web search and the like) are not asked for.
         _ => {}
@@ -262,29 +235,25 @@ pub(crate) fn item_parts(item: &Value, offered: &[ToolDefinition], parts: &mut V
 }
 
 /// The usage of a response object.
-pub(crate) fn usage(response: &Value) -> Usage {
+pub(crate) fn usage(response: &ResponseObject) -> Usage {
     let mut usage = Usage::default();
-    let Some(u) = response.get("usage").filter(|u| u.is_object()) else {
+    let Some(u) = response.usage else {
         return usage;
     };
-    usage.input_tokens = u.get("input_tokens").and_then(Value::as_u64);
-    usage.output_tokens = u.get("output_tokens").and_then(Value::as_u64);
-    usage.cached_input_tokens = u
-        .pointer("/input_tokens_details/cached_tokens")
-        .and_then(Value::as_u64);
-    usage.reasoning_tokens = u
-        .pointer("/output_tokens_details/reasoning_tokens")
-        .and_then(Value::as_u64);
+    usage.input_tokens = u.input_tokens;
+    usage.output_tokens = u.output_tokens;
+    usage.cached_input_tokens = u.input_tokens_details.and_then(|d| d.cached_tokens);
+    usage.reasoning_tokens = u.output_tokens_details.and_then(|d| d.reasoning_tokens);
     usage
 }
 
 /// Why a response ended: its status and incomplete reason, and whether it holds calls.
-pub(crate) fn finish_reason(response: &Value, has_calls: bool) -> FinishReason {
-    let status = response.get("status").and_then(Value::as_str);
+pub(crate) fn finish_reason(response: &ResponseObject, has_calls: bool) -> FinishReason {
     let reason = response
-        .pointer("/incomplete_details/reason")
-        .and_then(Value::as_str);
-    match (status, reason) {
+        .incomplete_details
+        .as_ref()
+        .and_then(|d| d.reason.as_deref());
+    match (response.status.as_deref(), reason) {
         // A cut-off reply stays cut off even with calls: their arguments may be incomplete.
         (Some("incomplete"), Some("max_output_tokens")) => FinishReason::Length,
         (Some("incomplete"), Some("content_filter")) => FinishReason::ContentFilter,
@@ -296,9 +265,9 @@ pub(crate) fn finish_reason(response: &Value, has_calls: bool) -> FinishReason {
 }
 
 /// The error of a response whose status is `failed` (or that carries an `error`).
-pub(crate) fn response_error(response: &Value) -> Option<ModelError> {
-    let failed = response.get("status").and_then(Value::as_str) == Some("failed");
-    match response.get("error").filter(|e| !e.is_null()) {
+pub(crate) fn response_error(response: &ResponseObject) -> Option<ModelError> {
+    let failed = response.status.as_deref() == Some("failed");
+    match response.error.as_ref().filter(|e| !e.is_null()) {
         Some(err) => Some(crate::error::error_in_body(err)),
         None if failed => Some(ModelError::new(
             ModelErrorKind::Unavailable,
@@ -311,20 +280,20 @@ pub(crate) fn response_error(response: &Value) -> Option<ModelError> {
 /// A response object as a [`ModelResponse`]; `items` (the items a stream delivered one by
 /// one, with the call ids its start events gave) replace its `output` when there are any.
 pub(crate) fn response(
-    value: &Value,
-    items: Option<&[Value]>,
+    mut value: ResponseObject,
+    items: Vec<OutputItem>,
     offered: &[ToolDefinition],
 ) -> Result<ModelResponse, ModelError> {
-    if let Some(err) = response_error(value) {
+    if let Some(err) = response_error(&value) {
         return Err(err);
     }
-    let output = match (items, value.get("output").and_then(Value::as_array)) {
-        (Some(items), _) if !items.is_empty() => items,
-        (_, Some(output)) => output.as_slice(),
-        (_, None) => {
+    let output = match value.output.take() {
+        _ if !items.is_empty() => items,
+        Some(output) => output,
+        None => {
             return Err(ModelError::invalid_response(format!(
                 "the response has no output: {}",
-                snippet(value.to_string().as_bytes())
+                snippet(serde_json::to_string(&value).unwrap_or_default().as_bytes())
             )));
         }
     };
@@ -335,11 +304,11 @@ pub(crate) fn response(
     let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
     let mut response = ModelResponse::new(
         Message::new(Role::Assistant, parts),
-        usage(value),
-        finish_reason(value, has_calls),
+        usage(&value),
+        finish_reason(&value, has_calls),
     );
-    response.id = tinyagent_http::field_text(value.get("id"));
-    response.model = tinyagent_http::field_text(value.get("model"));
+    response.id = value.id;
+    response.model = value.model;
     Ok(response)
 }
 
@@ -355,5 +324,6 @@ pub(crate) fn parse_response(
             snippet(body)
         )));
     }
-    response(&value, None, offered)
+    let value = tinyagent_http::parse_shape(value, "the response", body)?;
+    response(value, Vec::new(), offered)
 }

@@ -1,13 +1,7 @@
-//! The Chat Completions wire types, both ways: this provider writes its requests' messages and
-//! reads answers and stream chunks with them, and `tinyagent-server` reads its clients'
-//! messages and writes its answers and chunks with the same types.
-//!
-//! Reading is lenient, since compatible servers and clients differ in what they send: every
-//! field may be missing or `null`, a `content` may be a string or an array of parts, tool-call
-//! arguments may be a string (as the spec says) or the object itself, and ids may be numbers.
-//! Writing gives what the spec's strictest readers take: fields that are `None` are left out,
-//! except those the spec wants present as `null` in an answer (`refusal`, `logprobs`,
-//! `finish_reason`).
+//! Chat Completions, both ways: this provider writes its requests' messages and reads answers
+//! and stream chunks with these types, and `tinyagent-server` reads its clients' messages and
+//! writes its answers and chunks with them. In an answer, `refusal`, `logprobs` and
+//! `finish_reason` are written as `null` when there is none, as the spec wants.
 //!
 //! ```
 //! use tinyagent_openai::types::{ChatCompletionChunk, ChatUsage};
@@ -27,8 +21,10 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::lenient::{lenient_text, null_as_default};
 
 /// `object` of a whole answer.
 pub const CHAT_COMPLETION: &str = "chat.completion";
@@ -492,24 +488,6 @@ pub struct ChunkChoice {
     /// Why the answer ended, in its last piece.
     #[serde(default)]
     pub finish_reason: Option<String>,
-}
-
-/// Text of a field that should be a string: a number as its digits, anything else absent.
-fn lenient_text<'de, D: Deserializer<'de>>(de: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(de)? {
-        Value::String(text) => Some(text),
-        Value::Number(number) => Some(number.to_string()),
-        _ => None,
-    })
-}
-
-/// A field whose `null` reads as its default.
-fn null_as_default<'de, D, T>(de: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(de)?.unwrap_or_default())
 }
 
 #[cfg(test)]
