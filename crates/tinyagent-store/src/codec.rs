@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tinyagent::Message;
-use tinyagent::store::{Changes, SessionInfo, State, StoreError, StoredSession};
+use tinyagent_core::Message;
+use tinyagent_core::store::{Changes, SessionInfo, State, StoreError, StoredSession};
 
 /// How much of a bad stored text an error quotes.
 const QUOTE: usize = 80;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tinyagent::store::{SessionLock, SessionLocks, StoreError, check_session_id};
+use tinyagent_core::store::{SessionLock, SessionLocks, StoreError, check_session_id};
 
 use crate::lease::{DEFAULT_LEASE, LeaseBackend};
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tinyagent::BoxFuture;
-use tinyagent::store::{SessionLock, SessionLocks, StoreError};
+use tinyagent_core::BoxFuture;
+use tinyagent_core::store::{SessionLock, SessionLocks, StoreError};
 
 /// How long a lease lasts unless renewed; it is renewed every third of it while its run goes
 /// on, so a process that dies frees its sessions after at most this long.
@@ -39,7 +39,7 @@ pub(crate) trait LeaseBackend: Send + Sync + 'static {
 /// The end of a lease taken now for `ttl`, in microseconds since the epoch.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn lease_end(ttl: Duration) -> i64 {
-    tinyagent::store::micros(std::time::SystemTime::now() + ttl)
+    tinyagent_core::store::micros(std::time::SystemTime::now() + ttl)
 }
 
 struct LeaseGuard<B: LeaseBackend> {
@@ -78,7 +78,7 @@ pub(crate) async fn lock<B: LeaseBackend>(
 ) -> Result<SessionLock, StoreError> {
     let started = tokio::time::Instant::now();
     let local = locals.lock(id, wait).await?;
-    let token = tinyagent::store::new_id("lease");
+    let token = tinyagent_core::store::new_id("lease");
     let mut pause = Duration::from_millis(5);
     while !backend.try_acquire(id, &token, ttl).await? {
         let waited = started.elapsed();

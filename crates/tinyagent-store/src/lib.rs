@@ -1,21 +1,21 @@
-//! Session stores for [tinyagent]: conversations that survive restarts and that
-//! several processes share.
+//! Session stores for [tinyagent](https://docs.rs/tinyagent): conversations that survive
+//! restarts and that several processes share.
 //!
 //! | store | feature | for |
 //! |---|---|---|
-//! | [`MemoryStore`](tinyagent::store::MemoryStore) | (the core) | tests, one process, nothing kept |
+//! | [`MemoryStore`](tinyagent_core::store::MemoryStore) | (the core) | tests, one process, nothing kept |
 //! | [`SqliteStore`] | `sqlite` (default) | one machine: a file that survives restarts |
 //! | [`PostgresStore`] | `postgres` | several processes or machines |
 //! | [`RedisStore`] | `redis` | several processes, expiry by Redis's own TTLs |
 //!
-//! Every store implements [`SessionStore`](tinyagent::store::SessionStore): version-checked commits,
+//! Every store implements [`SessionStore`](tinyagent_core::store::SessionStore): version-checked commits,
 //! state, paged lists by recency, deletion, expiry and per-session locks. Messages and state
 //! values are kept as JSON text in the documented serde shape of
-//! [`Message`](tinyagent::Message), so other programs can read them. The SQL stores migrate
+//! [`Message`](tinyagent_core::Message), so other programs can read them. The SQL stores migrate
 //! their schema on connect ([`SCHEMA_VERSION`]); data a store cannot read back is reported as
-//! [`StoreError::Corrupt`](tinyagent::store::StoreError::Corrupt), never by a panic.
+//! [`StoreError::Corrupt`](tinyagent_core::store::StoreError::Corrupt), never by a panic.
 //!
-//! Run an agent on a stored session with [`SessionRunner`](tinyagent::agent::SessionRunner):
+//! Run an agent on a stored session with [`SessionRunner`](https://docs.rs/tinyagent/latest/tinyagent/agent/struct.SessionRunner.html):
 //!
 //! ```
 //! use tinyagent::LlmAgent;

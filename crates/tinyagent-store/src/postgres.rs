@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
-use tinyagent::store::StoreError;
+use tinyagent_core::store::StoreError;
 
 #[cfg(doc)]
 use crate::lease::DEFAULT_LEASE;
@@ -18,7 +18,7 @@ use crate::sql_store::SqlStore;
 /// transaction-scoped advisory lock so that replicas starting together migrate once.
 /// Commits lock the session's row (`SELECT … FOR UPDATE`) and check its version.
 ///
-/// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease row
+/// [`lock`](tinyagent_core::store::SessionStore::lock) takes an in-process lock, then a lease row
 /// (`tinyagent_locks`, `INSERT … ON CONFLICT DO UPDATE … WHERE` the old lease ran out): a run
 /// on another replica waits for it (polling, with back-off up to 200 ms) or fails at once.
 /// Leases are renewed while their run goes on and last [`DEFAULT_LEASE`] without renewal, so

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use redis::aio::ConnectionManager;
-use tinyagent::BoxFuture;
-use tinyagent::store::{
+use tinyagent_core::BoxFuture;
+use tinyagent_core::store::{
     Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError,
     StoredSession, check_session_id, from_micros, micros,
 };
@@ -30,7 +30,7 @@ use crate::redis_scripts::scripts;
 /// expire together (`PEXPIREAT`). One Redis server (or a primary with replicas), not Redis
 /// Cluster: a commit touches the index and the session's keys at once.
 ///
-/// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease
+/// [`lock`](tinyagent_core::store::SessionStore::lock) takes an in-process lock, then a lease
 /// (`SET PREFIX:lock:ID TOKEN NX PX …`), renewed while the run goes on, released by a script
 /// that deletes it only if it still holds the token; it lasts [`DEFAULT_LEASE`] without
 /// renewal, so a killed process frees its sessions after at most that long.
@@ -154,7 +154,7 @@ impl RedisStore {
         self
     }
 
-    /// Sets how long a [`lock`](tinyagent::store::SessionStore::lock)'s lease lasts without renewal.
+    /// Sets how long a [`lock`](tinyagent_core::store::SessionStore::lock)'s lease lasts without renewal.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.keeping.set_lease(lease);

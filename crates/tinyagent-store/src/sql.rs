@@ -7,15 +7,15 @@
 //! - `tinyagent_sessions (id, version, message_count, created_at, updated_at, expires_at,
 //!   ttl_us, owner)`: `ttl_us` is the session's own TTL (`NULL`: the store's; `-1`: never);
 //!   `owner` the tenant the session belongs to (`''`: none; schema version 2);
-//! - `tinyagent_messages (session_id, seq, body)`: `body` is a [`Message`](tinyagent::Message)
+//! - `tinyagent_messages (session_id, seq, body)`: `body` is a [`Message`](tinyagent_core::Message)
 //!   as JSON text in its serde shape, `seq` counts from 0;
 //! - `tinyagent_state (session_id, key, value)`: `value` is JSON text;
-//! - `tinyagent_locks (id, token, until_us)`: the leases of [`SessionStore::lock`](tinyagent::store::SessionStore::lock).
+//! - `tinyagent_locks (id, token, until_us)`: the leases of [`SessionStore::lock`](tinyagent_core::store::SessionStore::lock).
 
 use std::time::Duration;
 
-use tinyagent::BoxFuture;
-use tinyagent::store::{SessionInfo, StoreError, from_micros};
+use tinyagent_core::BoxFuture;
+use tinyagent_core::store::{SessionInfo, StoreError, from_micros};
 
 use crate::lease::LeaseBackend;
 
@@ -86,7 +86,7 @@ pub(crate) fn expiry(
 
 /// The time now, in the tables' microseconds.
 pub(crate) fn now_micros() -> i64 {
-    tinyagent::store::micros(std::time::SystemTime::now())
+    tinyagent_core::store::micros(std::time::SystemTime::now())
 }
 
 /// The columns of a session row: version, message_count, created_at, updated_at,
@@ -106,7 +106,7 @@ pub(crate) fn count(session: &str, what: &str, n: i64) -> Result<u64, StoreError
 
 /// A session's listing entry from its row.
 pub(crate) fn info(id: &str, row: &Row) -> Result<SessionInfo, StoreError> {
-    let mut stored = tinyagent::store::StoredSession::empty(id);
+    let mut stored = tinyagent_core::store::StoredSession::empty(id);
     stored.version = count(id, "version", row.0)?;
     stored.created_at = from_micros(row.2);
     stored.updated_at = from_micros(row.3);

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tinyagent::BoxFuture;
-use tinyagent::store::{
+use tinyagent_core::BoxFuture;
+use tinyagent_core::store::{
     Changes, Cursor, ListOptions, SessionInfo, SessionLock, SessionPage, SessionStore, StoreError,
     StoredSession, check_session_id,
 };

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use tinyagent::store::StoreError;
+use tinyagent_core::store::StoreError;
 
 #[cfg(doc)]
 use crate::lease::DEFAULT_LEASE;
@@ -24,7 +24,7 @@ use crate::sql_store::SqlStore;
 /// 1.0 ms with `NORMAL` on a loaded 2-core machine; the crate's `store` bench measures it).
 /// For `FULL`, open a pool with your own options and use [`from_pool`](SqlStore::from_pool).
 ///
-/// [`lock`](tinyagent::store::SessionStore::lock) takes an in-process lock, then a lease row in the
+/// [`lock`](tinyagent_core::store::SessionStore::lock) takes an in-process lock, then a lease row in the
 /// file, so it also holds against other processes using the same file. A lease lasts
 /// [`DEFAULT_LEASE`] unless its run renews it (it does, every third of that), so a killed
 /// process frees its sessions after at most that long.
