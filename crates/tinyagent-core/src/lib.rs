@@ -9,7 +9,9 @@
 //! - [`budget`]: the limits an invocation tree shares;
 //! - [`ToolError`] and [`output::ToolOutput`]: what a tool call fails with or gives;
 //! - [`schema_gen`]: JSON Schemas from Rust types, for tool inputs and typed answers;
-//! - [`redact`]: secrets out of logs and traces.
+//! - [`redact`]: secrets out of logs and traces;
+//! - [`telemetry`]: the spans runs, model calls and tool calls make, in OpenTelemetry's GenAI
+//!   conventions, and the hooks that carry a trace across processes.
 //!
 //! Most programs use these through the `tinyagent` crate, which re-exports them at their
 //! usual paths; the tool system (`tinyagent-tools`) and the agent (`tinyagent`) are built on
@@ -28,6 +30,7 @@ pub mod output;
 pub mod output_limit;
 pub mod redact;
 pub mod schema_gen;
+pub mod telemetry;
 #[doc(hidden)]
 pub mod util;
 

@@ -11,7 +11,7 @@ use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::ACCEPT;
-use tinyagent::{
+use tinyagent_core::{
     ModelError, ModelRequest, ModelResponse,
     model::{ModelErrorKind, ModelEvent},
 };
@@ -57,7 +57,7 @@ impl<P: fmt::Debug> fmt::Debug for Transport<P> {
 impl<P: Protocol> Transport<P> {
     /// A transport posting to `endpoint` with `client` (which carries the provider's
     /// headers); `base_url` and `model` are named in errors and logs, URLs always with their
-    /// credentials redacted ([`redact_url`](tinyagent::redact::url)).
+    /// credentials redacted ([`redact_url`](tinyagent_core::redact::url)).
     pub fn new(
         client: reqwest::Client,
         endpoint: impl Into<String>,
@@ -70,9 +70,9 @@ impl<P: Protocol> Transport<P> {
         let endpoint = endpoint.into();
         Self {
             client,
-            shown_endpoint: tinyagent::redact::url(&endpoint),
+            shown_endpoint: tinyagent_core::redact::url(&endpoint),
             endpoint,
-            base_url: tinyagent::redact::url(&base_url.into()),
+            base_url: tinyagent_core::redact::url(&base_url.into()),
             model: model.into(),
             limits: settings,
             max_tokens,
@@ -117,7 +117,7 @@ impl<P: Protocol> Transport<P> {
                 request = request.header(ACCEPT, "text/event-stream");
             }
             // The model call's trace goes on at the provider (W3C trace context).
-            for (name, value) in tinyagent::telemetry::trace_headers() {
+            for (name, value) in tinyagent_core::telemetry::trace_headers() {
                 request = request.header(name, value);
             }
             let (limit, at) = budget.limit(Limit::FirstByte, limits);

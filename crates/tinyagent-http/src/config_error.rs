@@ -44,7 +44,7 @@ impl ConfigError {
     /// The error of a base URL that is not `http://` or `https://`.
     pub fn invalid_base_url(url: &str, example: &'static str) -> Self {
         Self::InvalidBaseUrl {
-            url: tinyagent::redact::url(url),
+            url: tinyagent_core::redact::url(url),
             example,
         }
     }

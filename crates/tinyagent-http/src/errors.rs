@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use tinyagent::{ModelError, model::ModelErrorKind};
+use tinyagent_core::{ModelError, model::ModelErrorKind};
 
 use crate::HttpSettings;
 
@@ -92,7 +92,7 @@ pub fn transport_error(err: reqwest::Error, url: &str) -> ModelError {
         source = s.source();
     }
     // Credentials in the URL never reach the message, also where a cause quotes the URL.
-    let text = tinyagent::redact::url(&format!("{what} {url}{chain}"));
+    let text = tinyagent_core::redact::url(&format!("{what} {url}{chain}"));
     ModelError::new(kind, text).with_source(err.without_url())
 }
 
@@ -117,7 +117,7 @@ pub fn unexpected_body(
     } else {
         format!("{content_type} instead of {expected}: {}", snippet(body))
     };
-    let base_url = tinyagent::redact::url(base_url);
+    let base_url = tinyagent_core::redact::url(base_url);
     ModelError::invalid_response(format!(
         "HTTP {status} from {base_url} with {what}; check the base URL: {hint}"
     ))

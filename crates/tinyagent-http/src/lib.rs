@@ -7,7 +7,7 @@
 //!   (429, 5xx, connection failures, timeouts, a stream cut in the middle, a retryable error
 //!   event) with exponential backoff and jitter, honouring `Retry-After` (seconds or an HTTP
 //!   date) and `retry-after-ms`, and announces a retry after events were shown with
-//!   [`ModelEvent::Restart`](tinyagent::model::ModelEvent::Restart);
+//!   [`ModelEvent::Restart`](tinyagent_core::model::ModelEvent::Restart);
 //! - every wait runs against a limit ([`HttpSettings`]): the first byte of the answer, the silence
 //!   between two events, the whole call with its retries; a body larger than
 //!   [`HttpSettings::max_reply_bytes`] is cut off with an error;
@@ -21,7 +21,7 @@
 //! defaults, endpoints and request body) has the rest in common with the others: reading
 //! the settings every configuration embeds ([`ProviderSettings`]: base URL, key, model, token
 //! limit, [`HttpSettings`]), reading the environment ([`from_lookup`]), the checks of its base
-//! URL and model, its headers, and the [`Model`](tinyagent::Model) itself ([`HttpModel`]); a
+//! URL and model, its headers, and the [`Model`](tinyagent_core::Model) itself ([`HttpModel`]); a
 //! failing status is worded alike for every provider ([`status_error`]) unless it has words
 //! of its own.
 //!

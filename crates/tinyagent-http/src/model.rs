@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream};
-use tinyagent::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent};
+use tinyagent_core::{
+    BoxFuture, Model, ModelError, ModelRequest, ModelResponse, model::ModelEvent,
+};
 
 use crate::{ConfigError, Provider, Transport, build_client, serialize};
 
@@ -113,7 +115,7 @@ impl<C: Provider> Model for HttpModel<C> {
         C::INFO.provider
     }
 
-    fn supports(&self, option: tinyagent::model::SamplingOption) -> bool {
+    fn supports(&self, option: tinyagent_core::model::SamplingOption) -> bool {
         C::INFO.sampling.contains(&option)
     }
 

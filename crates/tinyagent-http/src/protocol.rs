@@ -3,8 +3,8 @@
 //! events.
 
 use reqwest::StatusCode;
-use tinyagent::model::ModelEvent;
-use tinyagent::{ModelError, ModelRequest, ModelResponse};
+use tinyagent_core::model::ModelEvent;
+use tinyagent_core::{ModelError, ModelRequest, ModelResponse};
 
 /// What a decoder makes of one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

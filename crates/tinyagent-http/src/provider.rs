@@ -6,7 +6,7 @@ use std::fmt;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use tinyagent::ModelRequest;
+use tinyagent_core::ModelRequest;
 
 use crate::{ConfigError, HttpConfig, HttpSettings, Protocol, ProviderInfo, ProviderSettings};
 

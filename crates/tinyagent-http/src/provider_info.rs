@@ -1,7 +1,7 @@
 //! [`ProviderInfo`]: what sets one provider apart besides its wire format: its environment
 //! variables, defaults, user agent, key header and fixed headers, what its API takes.
 
-use tinyagent::model::SamplingOption;
+use tinyagent_core::model::SamplingOption;
 
 /// A provider's names and defaults: its environment variables, its own base URL, how its key
 /// is sent, the headers every request carries.
@@ -27,7 +27,7 @@ pub struct ProviderInfo {
     /// What a request the API rejects most often gets wrong (said in the error of a 4xx
     /// with no words of its own); empty for nothing.
     pub rejected_hint: &'static str,
-    /// The sampling options the API takes ([`Model::supports`](tinyagent::Model::supports));
+    /// The sampling options the API takes ([`Model::supports`](tinyagent_core::Model::supports));
     /// only the temperature until [`sampling`](Self::sampling) says more.
     pub sampling: &'static [SamplingOption],
     /// Who serves the API, in OpenTelemetry's words (`gen_ai.provider.name`); `None` until

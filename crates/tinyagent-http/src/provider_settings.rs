@@ -115,7 +115,7 @@ impl ProviderSettings {
 impl fmt::Debug for ProviderSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProviderSettings")
-            .field("base_url", &tinyagent::redact::url(&self.base_url))
+            .field("base_url", &tinyagent_core::redact::url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)

@@ -1,8 +1,8 @@
 //! A request's sampling options as an API's body fields.
 
 use serde_json::Value;
-use tinyagent::ModelRequest;
-use tinyagent::model::SamplingOption;
+use tinyagent_core::ModelRequest;
+use tinyagent_core::model::SamplingOption;
 
 /// The sampling options `req` sets, as `(field, value)` pairs in the order of
 /// [`SamplingOption::ALL`]: `field` gives each option's name in the API's body (`None` leaves

@@ -3,7 +3,7 @@
 //! API's error body ([`describe`]).
 
 use reqwest::StatusCode;
-use tinyagent::{ModelError, model::ModelErrorKind};
+use tinyagent_core::{ModelError, model::ModelErrorKind};
 
 use crate::ProviderInfo;
 

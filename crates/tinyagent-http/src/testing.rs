@@ -10,9 +10,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
-use tinyagent::{
-    Agent, Event, Invocation, Model, ModelError, ModelRequest, Session, model::ModelEvent,
-};
+use tinyagent::{Agent, Event};
+use tinyagent_core::{Invocation, Model, ModelError, ModelRequest, Session, model::ModelEvent};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::{Request, Respond, ResponseTemplate};
 

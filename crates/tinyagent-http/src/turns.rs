@@ -1,7 +1,7 @@
 //! The history as APIs that keep the system prompt apart and want user and assistant turns
 //! to alternate (Anthropic's messages, Gemini's contents) take it.
 
-use tinyagent::{Message, ModelRequest, Role};
+use tinyagent_core::{Message, ModelRequest, Role};
 
 /// The system prompt (the instruction, then the text of the history's system messages,
 /// joined by blank lines, then, when the request asks its answer in a

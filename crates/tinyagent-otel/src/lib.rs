@@ -2,7 +2,7 @@
 //!
 //! OpenTelemetry for tinyagent: the spans every run makes (`invoke_agent {agent}`,
 //! `chat {model}`, `execute_tool {tool}`, in the GenAI semantic conventions; see
-//! [`tinyagent::telemetry`]) exported as OpenTelemetry spans over OTLP, the metrics they
+//! [`tinyagent::telemetry`](tinyagent_core::telemetry)) exported as OpenTelemetry spans over OTLP, the metrics they
 //! imply (token usage and cost, operation and tool durations, runs in flight, HTTP requests of a
 //! server), a Prometheus text endpoint's contents, and W3C trace context in and out.
 //!

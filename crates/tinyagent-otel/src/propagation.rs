@@ -37,7 +37,7 @@ impl Extractor for Found {
 }
 
 /// Makes `span` continue the trace a lookup finds, for
-/// [`tinyagent::telemetry::continue_with`].
+/// [`tinyagent::telemetry::continue_with`](tinyagent_core::telemetry::continue_with).
 pub(crate) fn continue_from(span: &tracing::Span, lookup: &dyn Fn(&str) -> Option<String>) -> bool {
     let cx = TraceContextPropagator::new().extract(&Found::new(lookup));
     cx.span().span_context().is_valid() && span.set_parent(cx).is_ok()
@@ -89,7 +89,7 @@ pub fn inject_context(headers: &mut HeaderMap) {
 }
 
 /// The current span's trace context as header pairs, for
-/// [`tinyagent::telemetry::propagate_with`].
+/// [`tinyagent::telemetry::propagate_with`](tinyagent_core::telemetry::propagate_with).
 pub(crate) fn current_headers() -> Vec<(&'static str, String)> {
     let mut headers = HeaderMap::new();
     inject_context(&mut headers);

@@ -140,7 +140,7 @@ impl TelemetryBuilder {
 
     /// Records content (answers, tool arguments and results) on spans, redacted; by default
     /// only when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. See
-    /// [`tinyagent::telemetry::capture_content`].
+    /// [`tinyagent::telemetry::capture_content`](tinyagent_core::telemetry::capture_content).
     pub fn capture_content(mut self, on: bool) -> Self {
         self.capture_content = Some(on);
         self
@@ -320,12 +320,12 @@ impl TelemetryBuilder {
         let capture = self.capture_content.unwrap_or_else(|| {
             self.env && self.var_is("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
         });
-        tinyagent::telemetry::capture_content(capture);
+        tinyagent_core::telemetry::capture_content(capture);
         let resource = self.resource();
         let sampling = self.trace_sampling();
         let tracer = if self.exports("TRACES") {
-            tinyagent::telemetry::propagate_with(crate::propagation::current_headers);
-            tinyagent::telemetry::continue_with(crate::propagation::continue_from);
+            tinyagent_core::telemetry::propagate_with(crate::propagation::current_headers);
+            tinyagent_core::telemetry::continue_with(crate::propagation::continue_from);
             Some(self.tracer_provider(resource.clone(), sampling)?)
         } else {
             None
@@ -366,7 +366,7 @@ impl TelemetryBuilder {
 /// or a server's logs) only when content is captured.
 fn exported(meta: &tracing::Metadata<'_>) -> bool {
     meta.is_span()
-        || tinyagent::telemetry::captures_content()
+        || tinyagent_core::telemetry::captures_content()
         || (meta.target().starts_with("tinyagent_http") && *meta.level() <= Level::WARN)
 }
 

@@ -91,8 +91,7 @@ pub mod testing;
 // a call's context, sessions, budgets, errors) and `tinyagent-tools` (the tool system).
 use tinyagent_core::{context, error, message, util};
 
-pub use tinyagent_core::{budget, host, model, redact, store};
-pub mod telemetry;
+pub use tinyagent_core::{budget, host, model, redact, store, telemetry};
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]

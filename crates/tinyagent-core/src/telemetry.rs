@@ -1,7 +1,7 @@
 //! What a run tells observability tools: `tracing` spans named and attributed after
 //! OpenTelemetry's GenAI semantic conventions, and the switch that lets them carry content.
 //!
-//! Every run of an [`LlmAgent`](crate::LlmAgent) makes these spans (at `INFO`, target
+//! Every run of an `LlmAgent` makes these spans (at `INFO`, target
 //! `tinyagent`), whatever subscriber listens; `tinyagent-otel` turns them into OpenTelemetry
 //! spans and metrics and exports them over OTLP, and any other `tracing` subscriber sees them
 //! as they are:
@@ -108,7 +108,8 @@ pub fn continue_trace(span: &Span, lookup: &dyn Fn(&str) -> Option<String>) -> b
 }
 
 /// `text`, redacted and cut for an attribute.
-pub(crate) fn content(text: &str) -> String {
+#[doc(hidden)]
+pub fn content(text: &str) -> String {
     let redacted = redact::text(text);
     match redacted.char_indices().nth(MAX_CONTENT) {
         Some((cut, _)) => format!("{}…", &redacted[..cut]),
@@ -117,7 +118,8 @@ pub(crate) fn content(text: &str) -> String {
 }
 
 /// The span of one run of `agent` in the session `conversation`.
-pub(crate) fn agent_span(agent: &str, conversation: &str, invocation: &str) -> Span {
+#[doc(hidden)]
+pub fn agent_span(agent: &str, conversation: &str, invocation: &str) -> Span {
     tracing::info_span!(
         target: "tinyagent",
         "invoke_agent",
@@ -135,7 +137,8 @@ pub(crate) fn agent_span(agent: &str, conversation: &str, invocation: &str) -> S
 }
 
 /// Records what a run has spent so far on its span.
-pub(crate) fn record_agent_usage(span: &Span, usage: &Usage) {
+#[doc(hidden)]
+pub fn record_agent_usage(span: &Span, usage: &Usage) {
     if let Some(n) = usage.input_tokens {
         span.record("gen_ai.usage.input_tokens", int(n));
     }
@@ -151,13 +154,15 @@ fn int(n: u64) -> i64 {
 }
 
 /// Marks `span` failed, with `error_type` as its `error.type`.
-pub(crate) fn fail(span: &Span, error_type: &str) {
+#[doc(hidden)]
+pub fn fail(span: &Span, error_type: &str) {
     span.record("error.type", error_type);
     span.record("otel.status_code", "ERROR");
 }
 
 /// The span of one model call.
-pub(crate) fn chat_span(model: &str, provider: Option<&str>, req: &ModelRequest) -> Span {
+#[doc(hidden)]
+pub fn chat_span(model: &str, provider: Option<&str>, req: &ModelRequest) -> Span {
     tracing::info_span!(
         target: "tinyagent",
         "chat",
@@ -183,7 +188,8 @@ pub(crate) fn chat_span(model: &str, provider: Option<&str>, req: &ModelRequest)
 }
 
 /// Records a model call's answer on its span.
-pub(crate) fn end_chat_span(span: &Span, response: &ModelResponse) {
+#[doc(hidden)]
+pub fn end_chat_span(span: &Span, response: &ModelResponse) {
     let usage = &response.usage;
     if let Some(model) = &response.model {
         span.record("gen_ai.response.model", model.as_str());
@@ -225,12 +231,14 @@ pub(crate) fn end_chat_span(span: &Span, response: &ModelResponse) {
 }
 
 /// Records a failed model call on its span.
-pub(crate) fn fail_chat_span(span: &Span, err: &ModelError) {
+#[doc(hidden)]
+pub fn fail_chat_span(span: &Span, err: &ModelError) {
     fail(span, err.kind().as_str());
 }
 
 /// The span of one tool call made by an agent.
-pub(crate) fn tool_span(tool: &str, call_id: &str) -> Span {
+#[doc(hidden)]
+pub fn tool_span(tool: &str, call_id: &str) -> Span {
     tracing::info_span!(
         target: "tinyagent",
         "execute_tool",
@@ -252,15 +260,18 @@ pub(crate) fn tool_span(tool: &str, call_id: &str) -> Span {
 /// Marks a span `error.type = "cancelled"` if it is dropped before [`done`](Self::done): a run,
 /// model call or tool call whose future was dropped (a client gone, a time limit) must not
 /// count as a success.
-pub(crate) struct Unfinished(Option<Span>);
+#[doc(hidden)]
+pub struct Unfinished(Option<Span>);
 
 impl Unfinished {
-    pub(crate) fn new(span: &Span) -> Self {
+    #[doc(hidden)]
+    pub fn new(span: &Span) -> Self {
         Self(Some(span.clone()))
     }
 
     /// The work ended (well or not, as the span records): nothing to mark.
-    pub(crate) fn done(mut self) {
+    #[doc(hidden)]
+    pub fn done(mut self) {
         self.0 = None;
     }
 }
