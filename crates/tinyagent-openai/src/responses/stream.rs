@@ -99,7 +99,13 @@ impl ResponseAssembler {
         self.items.push((index, item));
     }
 
-    fn push_value(&mut self, value: &Value, out: &mut Vec<ModelEvent>) -> Result<Flow, ModelError> {
+    /// Reads one event, `value`, parsed from `data`.
+    fn push_value(
+        &mut self,
+        value: &Value,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<Flow, ModelError> {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -132,11 +138,8 @@ impl ResponseAssembler {
             "response.output_item.done" => self.item_done(value),
             "response.completed" | "response.incomplete" => {
                 let response = value.get("response").cloned().unwrap_or_default();
-                let response = tinyagent_http::parse_shape(
-                    response,
-                    "the final response",
-                    value.to_string().as_bytes(),
-                )?;
+                let response =
+                    tinyagent_http::parse_shape(response, "the final response", data.as_bytes())?;
                 self.last = Some(response);
                 return Ok(Flow::Done);
             }
@@ -181,7 +184,7 @@ impl Decoder for ResponseAssembler {
         }
         self.events += 1;
         let value = tinyagent_http::parse_json(data.as_bytes(), "a stream event")?;
-        self.push_value(&value, out)
+        self.push_value(&value, data, out)
     }
 
     fn events(&self) -> usize {

@@ -318,12 +318,6 @@ pub(crate) fn parse_response(
     offered: &[ToolDefinition],
 ) -> Result<ModelResponse, ModelError> {
     let value = tinyagent_http::parse_json(body, "the response")?;
-    if !value.is_object() {
-        return Err(ModelError::invalid_response(format!(
-            "the response is not a JSON object: {}",
-            snippet(body)
-        )));
-    }
     let value = tinyagent_http::parse_shape(value, "the response", body)?;
     response(value, Vec::new(), offered)
 }

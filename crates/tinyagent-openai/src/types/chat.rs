@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::lenient::{lenient_text, null_as_default};
+use super::lenient::{arguments_text, lenient_text, null_as_default};
 
 /// `object` of a whole answer.
 pub const CHAT_COMPLETION: &str = "chat.completion";
@@ -208,11 +208,7 @@ impl ChatFunction {
     /// The arguments as JSON text: a string as it is, anything else serialized, nothing as
     /// empty.
     pub fn arguments_text(&self) -> String {
-        match &self.arguments {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(text)) => text.clone(),
-            Some(other) => other.to_string(),
-        }
+        arguments_text(self.arguments.as_ref())
     }
 }
 

@@ -20,3 +20,13 @@ where
 {
     Ok(Option::<T>::deserialize(de)?.unwrap_or_default())
 }
+
+/// Tool-call arguments as JSON text: a string as it is (the spec's form), anything else (the
+/// object itself, as some servers send it) serialized, nothing as empty.
+pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {
+    match arguments {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    }
+}

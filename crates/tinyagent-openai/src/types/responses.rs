@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::lenient::{lenient_text, null_as_default};
+use super::lenient::{arguments_text, lenient_text, null_as_default};
 
 /// `object` of a response.
 pub const RESPONSE: &str = "response";
@@ -261,11 +261,7 @@ impl FunctionCallItem {
     /// The arguments as JSON text: a string as it is, anything else serialized, nothing as
     /// empty.
     pub fn arguments_text(&self) -> String {
-        match &self.arguments {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(text)) => text.clone(),
-            Some(other) => other.to_string(),
-        }
+        arguments_text(self.arguments.as_ref())
     }
 }
 
