@@ -460,13 +460,31 @@ fn chat_for(req: &ModelRequest, output: &Output, style: Style, direct: bool) -> 
                             return format!("<tool_response>\n{}\n</tool_response>", r.content);
                         }
                         let verb = if r.is_error { "failed" } else { "returned" };
+                        if !matches!(output, Output::Text) {
+                            return format!("Tool {} {verb}: {}", r.name, r.content);
+                        }
+                        // For the answer, each result is said to answer the question above
+                        // it: told only what a call returned, a small model may apply the
+                        // question to the result once more ("再乘以 2 呢？" answered by 56 × 2
+                        // = 112 became "112 乘以 2 等于 224").
                         let called = arguments
                             .get(r.call_id.as_str())
                             .map(|a| a.trim())
-                            .filter(|a| matches!(output, Output::Text) && !matches!(*a, "" | "{}"))
-                            .map(|a| format!(", called with {a},"))
+                            .filter(|a| !matches!(*a, "" | "{}"))
+                            .map(|a| format!(", called with {a}"))
                             .unwrap_or_default();
-                        format!("Tool {}{called} {verb}: {}", r.name, r.content)
+                        if r.is_error {
+                            format!(
+                                "For the question above, the tool {}{called}, failed: {}",
+                                r.name, r.content
+                            )
+                        } else {
+                            format!(
+                                "The question above was answered by the tool {}{called}; it \
+                                 returned: {}",
+                                r.name, r.content
+                            )
+                        }
                     })
                     .collect();
                 ChatTurn {

@@ -323,6 +323,25 @@ async fn an_arithmetic_follow_up_works_on_the_last_result() {
         .map(|m| m.text())
         .unwrap_or_default();
     assert!(answer.contains("112"), "{:#?}", session.messages());
+    // The answer gives the result, not a further product of it ("112 乘以 2 等于 224"): every
+    // number it states is one of the conversation's.
+    let said = [7.0, 8.0, 56.0, 2.0, 112.0];
+    for n in numbers_in(&answer) {
+        assert!(
+            said.contains(&n),
+            "{n} in {answer:?}: {:#?}",
+            session.messages()
+        );
+    }
+}
+
+/// The numbers written in `text`, as digits.
+fn numbers_in(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|w| w.trim_matches('.'))
+        .filter(|w| !w.is_empty())
+        .filter_map(|w| w.parse().ok())
+        .collect()
 }
 
 #[tokio::test]

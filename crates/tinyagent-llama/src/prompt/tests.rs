@@ -89,7 +89,8 @@ fn after_a_tool_round_the_model_answers_in_text() {
     assert_eq!(first.chat.len(), 2, "{:?}", first.chat);
     assert_eq!(
         first.chat[1].content,
-        "北京天气怎么样？\n\nTool get_weather, called with {\"city\":\"北京\"}, returned: 22.5"
+        "北京天气怎么样？\n\nThe question above was answered by the tool get_weather, called \
+         with {\"city\":\"北京\"}; it returned: 22.5"
     );
     assert!(
         first.chat[0]
