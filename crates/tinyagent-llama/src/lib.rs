@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod blank_scores;
 mod config;
 mod engine;
 mod locate;

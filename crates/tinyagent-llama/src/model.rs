@@ -15,6 +15,7 @@ use tinyagent::{
     model::{ModelErrorKind, ModelEvent},
 };
 
+use crate::blank_scores::BlankScores;
 use crate::engine::{self, Decoder, Job, Stop, other};
 use crate::locate::{check_gguf, find_default_model};
 use crate::prefix::PrefixCache;
@@ -95,6 +96,8 @@ struct Weights {
     /// The name of this model's directory of saved prompts (see
     /// [`LlamaConfig::prompt_cache_dir`]).
     saved_dir_name: String,
+    /// Calibration's scores after the blank question, kept (see [`crate::blank_scores`]).
+    blank_scores: BlankScores,
 }
 
 impl std::fmt::Debug for LlamaModel {
@@ -174,6 +177,7 @@ impl LlamaModel {
                 biases: Mutex::new(HashMap::new()),
                 prefixes: PrefixCache::new(),
                 saved_dir_name: model_dir_name(path),
+                blank_scores: BlankScores::default(),
             }),
             config,
         })
@@ -333,12 +337,17 @@ impl LlamaModel {
             repetition_guard: self.config.repetition_guard && grammar_is_none,
             cut_loops: false,
             prompt_cache_bytes: self.config.prompt_cache_mib as usize * 1024 * 1024,
-            saved_prompts: self
-                .config
-                .prompt_cache_dir
-                .as_ref()
-                .map(|dir| Arc::new(SavedPrompts::new(dir.join(&self.weights.saved_dir_name)))),
+            saved_prompts: self.saved_dir().map(|dir| Arc::new(SavedPrompts::new(dir))),
         }
+    }
+
+    /// This model's directory of saved prompts, when prompts are saved on disk
+    /// ([`LlamaConfig::prompt_cache_dir`]).
+    fn saved_dir(&self) -> Option<PathBuf> {
+        self.config
+            .prompt_cache_dir
+            .as_ref()
+            .map(|dir| dir.join(&self.weights.saved_dir_name))
     }
 
     /// A context for `job` with its prompt read (its beginning from the prefix cache where it

@@ -49,7 +49,7 @@ pub(crate) struct Found {
 }
 
 /// FNV-1a, 64 bits: stable across builds and platforms, which names on disk need.
-fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in bytes {
         hash ^= u64::from(byte);
@@ -113,7 +113,7 @@ fn decode_tokens(bytes: &[u8]) -> Option<Vec<LlamaToken>> {
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed into place.
-fn write_whole(
+pub(crate) fn write_whole(
     path: &Path,
     write: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

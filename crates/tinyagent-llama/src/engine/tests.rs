@@ -89,3 +89,21 @@ fn log_softmax_is_a_distribution() {
     assert!(lp[2] > lp[1] && lp[1] > lp[0]);
     assert_eq!(lp[3], f64::NEG_INFINITY);
 }
+
+#[test]
+fn candidates_share_their_common_beginning_but_one_token_each() {
+    let t = |ids: &[i32]| ids.iter().map(|&i| LlamaToken(i)).collect::<Vec<_>>();
+    // `{"name": "` then each tool's name.
+    assert_eq!(
+        shared_beginning(&[t(&[1, 2, 3, 7]), t(&[1, 2, 3, 8, 9])]),
+        3
+    );
+    // One candidate the start of another: each keeps a token of its own.
+    assert_eq!(shared_beginning(&[t(&[1, 2]), t(&[1, 2, 3])]), 1);
+    assert_eq!(shared_beginning(&[t(&[1]), t(&[1, 2])]), 0);
+    // Nothing shared, one candidate, none, an empty one.
+    assert_eq!(shared_beginning(&[t(&[1, 2]), t(&[3, 2])]), 0);
+    assert_eq!(shared_beginning(&[t(&[1, 2, 3])]), 0);
+    assert_eq!(shared_beginning(&[]), 0);
+    assert_eq!(shared_beginning(&[t(&[]), t(&[1, 2])]), 0);
+}

@@ -54,6 +54,7 @@ impl LlamaModel {
         let calibrate = self.config.calibrate_tool_choice;
         let mut call = Call {
             blank: None,
+            blank_prompt: None,
             text: String::new(),
             req,
             style,
@@ -257,13 +258,29 @@ impl LlamaModel {
     ) -> Result<Vec<f64>, ModelError> {
         let tokens: Vec<_> = candidates.iter().map(|c| decoder.tokenize(c)).collect();
         let mut scores = decoder.score(&tokens)?;
-        if call.blank.is_none() {
-            call.blank = Some(self.blank_decoder(call.req, call.style, call.prefix, &call.text)?);
-        }
-        if let Some(blank) = call.blank.as_mut() {
-            for (score, base) in scores.iter_mut().zip(blank.score(&tokens)?) {
-                *score -= base;
+        let prompt = match &call.blank_prompt {
+            Some(prompt) => prompt.clone(),
+            None => {
+                let prompt = self.blank_prompt(call.req, call.style)?;
+                call.blank_prompt = Some(prompt.clone());
+                prompt
             }
+        };
+        let text = call.text.clone();
+        let baseline =
+            self.kept_blank_scores(&[&prompt, call.prefix, &text], candidates, || {
+                // The blank question's decoder is made when a score is first not kept, and
+                // follows the call from then on.
+                let blank = match &mut call.blank {
+                    Some(blank) => blank,
+                    None => call
+                        .blank
+                        .insert(self.blank_decoder(&prompt, call.prefix, &text)?),
+                };
+                blank.score(&tokens)
+            })?;
+        for (score, base) in scores.iter_mut().zip(baseline) {
+            *score -= base;
         }
         Ok(scores)
     }
@@ -337,6 +354,8 @@ impl Numbers {
 /// The arguments written so far, and the blank question's decoder that follows them.
 struct Call<'a, 'm> {
     blank: Option<Decoder<'m>>,
+    /// The blank question's rendered prompt, once needed.
+    blank_prompt: Option<String>,
     text: String,
     req: &'a ModelRequest,
     style: Style,

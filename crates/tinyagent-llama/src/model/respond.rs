@@ -8,7 +8,6 @@ use tinyagent::tools::schema::SchemaValidator;
 use tinyagent::{Message, ModelError, ModelRequest, ModelResponse, Part, Role, Usage};
 
 use super::LlamaModel;
-use super::blank::blank_question;
 use crate::ToolSelection;
 use crate::config::CALL_LEAD_WEIGHT;
 use crate::engine::{Decoder, Job, Stop, cancelled};
@@ -185,11 +184,16 @@ impl LlamaModel {
             if self.config.calibrate_tool_choice {
                 // The same scores for a question that says nothing: what the model would pick
                 // from the tool list alone. Subtracting it leaves what the question adds.
-                let blank = prompt::plan(&blank_question(req), &self.config, style)?;
-                let blank = self.job(self.render(&blank.chat)?, None, 1, 0.0, false);
-                let mut prior = self.decoder(&blank)?;
-                let baseline = not_a_call(prior.score(&candidates)?);
-                decoder.stats += prior.stats;
+                // It does not depend on the question: kept once computed.
+                let blank = self.blank_prompt(req, style)?;
+                let baseline = self.kept_blank_scores(&[&blank], &texts, || {
+                    let job = self.job(blank.clone(), None, 1, 0.0, false);
+                    let mut prior = self.decoder(&job)?;
+                    let scores = prior.score(&candidates)?;
+                    decoder.stats += prior.stats;
+                    Ok(scores)
+                })?;
+                let baseline = not_a_call(baseline);
                 for (score, base) in scores.iter_mut().zip(&baseline) {
                     *score -= base;
                 }
