@@ -16,6 +16,9 @@
 //! `TINYAGENT_TEST_POSTGRES_URL` / `TINYAGENT_TEST_REDIS_URL` are set
 //! (`eval "$(bash scripts/services.sh env)"`), and left out otherwise.
 //!
+//! - `journal/on_STORE` vs `journal/off_STORE`: a three-step run with its journal kept and
+//!   not (see `SessionRunner::journal`).
+//!
 //!     cargo bench -p tinyagent-store --all-features --bench store
 
 use std::hint::black_box;
@@ -174,5 +177,73 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(store, benches);
+/// Calls `lookup` twice, then answers: a three-step run.
+struct TwoLookups;
+
+impl Model for TwoLookups {
+    fn generate<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let done = req.messages.iter().filter(|m| m.role == Role::Tool).count();
+        Box::pin(async move {
+            let (message, finish) = if done < 2 {
+                let call = ToolCall::new(format!("call_{done}"), "lookup", "{}");
+                (
+                    Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+                    tinyagent::model::FinishReason::ToolCalls,
+                )
+            } else {
+                (
+                    Message::assistant("done"),
+                    tinyagent::model::FinishReason::Stop,
+                )
+            };
+            Ok(ModelResponse::new(message, Usage::new(10, 5), finish))
+        })
+    }
+}
+
+/// `journal/on_STORE` vs `journal/off_STORE`: a three-step run (two tool calls, then the
+/// answer) through a `SessionRunner` with its journal kept and not. The journal writes seven
+/// entries for it (the question, two steps, two starts, two ends); the difference over 3 is
+/// its cost per step.
+fn journal(c: &mut Criterion) {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stores = rt.block_on(stores());
+    let prefix = tinyagent::store::new_id("bench");
+    let n = AtomicU64::new(0);
+    let fresh = || format!("{prefix}-{}", n.fetch_add(1, Ordering::Relaxed));
+    let lookup = tinyagent::tools::new_func("lookup", "Looks up", |_: Nothing| async {
+        Ok::<_, tinyagent::ToolError>("found".to_owned())
+    });
+    let agent = LlmAgent::builder("bench")
+        .model(TwoLookups)
+        .tool(lookup)
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("journal");
+    for (name, store) in &stores {
+        for on in [true, false] {
+            let runner = SessionRunner::new(agent.clone(), store.clone()).journal(on);
+            let id = fresh();
+            assert_eq!(rt.block_on(runner.ask(&id, "go")).unwrap(), "done");
+            let stored = rt.block_on(store.load(&id)).unwrap().unwrap();
+            assert_eq!(stored.messages.len(), 6, "{name}: the turn is stored");
+            assert!(!stored.state.contains_key(tinyagent::agent::JOURNAL_KEY));
+            let label = format!("{}_{name}", if on { "on" } else { "off" });
+            group.bench_function(label, |b| {
+                b.iter(|| black_box(rt.block_on(runner.ask(fresh(), "go")).unwrap()))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(store, benches, journal);
 criterion_main!(store);

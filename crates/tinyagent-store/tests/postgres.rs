@@ -135,3 +135,14 @@ async fn corrupt_rows_are_clear_errors() {
     assert!(!listed.contains(&id), "left out of lists");
     assert!(store.delete(&id).await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_died_is_finished_in_another_process() {
+    let one = store!();
+    let two = try_store().await.unwrap();
+    conformance::a_run_that_died_is_finished_in_another_process(
+        std::sync::Arc::new(one),
+        std::sync::Arc::new(two),
+    )
+    .await;
+}

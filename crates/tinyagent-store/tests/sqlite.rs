@@ -242,3 +242,16 @@ async fn a_file_of_schema_1_migrates_and_its_sessions_have_no_owner() {
         .owner("");
     assert_eq!(store.commit("old", Some(1), &unowned).await.unwrap(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_died_is_finished_in_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let one = SqliteStore::open(&path).await.unwrap();
+    let two = SqliteStore::open(&path).await.unwrap();
+    conformance::a_run_that_died_is_finished_in_another_process(
+        std::sync::Arc::new(one),
+        std::sync::Arc::new(two),
+    )
+    .await;
+}

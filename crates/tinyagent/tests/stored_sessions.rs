@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
-use tinyagent::agent::{OnBusy, SessionRunner};
-use tinyagent::store::{Changes, MemoryStore, SessionStore, StoreError};
+use tinyagent::agent::{JOURNAL_KEY, OnBusy, SessionRunner};
+use tinyagent::store::{Changes, MemoryStore, SessionStore, StoreError, StoredSession};
 use tinyagent::testing::{ScriptedModel, reply};
 use tinyagent::{AgentError, Event, LlmAgent, Message, Role, Tool, ToolError, tools};
 use tokio::sync::Semaphore;
@@ -91,7 +91,10 @@ async fn a_second_run_waits_and_starts_from_the_first_runs_history() {
         tokio::task::yield_now().await;
     }
     assert_eq!(model.request_count(), 1, "the second run did not wait");
-    assert_eq!(store.load("ses_a").await.unwrap(), None);
+    // The run in flight has stored its journal only: no message yet.
+    let in_flight = store.load("ses_a").await.unwrap().unwrap();
+    assert!(in_flight.messages.is_empty(), "{in_flight:?}");
+    assert!(in_flight.state.contains_key(JOURNAL_KEY), "{in_flight:?}");
     gate.add_permits(1);
     assert_eq!(answer(first).await.unwrap(), "first answer");
     assert_eq!(second.await.unwrap().unwrap(), "second answer");
@@ -160,7 +163,7 @@ async fn failed_and_cancelled_runs_write_nothing_and_free_the_session() {
     // The model has no reply left: the run fails.
     let err = runner.ask("ses_c", "again").await.unwrap_err();
     assert!(matches!(err, AgentError::Model(_)), "{err:?}");
-    assert_eq!(store.load("ses_c").await.unwrap().unwrap(), before);
+    assert_same(&store.load("ses_c").await.unwrap().unwrap(), &before);
 
     // A run dropped while its tool waits: the tool changed the state in memory, nothing is
     // written, and the session is free again.
@@ -172,12 +175,22 @@ async fn failed_and_cancelled_runs_write_nothing_and_free_the_session() {
     let mut cancelled = runner.run("ses_c", "cancel me");
     until_tool_started(&mut cancelled).await;
     drop(cancelled);
-    assert_eq!(store.load("ses_c").await.unwrap().unwrap(), before);
+    // The session is freed once the cancelled run's journal is removed.
     let lock = store
-        .lock("ses_c", None)
+        .lock("ses_c", Some(Duration::from_secs(30)))
         .await
         .expect("the session is free");
     drop(lock);
+    assert_same(&store.load("ses_c").await.unwrap().unwrap(), &before);
+}
+
+/// The same history, state and version (a run's journal, written and removed, moves only the
+/// time of the last write).
+fn assert_same(now: &StoredSession, before: &StoredSession) {
+    assert_eq!(
+        (&now.messages, &now.state, now.version),
+        (&before.messages, &before.state, before.version)
+    );
 }
 
 #[tokio::test]

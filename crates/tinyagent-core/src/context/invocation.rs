@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Session;
 use super::decision::Decisions;
-use super::resume::{Checkpoint, Resume};
+use super::resume::{Checkpoint, JournalWriter, Resume};
 use super::store::StoreError;
 use crate::budget::SharedBudget;
 use crate::message::{Message, new_id};
@@ -41,6 +41,19 @@ pub struct Invocation {
     resume: Option<Arc<Resume>>,
     /// The run's options (see [`Invocation::with_options`]).
     options: Option<Arc<RunOptions>>,
+    /// Where the run keeps its journal, when a store keeps its session (not inherited by
+    /// [`child`](Self::child) invocations).
+    journal: Option<Journaling>,
+}
+
+/// A [`JournalWriter`], shown by its presence only.
+#[derive(Clone)]
+struct Journaling(JournalWriter);
+
+impl std::fmt::Debug for Journaling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Journaling")
+    }
 }
 
 impl Invocation {
@@ -57,6 +70,7 @@ impl Invocation {
             host: None,
             resume: None,
             options: None,
+            journal: None,
         }
     }
 
@@ -112,6 +126,19 @@ impl Invocation {
             Some(checkpoint) => checkpoint(self.session().clone()).await,
             None => Ok(()),
         }
+    }
+
+    /// Makes the run keep its journal through `journal` (a `SessionRunner` does, see
+    /// `SessionRunner::journal`).
+    #[doc(hidden)]
+    pub fn set_journal(&mut self, journal: JournalWriter) {
+        self.journal = Some(Journaling(journal));
+    }
+
+    /// Where the run keeps its journal, if anywhere.
+    #[doc(hidden)]
+    pub fn journal_writer(&self) -> Option<&JournalWriter> {
+        self.journal.as_ref().map(|j| &j.0)
     }
 
     /// Returns the invocation with a [`ToolHost`](crate::host::ToolHost) for its tool calls: what

@@ -36,9 +36,9 @@ pub use host::{
 };
 pub use invocation::Invocation;
 pub use memory_store::{Cursor, MemoryStore, SessionLocks, from_micros, micros};
-pub use paused::{CallState, PAUSED_KEY, PausedRun, PendingCall};
+pub use paused::{CallState, JOURNAL_KEY, PAUSED_KEY, PausedRun, PendingCall};
 #[doc(hidden)]
-pub use resume::{Checkpoint, Resume};
+pub use resume::{Checkpoint, JournalWriter, Resume};
 pub use session::{Session, State};
 pub use store::{
     DEFAULT_LIST_LIMIT, ListOptions, MAX_SESSION_ID_LEN, SessionInfo, SessionLock, SessionPage,

@@ -22,6 +22,12 @@ use crate::model::Usage;
 /// The session state key under which a paused run is kept (a [`PausedRun`] as JSON).
 pub const PAUSED_KEY: &str = "tinyagent.paused";
 
+/// The session state key under which a run in flight keeps its journal (a [`PausedRun`] as
+/// JSON, its calls [`Pending`](CallState::Pending), [`Running`](CallState::Running) or
+/// [`Done`](CallState::Done)), so that the turn can be finished after its process died:
+/// model answers already recorded are not asked again, finished calls not run again.
+pub const JOURNAL_KEY: &str = "tinyagent.journal";
+
 /// A tool call that waits for a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -55,9 +61,13 @@ pub enum CallState {
         /// What it waits for.
         reason: String,
     },
-    /// A resume started it and had not recorded its result: it may have run, so it is never
-    /// started again (its result says so).
+    /// It was started and its result was not recorded: it may have run, so it is started
+    /// again only when its tool is read-only or idempotent; otherwise its result says it may
+    /// have run.
     Running,
+    /// It was not started yet: it runs as any call does (its tool's middleware, approval
+    /// included, decides).
+    Pending,
     /// It ran (or was refused); the model will read this result.
     Done {
         /// The result.
@@ -232,14 +242,15 @@ pub fn open(session: &Session, decisions: &Decisions, agent: &str) -> Result<Pau
     Ok(paused)
 }
 
-/// The result of a call a resume started but never recorded: it is not run again.
+/// The result of a call an earlier attempt at the run started but never recorded: it is not
+/// run again.
 #[doc(hidden)]
 pub fn interrupted(call_id: &str, name: &str) -> ToolResult {
     ToolResult::error(
         call_id,
         name,
-        "interrupted: this call was started by an earlier attempt to resume the run, which \
-         ended before recording its result; it may have run, so it is not run again",
+        "interrupted: this call was started by an earlier attempt at this run, which ended \
+         before recording its result; it may have run, so it is not run again",
     )
 }
 

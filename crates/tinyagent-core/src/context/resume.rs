@@ -15,6 +15,12 @@ use crate::util::BoxFuture;
 pub type Checkpoint =
     Arc<dyn Fn(Session) -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
 
+/// Writes a run's journal (a `PausedRun` as JSON, see `JOURNAL_KEY`) where its session is
+/// kept (a `SessionRunner` commits it to its store), before what it records goes on.
+#[doc(hidden)]
+pub type JournalWriter =
+    Arc<dyn Fn(serde_json::Value) -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
+
 /// What an invocation that resumes a paused run carries: the decisions about its waiting calls,
 /// and where a resume records its progress (when a store keeps the session).
 #[derive(Clone)]

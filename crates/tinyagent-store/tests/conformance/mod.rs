@@ -542,7 +542,7 @@ pub async fn runners_on_two_stores(one: Arc<dyn SessionStore>, two: Arc<dyn Sess
 }
 
 /// A store whose `nth` commit from now (counted from 1) fails as if the process died there:
-/// the commit is not made.
+/// neither it nor any later commit is made.
 pub struct FailingCommit {
     pub inner: Arc<dyn SessionStore>,
     pub countdown: std::sync::atomic::AtomicUsize,
@@ -568,7 +568,11 @@ impl SessionStore for FailingCommit {
         changes: &'a Changes,
     ) -> tinyagent::BoxFuture<'a, Result<u64, StoreError>> {
         use std::sync::atomic::Ordering;
-        if self.countdown.fetch_sub(1, Ordering::SeqCst) == 1 {
+        // Once dead, always dead: no later write is made either.
+        if self.countdown.load(Ordering::SeqCst) == 0
+            || self.countdown.fetch_sub(1, Ordering::SeqCst) == 1
+        {
+            self.countdown.store(0, Ordering::SeqCst);
             return Box::pin(async { Err(StoreError::backend("test", "the process died")) });
         }
         self.inner.commit(id, expected, changes)
@@ -671,7 +675,9 @@ pub async fn pause_in_one_process_resume_in_another(
                 inner: two.clone(),
                 countdown: AtomicUsize::new(2),
             };
+            // (Its journal off: the commits counted are the resume's own records.)
             let err = SessionRunner::new(agent(model.clone()), dying)
+                .journal(false)
                 .resume_answer(&id, approve.clone())
                 .await
                 .unwrap_err();
@@ -931,4 +937,223 @@ macro_rules! conformance_tests {
             conformance::ownership(&$make).await;
         }
     };
+}
+
+/// A cashier's model: looks up the balance, then pays, then answers; what it asks depends only
+/// on the conversation, so a repeated request is seen (`asked` counts requests by how many
+/// tool results they carry).
+struct Cashier {
+    asked: std::sync::Mutex<Vec<usize>>,
+}
+
+impl tinyagent::Model for Cashier {
+    fn generate<'a>(
+        &'a self,
+        req: &'a tinyagent::ModelRequest,
+    ) -> tinyagent::BoxFuture<'a, Result<tinyagent::ModelResponse, tinyagent::ModelError>> {
+        use tinyagent::{Part, ToolCall};
+        let results: Vec<String> = req
+            .messages
+            .iter()
+            .flat_map(|m| {
+                m.tool_results()
+                    .map(|r| r.content.clone())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        self.asked.lock().unwrap().push(results.len());
+        let call = |id: &str, name: &str, args: &str| {
+            Message::new(
+                Role::Assistant,
+                vec![Part::ToolCall(ToolCall::new(id, name, args))],
+            )
+        };
+        let (message, finish) = match results.len() {
+            0 => (
+                call("call_look", "balance", "{}"),
+                tinyagent::model::FinishReason::ToolCalls,
+            ),
+            1 => (
+                call("call_pay", "pay", r#"{"cents": 500}"#),
+                tinyagent::model::FinishReason::ToolCalls,
+            ),
+            _ => (
+                Message::assistant(format!("Done: {}", results.join("; "))),
+                tinyagent::model::FinishReason::Stop,
+            ),
+        };
+        Box::pin(async move {
+            Ok(tinyagent::ModelResponse::new(
+                message,
+                tinyagent::Usage::new(10, 5),
+                finish,
+            ))
+        })
+    }
+}
+
+/// A run whose process dies after each of its journal's writes in turn (store `one`, which
+/// then takes no write: the dying process's last words are lost too) is finished by another
+/// process (store `two`, the same data): the turn is stored whole and once, no model request
+/// whose answer was recorded is asked again, the read-only lookup runs again only when it
+/// started without a recorded result, and the payment (not idempotent) never runs twice —
+/// when it started and its result was not recorded, the model reads that it may have run.
+pub async fn a_run_that_died_is_finished_in_another_process(
+    one: Arc<dyn SessionStore>,
+    two: Arc<dyn SessionStore>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tinyagent::agent::{JOURNAL_KEY, SessionRunner};
+
+    let looked = Arc::new(AtomicUsize::new(0));
+    let paid = Arc::new(AtomicUsize::new(0));
+    let agent = |model: Arc<Cashier>| cashier(model, looked.clone(), paid.clone());
+    // The journal's writes: the question, the lookup step, its start, its end, the payment
+    // step, its start, its end, the answer; then the turn is stored.
+    for writes in 1..=8 {
+        let id = fresh("died");
+        let model = Arc::new(Cashier {
+            asked: std::sync::Mutex::new(Vec::new()),
+        });
+        let (looked_before, paid_before) =
+            (looked.load(Ordering::SeqCst), paid.load(Ordering::SeqCst));
+        let dying = FailingCommit {
+            inner: one.clone(),
+            countdown: AtomicUsize::new(writes + 1),
+        };
+        let err = SessionRunner::new(agent(model.clone()), dying)
+            .ask(&id, "Pay 5 dollars")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, tinyagent::AgentError::Store(_)), "{err}");
+        let journal = two.load(&id).await.unwrap().unwrap();
+        assert!(
+            journal.state.contains_key(JOURNAL_KEY),
+            "{writes}: {journal:?}"
+        );
+        assert!(journal.messages.is_empty());
+
+        // Another process finishes the turn, then answers the next message.
+        let other = SessionRunner::new(agent(model.clone()), two.clone());
+        let answer = other
+            .recover_answer(&id)
+            .await
+            .unwrap()
+            .expect("a turn to finish");
+        assert!(
+            answer.starts_with("Done: balance 900 cents; "),
+            "{writes}: {answer}"
+        );
+        let looked_now = looked.load(Ordering::SeqCst) - looked_before;
+        let paid_now = paid.load(Ordering::SeqCst) - paid_before;
+        assert_eq!(paid_now, 1, "{writes}: the payment ran once");
+        // The lookup runs again only when it had started without a recorded end (write 3).
+        assert_eq!(looked_now, if writes == 3 { 2 } else { 1 }, "{writes}");
+        if writes == 6 {
+            // The payment started and its end was not recorded: not run again.
+            assert!(answer.contains("may have run"), "{writes}: {answer}");
+        } else {
+            assert!(answer.ends_with("paid 500 cents"), "{writes}: {answer}");
+        }
+        // A model answer is asked again only when it had not been recorded.
+        let asked = model.asked.lock().unwrap().clone();
+        let repeated = asked.len() - 3;
+        let unrecorded = match writes {
+            1 => 1, // the lookup step's answer
+            4 => 1, // the payment step's
+            7 => 1, // the final answer
+            _ => 0,
+        };
+        assert_eq!(repeated, unrecorded, "{writes}: requests {asked:?}");
+
+        // Stored whole and once; the journal is gone.
+        let stored = two.load(&id).await.unwrap().unwrap();
+        let roles: Vec<Role> = stored.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant
+            ],
+            "{writes}"
+        );
+        assert!(!stored.state.contains_key(JOURNAL_KEY), "{writes}");
+        assert_eq!(other.recover_answer(&id).await.unwrap(), None);
+        assert!(other.ask(&id, "thanks").await.unwrap().starts_with("Done"));
+    }
+
+    a_dead_turn_is_finished_before_the_next_message(one, two, agent).await;
+}
+
+/// A run that died before anything but its question was recorded is finished by the next
+/// message's run, first.
+async fn a_dead_turn_is_finished_before_the_next_message(
+    one: Arc<dyn SessionStore>,
+    two: Arc<dyn SessionStore>,
+    agent: impl Fn(Arc<Cashier>) -> tinyagent::LlmAgent,
+) {
+    use std::sync::atomic::AtomicUsize;
+    use tinyagent::agent::SessionRunner;
+
+    let id = fresh("died");
+    let model = Arc::new(Cashier {
+        asked: std::sync::Mutex::new(Vec::new()),
+    });
+    let dying = FailingCommit {
+        inner: one.clone(),
+        countdown: AtomicUsize::new(2),
+    };
+    let err = SessionRunner::new(agent(model.clone()), dying)
+        .ask(&id, "Pay 5 dollars")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, tinyagent::AgentError::Store(_)), "{err}");
+    let other = SessionRunner::new(agent(model.clone()), two.clone());
+    other.ask(&id, "and thanks").await.unwrap();
+    let stored = two.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.messages[0].text(), "Pay 5 dollars");
+    assert_eq!(stored.messages.len(), 8, "{:?}", stored.messages);
+    assert_eq!(stored.messages[6].text(), "and thanks");
+}
+
+/// The cashier agent: a read-only balance lookup and a payment, counting how often each runs.
+fn cashier(
+    model: Arc<Cashier>,
+    looked: Arc<std::sync::atomic::AtomicUsize>,
+    paid: Arc<std::sync::atomic::AtomicUsize>,
+) -> tinyagent::LlmAgent {
+    use std::sync::atomic::Ordering;
+    use tinyagent::{LlmAgent, ToolError, tools};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Payment {
+        cents: u64,
+    }
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+    let balance = tools::new_func("balance", "The balance", move |_: Nothing| {
+        let looked = looked.clone();
+        async move {
+            looked.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ToolError>("balance 900 cents".to_owned())
+        }
+    })
+    .read_only();
+    let pay = tools::new_func("pay", "Pays an amount", move |p: Payment| {
+        let paid = paid.clone();
+        async move {
+            paid.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ToolError>(format!("paid {} cents", p.cents))
+        }
+    });
+    LlmAgent::builder("cashier")
+        .model(model)
+        .tool(balance)
+        .tool(pay)
+        .build()
+        .unwrap()
 }

@@ -1,15 +1,18 @@
 //! [`SessionRunner`]: runs an agent on a session kept in a [`SessionStore`].
 
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
-use super::pause::PausedRun;
+use super::journal::{Journal, Left};
+use super::pause::{JOURNAL_KEY, PausedRun};
 use super::{Agent, AgentError, Event};
 use crate::context::Invocation;
+use crate::context::JournalWriter;
 use crate::context::{
     Changes, Session, SessionLock, SessionStore, State, StoreError, StoredSession,
 };
@@ -51,9 +54,11 @@ impl Default for OnBusy {
 /// - two runs on one session never interleave or lose messages: the second waits for the
 ///   first (or fails), and a write that slipped past the lock fails with
 ///   [`StoreError::Conflict`] instead of overwriting;
-/// - a run that fails, is cancelled (its stream dropped) or whose process is killed writes
-///   nothing: the session keeps the history of the runs that finished, and only the answer in
-///   flight is lost;
+/// - a run that fails or is cancelled (its stream dropped) writes nothing but its
+///   [journal](Self::journal), which it removes: the session keeps the history of the runs
+///   that finished;
+/// - a run whose process is killed leaves its journal, and the next run on the session, in
+///   any process, finishes its turn first (see [`recover`](Self::recover));
 /// - a client that saw `Finished` knows the answer is stored.
 ///
 /// Cheap to clone; the stream of [`run`](Self::run) is `'static`, for web handlers.
@@ -82,6 +87,8 @@ pub struct SessionRunner {
     store: Arc<dyn SessionStore>,
     on_busy: OnBusy,
     keep_interrupted: bool,
+    /// Whether runs keep a journal in the store.
+    journal: bool,
     /// The tenant its commits are for ([`Changes::owner`]).
     owner: Option<Arc<str>>,
 }
@@ -92,6 +99,7 @@ impl fmt::Debug for SessionRunner {
             .field("agent", &self.agent.name())
             .field("on_busy", &self.on_busy)
             .field("keep_interrupted", &self.keep_interrupted)
+            .field("journal", &self.journal)
             .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
@@ -106,8 +114,25 @@ impl SessionRunner {
             store: Arc::new(store),
             on_busy: OnBusy::default(),
             keep_interrupted: false,
+            journal: true,
             owner: None,
         }
+    }
+
+    /// Whether each run keeps a journal in the store as it goes (on by default): the turn's
+    /// question when it starts, each model message with tool calls, each call when it starts
+    /// and when it finishes, and the answer, under the session's [`JOURNAL_KEY`], removed when
+    /// the turn is stored. A run whose process died (killed, out of memory, its machine gone)
+    /// is then finished by the next run on the session, in this process or any other (see
+    /// [`recover`](Self::recover)): model messages already recorded are not asked for again,
+    /// calls already finished are not run again, and a call started without a recorded
+    /// result runs again only when its tool is read-only or idempotent (the model otherwise
+    /// reads that it may have run). A run that fails or is cancelled removes its journal, as it
+    /// writes nothing else. Each entry is one write to the store.
+    #[must_use]
+    pub fn journal(mut self, keep: bool) -> Self {
+        self.journal = keep;
+        self
     }
 
     /// Whether a run cancelled (its stream dropped) after its tools started keeps what they
@@ -149,6 +174,7 @@ impl SessionRunner {
             store,
             on_busy: self.on_busy,
             keep_interrupted: self.keep_interrupted,
+            journal: self.journal,
             owner: self.owner.clone(),
         }
     }
@@ -250,43 +276,105 @@ impl SessionRunner {
         }
     }
 
+    /// Finishes the turn whose run died in session `session_id` (see
+    /// [`journal`](Self::journal)), reporting its events from where its journal stopped; no
+    /// events when the session has no such turn. [`run`](Self::run) does this by itself, before
+    /// a new message, so a caller needs it only to finish a turn no new message follows (a
+    /// server taking over the runs of a replica that died).
+    pub fn recover(
+        &self,
+        session_id: impl Into<String>,
+    ) -> BoxStream<'static, Result<Event, AgentError>> {
+        self.start(session_id.into(), Start::Recover)
+    }
+
+    /// [`recover`](Self::recover), returning the finished turn's answer once stored; `None`
+    /// when the session has no turn to finish ([`AgentError::Paused`] when it paused).
+    pub async fn recover_answer(
+        &self,
+        session_id: impl Into<String>,
+    ) -> Result<Option<String>, AgentError> {
+        let mut events = self.recover(session_id);
+        while let Some(event) = events.next().await {
+            match event? {
+                Event::Finished { answer, .. } => return Ok(Some(answer)),
+                Event::Paused { pending, .. } => {
+                    return Err(AgentError::Paused {
+                        agent: self.agent.name().to_owned(),
+                        pending,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Takes session `id`'s lock and loads it.
+    async fn open(&self, id: &str) -> Result<(SessionLock, StoredSession), AgentError> {
+        let wait = match self.on_busy {
+            OnBusy::Wait(d) => Some(d),
+            OnBusy::Fail => None,
+        };
+        let lock = self.store.lock(id, wait).await?;
+        let loaded = match self.store.load(id).await? {
+            Some(loaded) => loaded,
+            None => StoredSession::empty(id),
+        };
+        Ok((lock, loaded))
+    }
+
     fn start(&self, id: String, start: Start) -> BoxStream<'static, Result<Event, AgentError>> {
         let this = self.clone();
         let started = async move {
-            let wait = match this.on_busy {
-                OnBusy::Wait(d) => Some(d),
-                OnBusy::Fail => None,
-            };
-            let lock = this.store.lock(&id, wait).await?;
-            let loaded = match this.store.load(&id).await? {
-                Some(loaded) => loaded,
-                None => StoredSession::empty(id.as_str()),
-            };
+            let (mut lock, mut loaded) = this.open(&id).await?;
+            if matches!(start, Start::Message(_)) && loaded.state.contains_key(JOURNAL_KEY) {
+                // A turn whose run died: finished first, so the new message comes after it.
+                drop(lock);
+                match this.recover_answer(id.as_str()).await {
+                    Ok(_) | Err(AgentError::Paused { .. }) => {}
+                    Err(err) => return Err(err),
+                }
+                (lock, loaded) = this.open(&id).await?;
+            }
             let session = loaded.to_session();
+            // The in-memory copy has no journal: the final commit removes the stored one.
+            session.remove(JOURNAL_KEY);
             let mut base = None;
-            let (inv, partial) = match start {
+            let (mut inv, partial) = match start {
                 Start::Message(message) => {
                     let partial = this.keep_interrupted.then(|| Partial::new(message.clone()));
                     (Invocation::new(session.clone(), message), partial)
                 }
                 Start::Resume(decisions) => {
-                    let mut inv = Invocation::resume(session.clone(), decisions);
-                    let shared = Arc::new(Mutex::new(Base {
-                        version: loaded.version,
-                        state: loaded.state.clone(),
-                    }));
-                    inv.set_checkpoint(checkpoint(
-                        this.store.clone(),
-                        loaded.id.clone(),
-                        shared.clone(),
-                        this.owner.clone(),
-                    ));
-                    base = Some(shared);
-                    (inv, None)
+                    let inv = Invocation::resume(session.clone(), decisions);
+                    (this.checkpointed(inv, &loaded, &mut base), None)
                 }
+                Start::Recover => match this.left_to_do(&loaded, &session).await? {
+                    None => return Ok(None),
+                    Some(Left::Ask(message)) => (Invocation::new(session.clone(), message), None),
+                    Some(Left::Calls(paused)) => {
+                        // Resumed as a paused run with no decisions: its calls run as their
+                        // state says.
+                        paused.store_in(&session);
+                        let inv = Invocation::resume(session.clone(), Decisions::new());
+                        (this.checkpointed(inv, &loaded, &mut base), None)
+                    }
+                    Some(Left::Store(turn)) => {
+                        return Ok(Some(this.answered(lock, loaded, session, turn)));
+                    }
+                },
             };
+            if this.journal {
+                // The run writes its journal, each entry before it goes on.
+                inv.set_journal(journal_writer(
+                    this.store.clone(),
+                    &loaded,
+                    this.owner.clone(),
+                ));
+            }
             let events = this.agent.run(inv);
-            Ok::<_, AgentError>(Run {
+            Ok::<_, AgentError>(Some(Run {
                 owner: this.owner,
                 store: this.store,
                 lock: Some(lock),
@@ -295,15 +383,108 @@ impl SessionRunner {
                 session,
                 events,
                 partial,
+                journaled: this.journal,
                 done: false,
-            })
+            }))
         };
         stream::once(started)
             .flat_map(|started| match started {
                 Err(err) => stream::once(async move { Err(err) }).boxed(),
-                Ok(run) => stream::unfold(Some(run), next).boxed(),
+                Ok(None) => stream::empty().boxed(),
+                Ok(Some(run)) => stream::unfold(Some(run), next).boxed(),
             })
             .boxed()
+    }
+
+    /// What the journal in `loaded` leaves to do, if anything. Calls that waited for a person
+    /// when the run died are a paused run again (stored so, waiting for a decision): nothing to
+    /// do now.
+    async fn left_to_do(
+        &self,
+        loaded: &StoredSession,
+        session: &Session,
+    ) -> Result<Option<Left>, AgentError> {
+        let journal = match Journal::from_session(&loaded.to_session()) {
+            None => return Ok(None),
+            Some(Err(problem)) => return Err(AgentError::resume(self.agent.name(), problem)),
+            Some(Ok(journal)) => journal,
+        };
+        if journal.agent() != self.agent.name() {
+            return Err(AgentError::resume(
+                self.agent.name(),
+                format!(
+                    "the session's interrupted turn was run by agent {:?}; finish it with that \
+                     agent",
+                    journal.agent()
+                ),
+            ));
+        }
+        match journal.left() {
+            Left::Calls(paused) if paused.waits() => {
+                paused.store_in(session);
+                let mut changes = Changes::state_diff(&loaded.state, &session.state());
+                changes.owner = self.owner.as_deref().map(str::to_owned);
+                self.store
+                    .commit(&loaded.id, Some(loaded.version), &changes)
+                    .await?;
+                Ok(None)
+            }
+            left => Ok(Some(left)),
+        }
+    }
+
+    /// A run that only stores `turn`, which the model had answered before its run died.
+    fn answered(
+        &self,
+        lock: SessionLock,
+        loaded: StoredSession,
+        session: Session,
+        turn: Vec<Message>,
+    ) -> Run {
+        let answer = turn.last().map(Message::text).unwrap_or_default();
+        session.append(turn);
+        let finished = Event::Finished {
+            answer,
+            usage: Default::default(),
+            steps: 0,
+        };
+        Run {
+            owner: self.owner.clone(),
+            store: self.store.clone(),
+            lock: Some(lock),
+            loaded,
+            base: None,
+            session,
+            events: stream::once(async move { Ok(finished) }).boxed(),
+            partial: None,
+            journaled: false,
+            done: false,
+        }
+    }
+
+    /// `inv` with a checkpoint that stores its session state as it resumes calls, building on
+    /// `loaded` (`base` set to what the checkpoints stored).
+    fn checkpointed(
+        &self,
+        mut inv: Invocation,
+        loaded: &StoredSession,
+        base: &mut Option<Arc<Mutex<Base>>>,
+    ) -> Invocation {
+        // Without the journal, which the checkpoints leave to the run's own writes.
+        let mut state = loaded.state.clone();
+        state.remove(JOURNAL_KEY);
+        let shared = Arc::new(Mutex::new(Base {
+            version: loaded.version,
+            state,
+        }));
+        inv.set_checkpoint(checkpoint(
+            self.store.clone(),
+            loaded.id.clone(),
+            shared.clone(),
+            self.owner.clone(),
+        ));
+        *base = Some(shared);
+        inv
     }
 
     /// Runs the agent on a user message in session `session_id` and returns its answer, once
@@ -317,10 +498,30 @@ impl SessionRunner {
     }
 }
 
-/// How a run starts: with a new message, or by resuming a paused run.
+/// How a run starts: with a new message, by resuming a paused run, or by finishing a turn
+/// whose run died.
 enum Start {
     Message(Message),
     Resume(Decisions),
+    Recover,
+}
+
+/// Writes a run's journal into its session's state in `store` (a state write: the version
+/// `loaded` has stays).
+fn journal_writer(
+    store: Arc<dyn SessionStore>,
+    loaded: &StoredSession,
+    owner: Option<Arc<str>>,
+) -> JournalWriter {
+    let (id, version) = (loaded.id.clone(), loaded.version);
+    Arc::new(move |journal| {
+        let (store, id, owner) = (store.clone(), id.clone(), owner.clone());
+        Box::pin(async move {
+            let mut changes = Changes::new().set(JOURNAL_KEY, journal);
+            changes.owner = owner.as_deref().map(str::to_owned);
+            store.commit(&id, Some(version), &changes).await.map(drop)
+        })
+    })
 }
 
 /// The version and state a resumed run's checkpoints have stored: what its final commit
@@ -370,6 +571,8 @@ struct Run {
     /// What the run did so far, kept when it is cancelled (see
     /// [`SessionRunner::keep_interrupted`]).
     partial: Option<Partial>,
+    /// Whether the run keeps a journal in the store (see [`SessionRunner::journal`]).
+    journaled: bool,
     /// Whether the run ended (answered or failed): then nothing is kept on drop.
     done: bool,
 }
@@ -444,9 +647,10 @@ impl Drop for Run {
         if self.done {
             return;
         }
-        let Some(partial) = self.partial.take().filter(|p| p.acted) else {
+        let partial = self.partial.take().filter(|p| p.acted);
+        if partial.is_none() && !self.journaled {
             return;
-        };
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -454,7 +658,15 @@ impl Drop for Run {
         let lock = self.lock.take();
         let id = self.loaded.id.clone();
         let version = self.loaded.version;
-        let mut changes = Changes::new().append(partial.messages());
+        // A cancelled run's journal goes: cancelling is not dying, and the turn is not to be
+        // finished later.
+        let mut changes = match partial {
+            Some(partial) => Changes::new().append(partial.messages()),
+            None => Changes::new().must_exist(true),
+        };
+        if self.journaled {
+            changes = changes.remove(JOURNAL_KEY);
+        }
         changes.owner = self.owner.as_deref().map(str::to_owned);
         runtime.spawn(async move {
             if let Err(error) = store.commit(&id, Some(version), &changes).await {
@@ -493,6 +705,7 @@ async fn next(run: Option<Run>) -> Option<(Item, Option<Run>)> {
                 &run.loaded,
                 &run.session,
                 run.owner.as_deref(),
+                run.journaled,
             )
             .await;
             // Let the next run in before the caller reads the answer.
@@ -507,17 +720,37 @@ async fn next(run: Option<Run>) -> Option<(Item, Option<Run>)> {
         }
         Err(err) => {
             run.done = true;
+            forget_journal(&run).await;
             Some((Err(err), None))
         }
     }
 }
 
-/// Writes what the run added: its messages and the state keys it changed.
+/// A failed run's journal removed from the store (the run writes nothing); a failure to do so
+/// is logged, and the next run finishes the turn instead.
+fn forget_journal(run: &Run) -> impl Future<Output = ()> + Send + 'static {
+    let journaled = run.journaled;
+    let mut changes = Changes::new().remove(JOURNAL_KEY).must_exist(true);
+    changes.owner = run.owner.as_deref().map(str::to_owned);
+    let (store, id) = (run.store.clone(), run.loaded.id.clone());
+    async move {
+        if !journaled {
+            return;
+        }
+        if let Err(error) = store.commit(&id, None, &changes).await {
+            tracing::warn!(session = %id, %error, "a failed run's journal could not be removed");
+        }
+    }
+}
+
+/// Writes what the run added: its messages and the state keys it changed (its journal
+/// removed when `journaled`).
 async fn save(
     store: &dyn SessionStore,
     loaded: &StoredSession,
     session: &Session,
     owner: Option<&str>,
+    journaled: bool,
 ) -> Result<(), AgentError> {
     let new = match session.appended_since(&loaded.messages) {
         Some(new) => new,
@@ -534,6 +767,9 @@ async fn save(
         }
     };
     let mut changes = Changes::state_diff(&loaded.state, &session.state()).append(new);
+    if journaled && !loaded.state.contains_key(JOURNAL_KEY) {
+        changes = changes.remove(JOURNAL_KEY);
+    }
     changes.owner = owner.map(str::to_owned);
     if changes.is_empty() {
         return Ok(());

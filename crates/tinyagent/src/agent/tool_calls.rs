@@ -121,8 +121,16 @@ pub(super) async fn run_call(
     call: &ToolCall,
     out: &Queue,
 ) -> Outcome {
-    out.push(Event::ToolCallStarted { call: call.clone() });
+    // The journal says the call starts before it does; when it cannot, the call is not run.
+    let recorded = out
+        .record_call(Event::ToolCallStarted { call: call.clone() })
+        .await;
     let started = tokio::time::Instant::now();
+    let refusal = refusal.or_else(|| {
+        (!recorded).then(|| {
+            ToolError::cancelled("tool call not run: the run's journal could not be written")
+        })
+    });
     let refusal = refusal.or_else(|| {
         budget.charge_tool_call().err().map(|exceeded| {
             ToolError::rate_limited(format!("tool call not run: {exceeded}")).retryable(false)
@@ -186,11 +194,14 @@ pub(super) async fn run_call(
             )
         }
     };
-    out.push(Event::ToolCallFinished {
-        result: result.clone(),
-        duration,
-        error_kind,
-    });
+    // A failed write is kept by the journal: the step ends the run with it.
+    let _ = out
+        .record_call(Event::ToolCallFinished {
+            result: result.clone(),
+            duration,
+            error_kind,
+        })
+        .await;
     (result, error_kind)
 }
 

@@ -23,8 +23,13 @@ pub(super) enum Resumed {
 enum Next {
     /// Nothing: it ran already, or it is not in the step's message.
     Skip,
-    /// Run it (with these arguments), or refuse it with this error.
-    Run(ToolCall, Option<ToolError>),
+    /// Run it (with these arguments), or refuse it with this error; `decided` when a person's
+    /// decision made it run (its approval layer then asks no one again).
+    Run {
+        call: ToolCall,
+        refusal: Option<ToolError>,
+        decided: bool,
+    },
 }
 
 impl Run<'_> {
@@ -40,8 +45,19 @@ impl Run<'_> {
             .cloned()
             .unwrap_or_else(|| Message::assistant(""));
         for k in 0..paused.calls.len() {
-            if let Next::Run(call, refusal) = next(&mut paused, k, &message, decisions) {
-                self.resume_call(&mut paused, k, call, refusal).await?;
+            let repeatable = |name: &str| {
+                self.tools
+                    .iter()
+                    .any(|e| e.tool.name() == name && e.tool.hints().is_repeatable())
+            };
+            if let Next::Run {
+                call,
+                refusal,
+                decided,
+            } = next(&mut paused, k, &message, decisions, repeatable)
+            {
+                self.resume_call(&mut paused, k, call, refusal, decided)
+                    .await?;
             }
         }
         if paused.waits() {
@@ -56,13 +72,14 @@ impl Run<'_> {
     }
 
     /// Runs call `k` of the paused step (or gives it `refusal`), recorded as running before
-    /// and with its result after.
+    /// and with its result after; with the person's approval when `decided`.
     async fn resume_call(
         &self,
         paused: &mut PausedRun,
         k: usize,
         call: ToolCall,
         refusal: Option<ToolError>,
+        decided: bool,
     ) -> Result<(), AgentError> {
         let inv = self
             .ctx
@@ -78,7 +95,11 @@ impl Run<'_> {
                 .then(|| unknown_tool(&call.name, &self.tools))
         });
         // The tool's approval layer applies this decision instead of asking again.
-        let ctx = self.ctx.clone().with_decision(Approval::Approve);
+        let ctx = if decided {
+            self.ctx.clone().with_decision(Approval::Approve)
+        } else {
+            self.ctx.clone()
+        };
         let (result, kind) = run_call(
             entry.map(|e| &**e),
             refusal,
@@ -101,15 +122,37 @@ impl Run<'_> {
     }
 }
 
-/// What `decisions` make of call `k` of the paused step: a call a earlier resume started and
-/// never recorded gets an error result (it is never started again), a deferred one keeps
+/// What `decisions` make of call `k` of the paused step: a call an earlier attempt started
+/// and never recorded runs again when its tool is `repeatable`, else gets an error result (it
+/// is never started again); a call never started runs as any call does; a deferred one keeps
 /// waiting (its state updated here), the others run, or are refused when denied.
-fn next(paused: &mut PausedRun, k: usize, message: &Message, decisions: &Decisions) -> Next {
+fn next(
+    paused: &mut PausedRun,
+    k: usize,
+    message: &Message,
+    decisions: &Decisions,
+    repeatable: impl Fn(&str) -> bool,
+) -> Next {
     let (id, state) = &paused.calls[k];
+    let call = message.tool_calls().find(|c| &c.id == id).cloned();
     match state {
         CallState::Done { .. } => return Next::Skip,
+        CallState::Running | CallState::Pending
+            if matches!(state, CallState::Pending)
+                || call.as_ref().is_some_and(|c| repeatable(&c.name)) =>
+        {
+            // Never started, or harmless to repeat: it runs as any call does.
+            return match call {
+                Some(call) => Next::Run {
+                    call,
+                    refusal: None,
+                    decided: false,
+                },
+                None => Next::Skip,
+            };
+        }
         CallState::Running => {
-            // Started by a resume that never recorded its result: never again.
+            // Started by an attempt that never recorded its result: never again.
             let name = message
                 .tool_calls()
                 .find(|c| &c.id == id)
@@ -121,7 +164,7 @@ fn next(paused: &mut PausedRun, k: usize, message: &Message, decisions: &Decisio
         // Waiting (or a state this version does not know): decided now.
         _ => {}
     }
-    let Some(mut call) = message.tool_calls().find(|c| &c.id == id).cloned() else {
+    let Some(mut call) = call else {
         return Next::Skip;
     };
     let refusal = match decisions.get(id).cloned().unwrap_or(Approval::Approve) {
@@ -136,7 +179,11 @@ fn next(paused: &mut PausedRun, k: usize, message: &Message, decisions: &Decisio
         }
         Approval::Approve => None,
     };
-    Next::Run(call, refusal)
+    Next::Run {
+        call,
+        refusal,
+        decided: true,
+    }
 }
 
 /// What the model reads when a person denied a call.

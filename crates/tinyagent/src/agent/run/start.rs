@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::state::Run;
 use crate::agent::compaction::{self, RunCompaction};
 use crate::agent::config::{Config, ToolEntry};
+use crate::agent::journal::{Journal, Recorder};
 use crate::agent::options;
 use crate::agent::pause::{self, PausedRun};
 use crate::agent::queue::Queue;
@@ -87,6 +88,16 @@ impl<'a> Run<'a> {
         if let Some(options) = inv.options() {
             options::apply(options, &*config.model, &mut req, &mut parallel)
                 .map_err(|(option, problem)| AgentError::options(&config.name, option, problem))?;
+        }
+        if let Some(write) = inv.journal_writer() {
+            // The journal starts with the question (or the paused turn it resumes).
+            let journal = match &resumed {
+                Some((paused, _)) => Journal::resuming(paused.clone()),
+                None => Journal::new(&config.name, inv.message().clone()),
+            };
+            let recorder = Recorder::new(write.clone(), journal);
+            recorder.write().await?;
+            out.keep_journal(recorder);
         }
         let run = Run {
             config,

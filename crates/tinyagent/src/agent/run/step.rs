@@ -54,7 +54,7 @@ impl Run<'_> {
             .await
             .map_err(self.over())??;
         let cut = finish_reason == FinishReason::Length;
-        self.count(step, usage, finish_reason);
+        self.count(step, usage, finish_reason).await?;
         message.role = Role::Assistant;
         own_call_ids(&mut message);
         if cut && message.has_tool_calls() {
@@ -66,7 +66,7 @@ impl Run<'_> {
                 tools: message.tool_calls().map(|c| c.name.clone()).collect(),
             });
         }
-        self.out.push(Event::Message(message.clone()));
+        self.out.record(Event::Message(message.clone())).await?;
         Ok(message)
     }
 
@@ -104,19 +104,28 @@ impl Run<'_> {
         Some(sent)
     }
 
-    /// Counts a model call's usage against the budget and in the run's total, and reports it.
-    fn count(&mut self, step: usize, usage: Usage, finish_reason: FinishReason) {
+    /// Counts a model call's usage against the budget and in the run's total, and reports it
+    /// (the journal counts it too).
+    async fn count(
+        &mut self,
+        step: usize,
+        usage: Usage,
+        finish_reason: FinishReason,
+    ) -> Result<(), AgentError> {
         self.budget.add_tokens(usage.total_tokens().unwrap_or(0));
         if let Some(cost) = usage.cost {
             self.budget.add_cost(cost);
         }
         self.total += usage;
         telemetry::record_agent_usage(&tracing::Span::current(), &self.total);
-        self.out.push(Event::Usage {
-            step,
-            usage,
-            finish_reason,
-        });
+        self.out
+            .record(Event::Usage {
+                step,
+                usage,
+                finish_reason,
+            })
+            .await?;
+        Ok(())
     }
 
     /// Runs the calls of `message` and adds it and their results to the history; the run
@@ -137,6 +146,10 @@ impl Run<'_> {
         )
         .await
         .map_err(self.over())?;
+        // A call the journal could not record ends the run (the call was not run).
+        if let Some(failed) = self.out.journal().and_then(|j| j.take_failure()) {
+            return Err(failed.into());
+        }
         // A budget spent during the step (here or in an agent called as a tool) ends the run:
         // the next model call could not be paid for (nor a paused run resumed).
         self.budget.check().map_err(self.over())?;
