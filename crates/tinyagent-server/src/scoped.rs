@@ -265,6 +265,10 @@ impl SessionStore for Scoped {
         })
     }
 
+    fn is_durable(&self) -> bool {
+        self.inner.is_durable()
+    }
+
     fn lock<'a>(
         &'a self,
         id: &'a str,

@@ -96,6 +96,10 @@ impl SessionStore for TracedStore {
         traced("set_ttl", self.0.set_ttl(id, ttl))
     }
 
+    fn is_durable(&self) -> bool {
+        self.0.is_durable()
+    }
+
     fn lock<'a>(
         &'a self,
         id: &'a str,

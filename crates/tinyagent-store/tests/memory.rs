@@ -25,14 +25,3 @@ async fn a_restart_keeps_nothing_in_memory_but_one_store_keeps_all() {
     })
     .await;
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_that_died_is_finished_by_another_runner() {
-    let one = MemoryStore::new();
-    let two = one.clone();
-    conformance::a_run_that_died_is_finished_in_another_process(
-        std::sync::Arc::new(one),
-        std::sync::Arc::new(two),
-    )
-    .await;
-}

@@ -242,6 +242,10 @@ impl MemoryStore {
 }
 
 impl SessionStore for MemoryStore {
+    fn is_durable(&self) -> bool {
+        false
+    }
+
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredSession>, StoreError>> {
         Box::pin(async move {
             check_session_id(id)?;

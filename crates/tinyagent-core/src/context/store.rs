@@ -490,6 +490,14 @@ pub trait SessionStore: Send + Sync {
             }
         })
     }
+
+    /// Whether what the store holds outlives its process (a file, a database, a server):
+    /// runs keep a journal only in such a store, since a journal lost with the process finishes
+    /// nothing (see `SessionRunner::journal`). `true` unless the store says otherwise; a
+    /// [`MemoryStore`](crate::store::MemoryStore) says `false`.
+    fn is_durable(&self) -> bool {
+        true
+    }
 }
 
 macro_rules! forward_store {
@@ -524,6 +532,9 @@ macro_rules! forward_store {
             }
             fn remove_state<'a>(&'a self, id: &'a str, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
                 (**self).remove_state(id, key)
+            }
+            fn is_durable(&self) -> bool {
+                (**self).is_durable()
             }
         }
     )*};

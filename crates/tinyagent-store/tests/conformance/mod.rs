@@ -593,6 +593,10 @@ impl SessionStore for FailingCommit {
     ) -> tinyagent::BoxFuture<'a, Result<(), StoreError>> {
         self.inner.set_ttl(id, ttl)
     }
+    fn is_durable(&self) -> bool {
+        self.inner.is_durable()
+    }
+
     fn lock<'a>(
         &'a self,
         id: &'a str,

@@ -119,7 +119,8 @@ impl SessionRunner {
         }
     }
 
-    /// Whether each run keeps a journal in the store as it goes (on by default): the turn's
+    /// Whether each run keeps a journal in the store as it goes (on by default, in a store
+    /// whose sessions outlive the process: not in a `MemoryStore`): the turn's
     /// question when it starts, each model message with tool calls, each call when it starts
     /// and when it finishes, and the answer, under the session's [`JOURNAL_KEY`], removed when
     /// the turn is stored. A run whose process died (killed, out of memory, its machine gone)
@@ -365,7 +366,8 @@ impl SessionRunner {
                     }
                 },
             };
-            if this.journal {
+            let journaled = this.journal && this.store.is_durable();
+            if journaled {
                 // The run writes its journal, each entry before it goes on.
                 inv.set_journal(journal_writer(
                     this.store.clone(),
@@ -383,7 +385,7 @@ impl SessionRunner {
                 session,
                 events,
                 partial,
-                journaled: this.journal,
+                journaled,
                 done: false,
             }))
         };
