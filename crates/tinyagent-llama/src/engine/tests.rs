@@ -1,6 +1,8 @@
 //! The tests of `engine`.
 
+use super::logits::log_softmax;
 use super::loops::Loop;
+use super::score::shared_beginning;
 use super::*;
 
 #[test]
