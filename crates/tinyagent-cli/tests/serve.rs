@@ -328,7 +328,8 @@ fn serve_names_a_bad_store() {
 }
 
 /// Two `tinyagent serve` processes on one shared store answer one conversation in turns; one
-/// is killed in the middle of an answer, and only that answer is lost.
+/// is killed in the middle of an answer, and the other finishes that turn from its journal
+/// before it answers the next: nothing is lost.
 async fn two_processes_share_a_conversation(store: &str) {
     let model = replica_model().await;
     let base_url = format!("{}/v1", model.uri());
@@ -360,12 +361,13 @@ async fn two_processes_share_a_conversation(store: &str) {
     let second = post_turn(&http, &b.base, &session, "turn 2").await.unwrap();
     assert!(second.contains("\"answer\":\"answer 2\""), "{second}");
     a_dies_in_the_middle_of_turn_three(&http, &model, &mut a, &session).await;
-    b_answers_turn_four_from_turns_one_and_two(&http, &model, &b.base, &session).await;
+    b_finishes_turn_three_then_answers_turn_four(&http, &model, &b.base, &session).await;
     the_conversation_is_the_first_keys(&http, &model, &b.base, &session).await;
 }
 
-/// The model of the replicas: answers 1 and 2, a third sent only after two minutes, answer 4,
-/// and the other key's answer, each once.
+/// The model of the replicas: answers 1 and 2, a third sent only after two minutes, answer 3
+/// (to the turn finished by the other replica), answer 4, and the other key's answer, each
+/// once.
 async fn replica_model() -> MockServer {
     let model = MockServer::start().await;
     let respond = |text: &str| {
@@ -375,6 +377,7 @@ async fn replica_model() -> MockServer {
         ("answer 1", 0),
         ("answer 2", 0),
         ("answer 3, never sent", 120),
+        ("answer 3", 0),
         ("answer 4", 0),
         ("the other key's answer", 0),
     ] {
@@ -428,9 +431,10 @@ async fn a_dies_in_the_middle_of_turn_three(
     }
 }
 
-/// B answers turn 4 once A's hold on the session has lapsed, from the history of turns 1-2;
-/// the stored history is every turn but the lost one.
-async fn b_answers_turn_four_from_turns_one_and_two(
+/// B, once A's hold on the session has lapsed, first finishes turn 3 from its journal (the
+/// question was recorded, the model's answer was not: it is asked again), then answers turn 4
+/// from turns 1-3; the stored history is every turn.
+async fn b_finishes_turn_three_then_answers_turn_four(
     http: &reqwest::Client,
     model: &MockServer,
     b: &str,
@@ -439,15 +443,26 @@ async fn b_answers_turn_four_from_turns_one_and_two(
     let fourth = post_turn(http, b, session, "turn 4").await.unwrap();
     assert!(fourth.contains("\"answer\":\"answer 4\""), "{fourth}");
     let requests = model.received_requests().await.unwrap();
-    let seen: Value = serde_json::from_slice(&requests[3].body).unwrap();
-    let seen: Vec<&str> = seen["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| m["content"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(seen, ["turn 1", "answer 1", "turn 2", "answer 2", "turn 4"]);
+    let seen = |k: usize| -> Vec<String> {
+        let body: Value = serde_json::from_slice(&requests[k].body).unwrap();
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        seen(3),
+        ["turn 1", "answer 1", "turn 2", "answer 2", "turn 3"]
+    );
+    assert_eq!(
+        seen(4),
+        [
+            "turn 1", "answer 1", "turn 2", "answer 2", "turn 3", "answer 3", "turn 4"
+        ]
+    );
     let stored: Value = http
         .get(format!("{b}/v1/sessions/{session}"))
         .bearer_auth("sk-replicas")
@@ -466,7 +481,7 @@ async fn b_answers_turn_four_from_turns_one_and_two(
     assert_eq!(
         texts,
         [
-            "turn 1", "answer 1", "turn 2", "answer 2", "turn 4", "answer 4"
+            "turn 1", "answer 1", "turn 2", "answer 2", "turn 3", "answer 3", "turn 4", "answer 4"
         ]
     );
 }
@@ -502,7 +517,7 @@ async fn the_conversation_is_the_first_keys(
         .json()
         .await
         .unwrap();
-    assert_eq!(ours["message_count"], 6, "untouched: {ours}");
+    assert_eq!(ours["message_count"], 8, "untouched: {ours}");
     for (key, listed) in [("sk-other", true), ("sk-replicas", true)] {
         let page: Value = http
             .get(format!("{b}/v1/sessions?limit=200"))
@@ -521,7 +536,7 @@ async fn the_conversation_is_the_first_keys(
             .collect();
         assert_eq!(ids.contains(&session), listed, "{key}: {page}");
     }
-    assert_eq!(model.received_requests().await.unwrap().len(), 5);
+    assert_eq!(model.received_requests().await.unwrap().len(), 6);
     let theirs = http
         .delete(&url)
         .bearer_auth("sk-other")
