@@ -31,10 +31,20 @@ impl Decoder<'_> {
 
     /// Reads `tokens` into the context and returns their log-probability.
     fn read_shared(&mut self, tokens: &[LlamaToken]) -> Result<f64, ModelError> {
-        let mut total = log_softmax(&self.last_logits)
-            .get(tokens[0].0 as usize)
-            .copied()
-            .unwrap_or(f64::NEG_INFINITY);
+        let mut total = logprob(&self.last_logits, tokens[0]);
+        self.decode_scoring(tokens)?;
+        for (i, token) in tokens.iter().enumerate().skip(1) {
+            total += logprob(self.ctx.get_logits_ith(position(i - 1)), *token);
+        }
+        self.pos += tokens.len();
+        self.last_logits.clear();
+        self.last_logits
+            .extend_from_slice(self.ctx.get_logits_ith(position(tokens.len() - 1)));
+        Ok(total)
+    }
+
+    /// Reads `tokens` after the context's position in one batch, keeping the logits after each.
+    fn decode_scoring(&mut self, tokens: &[LlamaToken]) -> Result<(), ModelError> {
         self.batch.clear();
         for (i, token) in tokens.iter().enumerate() {
             self.batch
@@ -43,19 +53,7 @@ impl Decoder<'_> {
         }
         self.ctx
             .decode(&mut self.batch)
-            .map_err(|e| other(format!("llama.cpp could not score a candidate: {e}")))?;
-        for (i, token) in tokens.iter().enumerate().skip(1) {
-            let lp = log_softmax(self.ctx.get_logits_ith(position(i - 1)));
-            total += lp
-                .get(token.0 as usize)
-                .copied()
-                .unwrap_or(f64::NEG_INFINITY);
-        }
-        self.pos += tokens.len();
-        self.last_logits.clear();
-        self.last_logits
-            .extend_from_slice(self.ctx.get_logits_ith(position(tokens.len() - 1)));
-        Ok(total)
+            .map_err(|e| other(format!("llama.cpp could not score a candidate: {e}")))
     }
 
     /// [`score`](Self::score) one candidate after the other.
@@ -76,21 +74,9 @@ impl Decoder<'_> {
                 .copied()
                 .unwrap_or(f64::NEG_INFINITY);
             if !rest.is_empty() {
-                self.batch.clear();
-                for (i, token) in tokens[..tokens.len() - 1].iter().enumerate() {
-                    self.batch
-                        .add(*token, position(self.pos + i), &[0], true)
-                        .map_err(|e| other(format!("cannot queue a candidate: {e}")))?;
-                }
-                self.ctx
-                    .decode(&mut self.batch)
-                    .map_err(|e| other(format!("llama.cpp could not score a candidate: {e}")))?;
+                self.decode_scoring(&tokens[..tokens.len() - 1])?;
                 for (i, token) in rest.iter().enumerate() {
-                    let lp = log_softmax(self.ctx.get_logits_ith(position(i)));
-                    total += lp
-                        .get(token.0 as usize)
-                        .copied()
-                        .unwrap_or(f64::NEG_INFINITY);
+                    total += logprob(self.ctx.get_logits_ith(position(i)), *token);
                 }
                 self.ctx
                     .clear_kv_cache_seq(Some(0), u32::try_from(self.pos).ok(), None)
@@ -100,6 +86,14 @@ impl Decoder<'_> {
         }
         Ok(scores)
     }
+}
+
+/// The log-probability of `token` after `logits` (`-inf` for a token out of range).
+fn logprob(logits: &[f32], token: LlamaToken) -> f64 {
+    log_softmax(logits)
+        .get(token.0 as usize)
+        .copied()
+        .unwrap_or(f64::NEG_INFINITY)
 }
 
 /// How many leading tokens every candidate shares, leaving each at least one of its own; 0
